@@ -1,0 +1,215 @@
+"""Guard configuration: `{"guards": [row, ...]}`, rows in composition order.
+
+Each row mirrors an original profile row (`id`, optional `name`, `config`). Keys are snake_case; the
+seeds' camelCase keys are accepted as aliases so an existing profile row ports verbatim. Anything
+invalid raises `ConfigError` at load, naming the field and the value: nothing falls back silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from .errors import ConfigError
+
+TIMEOUT_POLICY = "timeout-policy"
+REPEAT_TOOL_REMINDER = "repeat-tool-reminder"
+THINKING_LOOP_GUARD = "thinking-loop-guard"
+GUARD_IDS = (TIMEOUT_POLICY, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD)
+
+StrictInt = Annotated[int, Field(strict=True)]
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True, strict=True
+    )
+
+
+class TimeoutPolicyConfig(_Settings):
+    """Zero config: budgets come from the tools' own declarations."""
+
+
+class RepeatToolReminderConfig(_Settings):
+    thresholds: tuple[int, ...] = (3, 5, 8)
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    arguments_preview_chars: int = Field(500, ge=1)
+    stop_after: int | None = Field(None, ge=2)
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _thresholds_shape(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return tuple(value)
+        return value
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds_valid(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not value:
+            raise ValueError("must not be empty")
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, int) or item < 2:
+                raise ValueError(f"every threshold must be an integer >= 2, got {item!r}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"must not contain duplicates, got {list(value)}")
+        return tuple(sorted(value))
+
+    @field_validator("include", "exclude", mode="before")
+    @classmethod
+    def _patterns_shape(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+
+class ThinkingLoopGuardConfig(_Settings):
+    max_thinking_steps: int = Field(3, ge=2)
+    min_reasoning_chars: int = Field(2048, ge=256)
+    repeat_ratio: float = Field(0.5, ge=0, le=1)
+    similarity_threshold: float = Field(0.8, ge=0, le=1)
+    escalate: Literal["warn", "steer", "cancel"] = "steer"
+    max_fires: int = Field(4, ge=1)
+    cancel_cause: str = Field("thinking-loop", min_length=1)
+    max_repeated_text: int = Field(60, ge=0)
+    max_repeated_cycle_chars: int = Field(64, ge=0)
+    min_repeated_cycle_chars: int = Field(256, ge=2)
+    break_code: str = Field("REPETITIVE_OUTPUT", min_length=1)
+    break_correction: bool = True
+
+    @field_validator("repeat_ratio", "similarity_threshold", mode="before")
+    @classmethod
+    def _ratio_number(cls, value: Any) -> Any:
+        # strict mode refuses ints for floats; 0 and 1 are natural ratios.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        return value
+
+
+_CONFIG_MODELS: dict[str, type[_Settings]] = {
+    TIMEOUT_POLICY: TimeoutPolicyConfig,
+    REPEAT_TOOL_REMINDER: RepeatToolReminderConfig,
+    THINKING_LOOP_GUARD: ThinkingLoopGuardConfig,
+}
+
+
+class GuardRow(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: Literal["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard"]
+    name: str | None = None
+    config: Union[TimeoutPolicyConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig, None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_config(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("id") in _CONFIG_MODELS:
+            raw = data.get("config")
+            model = _CONFIG_MODELS[data["id"]]
+            if raw is None:
+                raw = {}
+            if not isinstance(raw, (dict, BaseModel)):
+                raise ValueError(f"config must be a mapping, got {type(raw).__name__}")
+            if isinstance(raw, dict):
+                data = {**data, "config": model.model_validate(raw)}
+        return data
+
+    @model_validator(mode="after")
+    def _config_matches_id(self) -> "GuardRow":
+        expected = _CONFIG_MODELS[self.id]
+        if self.config is None:
+            object.__setattr__(self, "config", expected())
+        elif not isinstance(self.config, expected):
+            raise ValueError(f"config for {self.id} must be {expected.__name__}")
+        return self
+
+
+class GuardConfig(BaseModel):
+    """The whole guard config. `GuardConfig()` runs all three guards with their defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    guards: tuple[GuardRow, ...] = Field(
+        default_factory=lambda: tuple(GuardRow(id=guard_id) for guard_id in GUARD_IDS)
+    )
+
+    @field_validator("guards")
+    @classmethod
+    def _unique_ids(cls, rows: tuple[GuardRow, ...]) -> tuple[GuardRow, ...]:
+        seen: set[str] = set()
+        for row in rows:
+            if row.id in seen:
+                raise ValueError(f"guard {row.id!r} is listed twice")
+            seen.add(row.id)
+        return rows
+
+    def row(self, guard_id: str) -> GuardRow | None:
+        return next((row for row in self.guards if row.id == guard_id), None)
+
+    @classmethod
+    def load(cls, source: "GuardConfig | dict[str, Any] | str | Path | None" = None) -> "GuardConfig":
+        """Load from a GuardConfig, a dict, a YAML/JSON file path or None (defaults).
+
+        Raises ConfigError naming the field on any invalid value.
+        """
+        if source is None:
+            return cls()
+        if isinstance(source, GuardConfig):
+            return source
+        if isinstance(source, (str, Path)):
+            path = Path(source)
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+            try:
+                source = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+            if source is None:
+                return cls()
+        if not isinstance(source, dict):
+            raise ConfigError(f"config must be a mapping with a 'guards' list, got {type(source).__name__}")
+        try:
+            return cls.model_validate(source)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, source)) from None
+
+
+def _describe(exc: ValidationError, source: dict[str, Any]) -> str:
+    problems = []
+    for error in exc.errors():
+        location = list(error["loc"])
+        field = _field_path(location, source)
+        value = error.get("input")
+        message = error["msg"].removeprefix("Value error, ")
+        problems.append(f"{field}: {message} (got {value!r})")
+    return "invalid otelguard config: " + "; ".join(problems)
+
+
+def _field_path(location: list[Any], source: dict[str, Any]) -> str:
+    """Readable field path, e.g. `guards[1] (repeat-tool-reminder).config.thresholds`."""
+    parts: list[str] = []
+    rows = source.get("guards") if isinstance(source, dict) else None
+    index = 0
+    while index < len(location):
+        part = location[index]
+        if isinstance(part, int):
+            label = f"[{part}]"
+            if parts == ["guards"] and isinstance(rows, list) and part < len(rows):
+                row = rows[part]
+                if isinstance(row, dict) and "id" in row:
+                    label += f" ({row['id']})"
+            parts.append(label)
+            rest = location[index + 1 : index + 2]
+            if parts[0] == "guards" and rest and rest[0] not in ("id", "name", "config"):
+                parts.append(".config")
+        elif part in ("TimeoutPolicyConfig", "RepeatToolReminderConfig", "ThinkingLoopGuardConfig"):
+            pass  # union member name: noise to a reader
+        else:
+            parts.append(("." if parts else "") + str(part))
+        index += 1
+    return "".join(parts) or "config"

@@ -1,0 +1,173 @@
+"""Records: the small, convention-neutral facts the guards judge.
+
+Conventions turn spans into these; detectors and guards read only these. Nothing here imports
+OpenTelemetry, so the live processor and the offline analyzer share every layer above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Mapping
+
+
+class SpanKind(StrEnum):
+    AGENT = "agent"
+    MODEL = "model"
+    TOOL = "tool"
+
+
+class Content(StrEnum):
+    """How much of a piece of content the convention could read."""
+
+    OK = "ok"
+    ABSENT = "absent"  # not captured (content capture off, attribute missing)
+    MALFORMED = "malformed"  # present but unparsable (bad JSON, wrong type)
+    TRUNCATED = "truncated"  # present but cut (span limits): read what there is
+
+
+class Status(StrEnum):
+    UNSET = "unset"
+    OK = "ok"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEvent:
+    name: str
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    time_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SpanView:
+    """A span as any source gives it: a live SDK span or a line of OTLP JSON.
+
+    Ids are ints (as the SDK keeps them); `parent_span_id` is None for a root span.
+    """
+
+    name: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    events: tuple[SpanEvent, ...] = ()
+    status: Status = Status.UNSET
+    status_message: str | None = None
+    scope: str | None = None
+    start_ns: int = 0
+    end_ns: int | None = None
+    dropped_events: int = 0
+    dropped_attributes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    kind: SpanKind
+    convention: str  # "genai" | "openinference" | "openllmetry"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRun:
+    """One agent run (a user prompt reaching an agent)."""
+
+    name: str | None
+    agent_id: str | None = None  # gen_ai.agent.id where the convention marks one
+    conversation_id: str | None = None  # gen_ai.conversation.id / session.id
+
+    @property
+    def durable_key(self) -> str | None:
+        """Identity that carries state across runs of the same agent, when the convention marks one."""
+        if self.agent_id:
+            return f"id:{self.agent_id}"
+        if self.conversation_id:
+            return f"conv:{self.conversation_id}:{self.name or ''}"
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str | None
+    arguments: str | None  # canonical JSON (or the raw text when it is not JSON)
+    arguments_content: Content = Content.ABSENT
+    result: str | None = None
+    status: Status = Status.UNSET
+    error_message: str | None = None
+    call_id: str | None = None
+    denied: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RequestedToolCall:
+    """A tool call the model asked for in its output."""
+
+    name: str | None
+    arguments: str | None  # canonical
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    text: str
+    kind: str = "text"  # "text" | "reasoning"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    text: str = ""  # visible output text, parts joined
+    reasoning: str = ""
+    tool_calls: tuple[RequestedToolCall, ...] = ()
+    output_content: Content = Content.ABSENT  # ABSENT: output was not captured
+    model: str | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    finish_reasons: tuple[str, ...] = ()
+    chunks: tuple[Chunk, ...] = ()  # recorded otelguard.chunk events, in order
+    chunk_events: int = 0  # textless chunk events (they only count chunks)
+    dropped_events: int = 0
+    status: Status = Status.UNSET
+
+    @property
+    def has_output(self) -> bool | None:
+        """Any visible text or tool call; None when the output was not captured."""
+        if self.text.strip() or self.tool_calls:
+            return True
+        if self.output_content is Content.ABSENT:
+            return None
+        return False
+
+
+Record = AgentRun | ToolCall | ModelCall
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a guard decided about one span. `message` is the text sent to the agent, if any."""
+
+    guard: str
+    verdict: str  # tool_timeout | repeated_tool_call | thinking_loop | repetitive_output
+    rule: str
+    action: str  # none | remind | warn | steer | cancel | block | break | abort
+    message: str | None = None
+    tool: str | None = None
+    repeat_count: int | None = None
+    thinking_stalled: int | None = None
+    stream_chars: int | None = None
+    error_code: str | None = None
+
+    def attributes(self) -> dict[str, Any]:
+        """The otelguard.* span attributes of design §5."""
+        attrs: dict[str, Any] = {
+            "otelguard.verdict": self.verdict,
+            "otelguard.guard": self.guard,
+            "otelguard.rule": self.rule,
+            "otelguard.action": self.action,
+        }
+        if self.repeat_count is not None:
+            attrs["otelguard.repeat.count"] = self.repeat_count
+        if self.thinking_stalled is not None:
+            attrs["otelguard.thinking.stalled"] = self.thinking_stalled
+        if self.stream_chars is not None:
+            attrs["otelguard.stream.chars"] = self.stream_chars
+        if self.error_code is not None:
+            attrs["otelguard.error.code"] = self.error_code
+        return attrs
