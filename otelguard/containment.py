@@ -1,0 +1,51 @@
+"""Contain at the boundary, loud in tests.
+
+Every entry from the SDK (on_start, on_end, watchdog callbacks, hook calls) runs inside `contained`:
+an internal error is logged once per place, counted, and never reaches the agent, except under
+pytest (or with OTELGUARD_RAISE_INTERNAL_ERRORS=1), where it is re-raised so a swallowed bug still
+fails the suite.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+logger = logging.getLogger("otelguard")
+
+RAISE_ENV = "OTELGUARD_RAISE_INTERNAL_ERRORS"
+
+
+def _raise_internal_errors() -> bool:
+    flag = os.environ.get(RAISE_ENV)
+    if flag is not None:
+        return flag.strip().lower() in ("1", "true", "yes")
+    return "pytest" in sys.modules
+
+
+class Containment:
+    def __init__(self, count: Callable[[str], None]):
+        self._count = count
+        self._logged: set[str] = set()
+
+    @contextmanager
+    def contained(self, where: str) -> Iterator[None]:
+        try:
+            yield
+        except Exception:
+            self.record(where)
+            if _raise_internal_errors():
+                raise
+
+    def record(self, where: str) -> None:
+        """Count and (once per place) log the exception being handled."""
+        try:
+            self._count(where)
+        except Exception:
+            pass
+        if where not in self._logged:
+            self._logged.add(where)
+            logger.exception("otelguard internal error in %s (logged once; counted in otelguard.internal.errors)", where)

@@ -1,0 +1,130 @@
+"""The control hook: how a verdict reaches back into the agent.
+
+`inject` adds model-visible context after the current step's tool results, `steer` corrects at the
+next step boundary, `cancel` aborts the active turn. Bind a control to the agent runs started inside
+`with bind_control(control): ...`, or pass `control=` to the processor as the default.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Protocol, runtime_checkable
+
+from .errors import AgentCancelled
+from .records import Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class GuardMessage:
+    """A message from a guard to the agent (and the model)."""
+
+    text: str
+    guard: str
+    rule: str
+    source: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_verdict(cls, verdict: Verdict) -> "GuardMessage":
+        return cls(verdict.message or "", verdict.guard, verdict.rule, {"kind": "plugin", "plugin": verdict.guard})
+
+
+@runtime_checkable
+class AgentControl(Protocol):
+    """Implemented by integrations and hand-written loops.
+
+    Called from otelguard's control worker, never while otelguard holds a lock. Implementations must
+    be thread-safe and should return quickly: the span thread waits at most 50 ms for a call, after
+    which the call finishes in the background and is counted as slow.
+    """
+
+    def inject(self, message: GuardMessage) -> None: ...
+
+    def steer(self, message: GuardMessage) -> None: ...
+
+    def cancel(self, cause: str, verdict: Verdict) -> None: ...
+
+
+class Mailbox:
+    """A ready AgentControl for hand-written loops: `drain()` before each model call, check `cancelled`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._injected: list[GuardMessage] = []
+        self._steering: list[GuardMessage] = []
+        self._cancel: tuple[str, Verdict] | None = None
+
+    def inject(self, message: GuardMessage) -> None:
+        with self._lock:
+            self._injected.append(message)
+
+    def steer(self, message: GuardMessage) -> None:
+        with self._lock:
+            self._steering.append(message)
+
+    def cancel(self, cause: str, verdict: Verdict) -> None:
+        with self._lock:
+            if self._cancel is None:
+                self._cancel = (cause, verdict)
+
+    def drain(self) -> list[GuardMessage]:
+        """Take every pending message: injected context first, then steering, in arrival order."""
+        with self._lock:
+            messages = self._injected + self._steering
+            self._injected, self._steering = [], []
+        return messages
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel is not None
+
+    @property
+    def cancel_cause(self) -> str | None:
+        return self._cancel[0] if self._cancel else None
+
+    def raise_if_cancelled(self) -> None:
+        if self._cancel is not None:
+            raise AgentCancelled(self._cancel[0], self._cancel[1])
+
+    def reset(self) -> None:
+        with self._lock:
+            self._injected, self._steering, self._cancel = [], [], None
+
+
+_bound: contextvars.ContextVar[AgentControl | None] = contextvars.ContextVar("otelguard_control", default=None)
+
+
+@contextmanager
+def bind_control(control: AgentControl) -> Iterator[AgentControl]:
+    """Agent runs started inside this block are controlled by `control`."""
+    token = _bound.set(control)
+    try:
+        yield control
+    finally:
+        _bound.reset(token)
+
+
+def bound_control() -> AgentControl | None:
+    return _bound.get()
+
+
+def deliver(control: Any, verdict: Verdict) -> str | None:
+    """Call the control method the verdict's action asks for; returns the action name or None."""
+    action = verdict.action
+    if action in ("remind", "warn", "block"):
+        control.inject(GuardMessage.from_verdict(verdict))
+    elif action in ("steer", "break"):
+        control.steer(GuardMessage.from_verdict(verdict))
+    elif action == "cancel":
+        control.cancel(verdict.message or "cancelled", verdict)
+    else:
+        return None
+    return action
+
+
+def needs_delivery(verdict: Verdict) -> bool:
+    if verdict.action in ("remind", "warn", "block", "steer", "cancel"):
+        return True
+    return verdict.action == "break" and verdict.message is not None

@@ -1,0 +1,97 @@
+"""Thinking loops across model calls: reasoning-only, restated material, self-repetition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .text import containment, grams, repeat_ratio
+
+
+class Step(StrEnum):
+    PROGRESS = "progress"
+    REASONING_ONLY = "reasoning-only"
+    REPEATED_MATERIAL = "repeated-material"
+    LOW_ENTROPY = "low-entropy"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingJudgement:
+    step: Step
+    stalled: int  # the stall count this call reached (before a reaction resets it)
+    fire: bool  # react now
+    capped: bool  # a reaction was due but max_fires was used up
+    containment: float | None
+    repeat_ratio: float
+
+
+class ThinkingLoopDetector:
+    """Per-agent thinking-loop state. Not thread-safe: the caller serialises calls per agent.
+
+    State lives for the agent's lifetime: a new user prompt does not reset it (seed behaviour).
+    """
+
+    __slots__ = (
+        "max_thinking_steps", "min_reasoning_chars", "repeat_ratio_threshold",
+        "similarity_threshold", "max_fires", "_previous", "stalled", "fires",
+    )
+
+    def __init__(
+        self,
+        *,
+        max_thinking_steps: int = 3,
+        min_reasoning_chars: int = 2048,
+        repeat_ratio: float = 0.5,
+        similarity_threshold: float = 0.8,
+        max_fires: int = 4,
+    ):
+        self.max_thinking_steps = max_thinking_steps
+        self.min_reasoning_chars = min_reasoning_chars
+        self.repeat_ratio_threshold = repeat_ratio
+        self.similarity_threshold = similarity_threshold
+        self.max_fires = max_fires
+        self._previous: frozenset[str] | None = None
+        self.stalled = 0
+        self.fires = 0
+
+    def observe(self, has_output: bool, reasoning: str) -> ThinkingJudgement | None:
+        """Judge one ended model call. None when its reasoning is too short to judge (no state change)."""
+        if len(reasoning) < self.min_reasoning_chars:
+            return None
+        current = grams(reasoning)
+        overlap: float | None = None
+        repeated = False
+        if self._previous is not None and self.similarity_threshold > 0:
+            overlap = containment(current, self._previous)
+            repeated = overlap >= self.similarity_threshold
+        self._previous = current
+        ratio = repeat_ratio(reasoning)
+
+        if not has_output:
+            step = Step.REASONING_ONLY
+        elif repeated:
+            step = Step.REPEATED_MATERIAL
+        elif ratio >= self.repeat_ratio_threshold:
+            step = Step.LOW_ENTROPY
+        else:
+            self.stalled = 0
+            return ThinkingJudgement(Step.PROGRESS, 0, False, False, overlap, ratio)
+
+        self.stalled += 1
+        stalled = self.stalled
+        fire = capped = False
+        if stalled >= self.max_thinking_steps:
+            if self.fires < self.max_fires:
+                fire = True
+                self.fires += 1
+                self.stalled = 0
+            else:
+                capped = True
+        return ThinkingJudgement(step, stalled, fire, capped, overlap, ratio)
+
+
+DETAILS = {
+    Step.REASONING_ONLY: "several long reasoning-only calls with no output",
+    Step.REPEATED_MATERIAL: "several calls that restate the same reasoning without adding anything",
+    Step.LOW_ENTROPY: "a self-repeating reasoning loop",
+}

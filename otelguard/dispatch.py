@@ -1,0 +1,95 @@
+"""Control-hook calls off the span thread: a fast hook completes before the span thread goes on,
+a slow or stuck one finishes in the background after at most `wait_s`.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from typing import Callable
+
+MAX_PENDING = 1000
+WORKERS = 2
+
+
+class ControlDispatcher:
+    def __init__(self, *, wait_s: float, on_outcome: Callable[[str, str], None],
+                 on_error: Callable[[str], None], workers: int = WORKERS):
+        self._wait_s = wait_s
+        self._on_outcome = on_outcome
+        self._on_error = on_error
+        self._workers = workers
+        self._init()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._init)
+
+    def _init(self) -> None:
+        self._queue: queue.Queue = queue.Queue(MAX_PENDING)
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def call(self, action: str, hook: Callable[[], object]) -> None:
+        """Run `hook` on a worker; wait up to `wait_s` for it. Never raises."""
+        if self._stopped:
+            self._on_outcome(action, "dropped")
+            return
+        self._ensure_workers()
+        done = threading.Event()
+        try:
+            self._queue.put_nowait((action, hook, done))
+        except queue.Full:
+            self._on_outcome(action, "dropped")
+            return
+        if not done.wait(self._wait_s):
+            self._on_outcome(action, "slow")
+
+    def _ensure_workers(self) -> None:
+        if len(self._threads) >= self._workers:
+            return
+        with self._lock:
+            while len(self._threads) < self._workers:
+                thread = threading.Thread(target=self._run, name=f"otelguard-control-{len(self._threads)}",
+                                          daemon=True)
+                thread.start()
+                self._threads.append(thread)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            action, hook, done = item
+            try:
+                hook()
+                self._on_outcome(action, "ok")
+            except Exception:
+                self._on_outcome(action, "error")
+                self._on_error("control_hook")
+            finally:
+                done.set()
+                self._queue.task_done()
+
+    def flush(self, timeout_s: float) -> bool:
+        """Wait until every queued hook call finished (or the timeout passed)."""
+        finished = threading.Event()
+
+        def wait_all() -> None:
+            self._queue.join()
+            finished.set()
+
+        if not self._threads:
+            return True
+        threading.Thread(target=wait_all, name="otelguard-control-flush", daemon=True).start()
+        return finished.wait(timeout_s)
+
+    def shutdown(self, timeout_s: float = 2.0) -> None:
+        self._stopped = True
+        for _ in self._threads:
+            try:
+                self._queue.put_nowait(None)
+            except queue.Full:
+                break
+        for thread in self._threads:
+            thread.join(timeout_s)

@@ -1,0 +1,198 @@
+"""The guard engine: spans in, verdicts out. Shared by the live processor and the offline analyzer.
+
+It knows which agent each span belongs to, keeps each agent's guard state in a bounded map, and runs
+the guards in composition order. It imports nothing from OpenTelemetry: the processor feeds it
+`SpanView`s built from live spans, the analyzer `SpanView`s read from OTLP JSON, so both reach the
+same verdict on the same spans.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import conventions
+from .config import GuardConfig
+from .guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
+from .records import AgentRun, Classification, ModelCall, Record, SpanKind, SpanView, ToolCall, Verdict
+from .state import BoundedMap
+
+DEFAULT_MAX_AGENTS = 10_000
+DEFAULT_IDLE_TTL_S = 3600.0
+DEFAULT_MAX_OPEN_SPANS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRef:
+    """Which agent a span belongs to: the state key and the agent's name for reports and labels."""
+
+    key: str
+    name: str | None
+    run_span_id: int | None = None  # the open agent-run span, for hooks bound to that run
+
+
+@dataclass(slots=True)
+class AgentState:
+    lock: threading.Lock
+    guard_states: list[Any]
+
+
+@dataclass(slots=True)
+class Started:
+    """What the engine decided when a span started."""
+
+    classification: Classification
+    agent: AgentRef
+    tool: ToolStart | None = None
+
+
+@dataclass(slots=True)
+class Judged:
+    """One ended agent, model or tool span with its record and verdicts."""
+
+    classification: Classification
+    agent: AgentRef
+    record: Record
+    verdicts: list[Verdict] = field(default_factory=list)
+    # A mid-stream trip already recorded and delivered live: shown on the span, not reported again.
+    stream_verdict: Verdict | None = None
+
+
+class GuardEngine:
+    """Thread-safe. Maps are locked only for their own operations; guard hooks run under the agent's lock."""
+
+    def __init__(
+        self,
+        config: GuardConfig | dict | str | None = None,
+        *,
+        max_agents: int = DEFAULT_MAX_AGENTS,
+        idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+        max_open_spans: int = DEFAULT_MAX_OPEN_SPANS,
+        clock: Callable[[], float] = time.monotonic,
+        on_evict: Callable[[str, str, int], None] | None = None,
+    ):
+        self.config = GuardConfig.load(config)
+        self.guards: list[Guard] = build_guards(self.config)
+        self.thinking: ThinkingLoopGuard | None = next(
+            (g for g in self.guards if isinstance(g, ThinkingLoopGuard)), None
+        )
+
+        def evicted(what: str) -> Callable[[str, int], None] | None:
+            if on_evict is None:
+                return None
+            return lambda reason, count: on_evict(what, reason, count)
+
+        self._agents: BoundedMap[str, AgentState] = BoundedMap(
+            max_agents, idle_ttl_s, clock=clock, on_evict=evicted("agent")
+        )
+        # span id -> agent of every open span inside an agent run, so descendants find their agent.
+        self._open: BoundedMap[int, AgentRef] = BoundedMap(max_open_spans, clock=clock, on_evict=evicted("span"))
+        self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
+
+    # --- span lifecycle ------------------------------------------------------------------------
+    def span_started(self, span: SpanView) -> Started | None:
+        """Cheap for uninteresting spans: one classify, one map lookup."""
+        classification = conventions.classify(span.name, span.attributes)
+        parent = self._open.get(span.parent_span_id) if span.parent_span_id is not None else None
+        if classification is None:
+            if parent is not None:
+                self._open.put(span.span_id, parent)  # a CHAIN/turn span between agent and model
+            return None
+        if classification.kind is SpanKind.AGENT:
+            run = conventions.read(span, classification)
+            assert isinstance(run, AgentRun)
+            agent = AgentRef(
+                run.durable_key or f"span:{span.trace_id:032x}:{span.span_id:016x}", run.name, span.span_id
+            )
+            self._open.put(span.span_id, agent)
+            state = self._state(agent)
+            with state.lock:
+                for guard, guard_state in zip(self.guards, state.guard_states):
+                    guard.on_agent_run(guard_state)
+            return Started(classification, agent)
+        agent = parent or self._trace_agent(span)
+        if parent is not None:
+            self._open.put(span.span_id, agent)
+        started = Started(classification, agent)
+        if classification.kind is SpanKind.TOOL:
+            call = conventions.read(span, classification)
+            assert isinstance(call, ToolCall)
+            decision = ToolStart()
+            state = self._state(agent)
+            with state.lock:
+                for guard, guard_state in zip(self.guards, state.guard_states):
+                    guard.on_tool_start(guard_state, call, span, decision)
+            started.tool = decision
+        return started
+
+    def span_ended(
+        self,
+        span: SpanView,
+        *,
+        parent: SpanView | None = None,
+        timed_out_ms: float | None = None,
+    ) -> Judged | None:
+        """Judge an ended span. `timed_out_ms`: the guard's own deadline fired for this tool span."""
+        agent = self._open.pop(span.span_id)
+        live_trip = self._live_trips.pop(span.span_id)
+        classification = conventions.classify(span.name, span.attributes)
+        if classification is None:
+            return None
+        if agent is None:
+            agent = self._agent_of_parent(span)
+        record = conventions.read(span, classification, parent)
+        judged = Judged(classification, agent, record)
+        if classification.kind is SpanKind.AGENT:
+            return judged
+        state = self._state(agent)
+        with state.lock:
+            if isinstance(record, ToolCall):
+                for guard, guard_state in zip(self.guards, state.guard_states):
+                    judged.verdicts.extend(guard.on_tool_end(guard_state, record, span, timed_out_ms))
+            elif isinstance(record, ModelCall):
+                facts = ModelFacts(live_trip=live_trip)
+                judged.stream_verdict = facts.live_trip
+                for guard, guard_state in zip(self.guards, state.guard_states):
+                    judged.verdicts.extend(guard.on_model_end(guard_state, record, span, facts))
+        return judged
+
+    def record_stream_trip(self, span_id: int, verdict: Verdict) -> None:
+        """A breaker fed live (watch_stream) tripped inside this open span: show it at span end."""
+        self._live_trips.put(span_id, verdict)
+
+    def agent_of(self, span_id: int) -> AgentRef | None:
+        """The agent of an open span inside an agent run, if known."""
+        return self._open.get(span_id)
+
+    def new_breaker(self):
+        """A standalone breaker with this engine's settings (for streams outside any model span)."""
+        return self.thinking.new_breaker() if self.thinking is not None else None
+
+    # --- agents ----------------------------------------------------------------------------------
+    def _state(self, agent: AgentRef) -> AgentState:
+        return self._agents.get_or_create(
+            agent.key, lambda: AgentState(threading.Lock(), [g.new_state() for g in self.guards])
+        )
+
+    def _trace_agent(self, span: SpanView) -> AgentRef:
+        # Without any agent span, the trace is the agent.
+        return AgentRef(f"trace:{span.trace_id:032x}", None)
+
+    def _agent_of_parent(self, span: SpanView) -> AgentRef:
+        if span.parent_span_id is not None:
+            parent = self._open.get(span.parent_span_id)
+            if parent is not None:
+                return parent
+        return self._trace_agent(span)
+
+    @property
+    def tracked_agents(self) -> int:
+        return len(self._agents)
+
+    def reset(self) -> None:
+        """Forget every agent and open span (tests, fork)."""
+        self._agents.clear()
+        self._open.clear()
+        self._live_trips.clear()

@@ -1,0 +1,54 @@
+"""The guard contract: a detector, its reaction policy and its messages, configured by one row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import ModelCall, SpanView, ToolCall, Verdict
+
+
+@dataclass(slots=True)
+class ToolStart:
+    """What guards decide when a tool span starts (arguments may already be known)."""
+
+    budget_ms: float | None = None
+    block: Verdict | None = None
+
+
+@dataclass(slots=True)
+class ModelFacts:
+    """What the live side saw of a model call besides its record (a breaker fed mid-stream)."""
+
+    live_trip: Verdict | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Guard:
+    """Base class. Hooks are optional no-ops.
+
+    The engine calls every hook with the agent's lock held, on the thread that started or ended the
+    span (or the analyzer's thread). Hooks must be quick, must not block, must not do I/O and must
+    not call out to the agent: they return verdicts, and the caller delivers reactions after
+    releasing the lock.
+    """
+
+    id: str = ""
+
+    def new_state(self) -> Any:
+        """Fresh per-agent state (kept for the agent's lifetime, bounded by the engine's map)."""
+        return None
+
+    def on_agent_run(self, state: Any) -> None:
+        """A new agent run (a user prompt) started for this agent."""
+
+    def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
+        """A tool span started; fill `decision` (budget, pre-emptive block)."""
+
+    def on_tool_end(self, state: Any, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
+        """A tool span ended. `timed_out_ms` is set when the guard's own deadline fired first."""
+        return []
+
+    def on_model_end(self, state: Any, call: ModelCall, span: SpanView, facts: ModelFacts) -> list[Verdict]:
+        """A model span ended."""
+        return []

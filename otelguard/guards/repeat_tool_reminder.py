@@ -1,0 +1,90 @@
+"""`repeat-tool-reminder`: count consecutive identical tool calls, remind at thresholds."""
+
+from __future__ import annotations
+
+from ..canonical import arguments_preview
+from ..config import REPEAT_TOOL_REMINDER, RepeatToolReminderConfig
+from ..detectors.repeat import RepeatChain, ToolFilter
+from ..records import SpanView, ToolCall, Verdict
+from .base import Guard, ToolStart
+
+REPEATED_TOOL_CALL = "repeated_tool_call"
+
+SHORT_TEXT = (
+    "You are repeating the exact same tool call with identical arguments. Carefully analyze the "
+    "previous result before calling again: if the task is not complete, try a different approach or "
+    "different arguments instead of repeating the call."
+)
+_DETAILED_ADVICE = (
+    "The repeated calls are not making progress. Do not call this tool with these exact arguments "
+    "again. Inspect the latest result and choose a different action, different arguments, or finish "
+    "the task if enough evidence has been gathered."
+)
+_STOP_ADVICE = (
+    "This identical call was blocked because it made no progress. Do not retry this tool with these "
+    "exact arguments. Inspect prior results and take a different action, or finish the task if enough "
+    "evidence has been gathered."
+)
+
+
+class RepeatToolReminder(Guard):
+    id = REPEAT_TOOL_REMINDER
+
+    def __init__(self, config: RepeatToolReminderConfig):
+        self.config = config
+        self._filter = ToolFilter(config.include, config.exclude)
+        self._first = config.thresholds[0]
+        stop = config.stop_after
+        self._reminders = frozenset(t for t in config.thresholds if stop is None or t < stop)
+
+    def new_state(self) -> RepeatChain:
+        return RepeatChain()
+
+    def on_agent_run(self, state: RepeatChain) -> None:
+        state.reset()
+
+    def _key(self, call: ToolCall) -> tuple[str, str] | None:
+        if call.name is None or not self._filter.tracks(call.name):
+            return None  # untracked: neither counts nor resets
+        return call.name, call.arguments if call.arguments is not None else ""
+
+    def on_tool_start(self, state: RepeatChain, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
+        stop = self.config.stop_after
+        if stop is None or call.arguments is None:
+            return
+        key = self._key(call)
+        if key is None:
+            return
+        upcoming = state.count + 1 if key == state.key else 1
+        if upcoming >= stop:
+            decision.block = self._verdict(key, upcoming)
+
+    def on_tool_end(self, state: RepeatChain, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
+        key = self._key(call)
+        if key is None:
+            return []
+        count = state.observe(*key)
+        if count < 2:
+            return []
+        return [self._verdict(key, count)]
+
+    def _verdict(self, key: tuple[str, str], count: int) -> Verdict:
+        name, arguments = key
+        stop = self.config.stop_after
+        if stop is not None and count >= stop:
+            text = self._detailed("Repeated tool call blocked:", name, count, arguments, _STOP_ADVICE)
+            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-stop", "block", text, tool=name, repeat_count=count)
+        if count in self._reminders:
+            if count == self._first:
+                text = SHORT_TEXT
+            else:
+                text = self._detailed("Repeated tool call detected:", name, count, arguments, _DETAILED_ADVICE)
+            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", "remind", text, tool=name,
+                           repeat_count=count)
+        return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", "none", tool=name, repeat_count=count)
+
+    def _detailed(self, header: str, name: str, count: int, arguments: str, advice: str) -> str:
+        preview = arguments_preview(arguments, self.config.arguments_preview_chars)
+        return "\n".join(
+            [header, f"- tool: {name}", f"- consecutive_calls: {count}", f"- arguments: {preview}", advice]
+        )

@@ -1,0 +1,89 @@
+"""Every instrument otelguard records, created in one place (meter `otelguard`)."""
+
+from __future__ import annotations
+
+import threading
+
+from opentelemetry import metrics as otel_metrics
+from opentelemetry.metrics import MeterProvider
+
+from .records import Verdict
+
+OTHER = "_other"
+MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
+
+
+class LabelCap:
+    """Caps the distinct values a model-controlled label may take: cardinality stays bounded."""
+
+    __slots__ = ("_seen", "_limit", "_lock")
+
+    def __init__(self, limit: int = MAX_LABEL_VALUES):
+        self._seen: set[str] = set()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str | None) -> str:
+        if not value:
+            return ""
+        if value in self._seen:
+            return value
+        with self._lock:
+            if len(self._seen) < self._limit:
+                self._seen.add(value)
+                return value
+        return OTHER
+
+
+class GuardMetrics:
+    def __init__(self, meter_provider: MeterProvider | None = None):
+        from . import __version__
+
+        meter = (meter_provider or otel_metrics.get_meter_provider()).get_meter("otelguard", __version__)
+        self.verdicts = meter.create_counter(
+            "otelguard.verdicts", unit="{verdict}", description="Guard verdicts on agent spans")
+        self.spans = meter.create_counter(
+            "otelguard.spans", unit="{span}", description="Agent, model and tool spans the guard read")
+        self.run_length = meter.create_histogram(
+            "otelguard.repeat.run_length", unit="{call}",
+            description="Length of runs of identical tool calls",
+            explicit_bucket_boundaries_advisory=[1, 2, 3, 4, 5, 8, 13, 21, 34])
+        self.loop_tokens = meter.create_counter(
+            "otelguard.loop.tokens", unit="{token}",
+            description="Output tokens spent in model calls judged stalled or repetitive")
+        self.control_calls = meter.create_counter(
+            "otelguard.control.calls", unit="{call}", description="Control hook calls by outcome")
+        self.internal_errors = meter.create_counter(
+            "otelguard.internal.errors", unit="{error}", description="Errors contained inside the guard")
+        self.evictions = meter.create_counter(
+            "otelguard.state.evictions", unit="{entry}", description="State entries evicted by the bounds")
+        self.processing = meter.create_histogram(
+            "otelguard.processing.duration", unit="s", description="Time the guard spent per judged span",
+            explicit_bucket_boundaries_advisory=[1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1])
+        self._tool_label = LabelCap()
+        self._agent_label = LabelCap()
+        self._model_label = LabelCap()
+
+    def verdict(self, verdict: Verdict, agent_name: str | None) -> None:
+        self.verdicts.add(1, {
+            "otelguard.guard": verdict.guard,
+            "otelguard.rule": verdict.rule,
+            "otelguard.action": verdict.action,
+            "gen_ai.agent.name": self._agent_label(agent_name),
+            "gen_ai.tool.name": self._tool_label(verdict.tool),
+        })
+
+    def span(self, kind: str, convention: str) -> None:
+        self.spans.add(1, {"otelguard.span.kind": kind, "otelguard.convention": convention})
+
+    def loop_token_spend(self, guard: str, model: str | None, tokens: int) -> None:
+        self.loop_tokens.add(tokens, {"otelguard.guard": guard, "gen_ai.request.model": self._model_label(model)})
+
+    def control(self, action: str, outcome: str) -> None:
+        self.control_calls.add(1, {"otelguard.action": action, "outcome": outcome})
+
+    def internal_error(self, where: str) -> None:
+        self.internal_errors.add(1, {"where": where})
+
+    def evicted(self, what: str, reason: str, count: int) -> None:
+        self.evictions.add(count, {"otelguard.state": what, "reason": reason})

@@ -1,0 +1,317 @@
+"""`GuardSpanProcessor`: the guard inside the agent's TracerProvider.
+
+Add it to the provider, with the export pipeline as its downstream so exported spans carry the
+verdict attributes (an ended SDK span is read-only, so the downstream gets an enriched copy):
+
+    provider.add_span_processor(GuardSpanProcessor(downstream=[BatchSpanProcessor(exporter)]))
+
+Used beside other processors instead (no downstream), it still records metrics, calls the control
+hook and adds an `otelguard.verdict` event to the still-open agent-run span.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from opentelemetry import context as context_api
+from opentelemetry import trace as trace_api
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
+
+from .config import GuardConfig
+from .containment import Containment
+from .control import AgentControl, bound_control, deliver, needs_delivery
+from .dispatch import ControlDispatcher
+from .engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged
+from .metrics import GuardMetrics
+from .records import ModelCall, SpanEvent, SpanKind, SpanView, Status, ToolCall, Verdict
+from .signals import TOOL_TIMEOUT, ToolSignal
+from .state import BoundedMap
+from .watchdog import Deadline, Watchdog
+
+_STATUS = {
+    trace_api.StatusCode.UNSET: Status.UNSET,
+    trace_api.StatusCode.OK: Status.OK,
+    trace_api.StatusCode.ERROR: Status.ERROR,
+}
+# Which verdict's attributes a span carries when several guards judged it.
+_ACTION_RANK = {"cancel": 7, "block": 6, "break": 5, "steer": 4, "warn": 3, "remind": 2, "abort": 1, "none": 0}
+
+_active: "weakref.WeakSet[GuardSpanProcessor]" = weakref.WeakSet()
+
+
+def active_processors() -> list["GuardSpanProcessor"]:
+    return list(_active)
+
+
+@dataclass(slots=True)
+class _Run:
+    span: Span
+    control: AgentControl | None
+
+
+@dataclass(slots=True)
+class _ArmedTool:
+    signal: ToolSignal
+    deadline: Deadline | None
+
+
+class GuardSpanProcessor(SpanProcessor):
+    """Runs otelguard's guards on the agent, model and tool spans of a TracerProvider.
+
+    `on_start`/`on_end` are called synchronously on the thread that starts/ends the span. They never
+    raise into the agent (errors are contained and counted) and never block for long: control hooks
+    get at most `hook_wait_s` before they finish in the background.
+    """
+
+    def __init__(
+        self,
+        config: GuardConfig | dict | str | None = None,
+        *,
+        downstream: Sequence[SpanProcessor] | None = None,
+        control: AgentControl | None = None,
+        meter_provider: MeterProvider | None = None,
+        max_agents: int = DEFAULT_MAX_AGENTS,
+        idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+        hook_wait_s: float = 0.05,
+    ):
+        self.metrics = GuardMetrics(meter_provider)
+        self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
+                                  on_evict=self.metrics.evicted)
+        self.config = self.engine.config
+        self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
+        self._default_control = control
+        self._containment = Containment(self.metrics.internal_error)
+        self._watchdog = Watchdog(on_error=lambda exc: self._containment.record("watchdog"))
+        self._dispatcher = ControlDispatcher(
+            wait_s=hook_wait_s, on_outcome=self.metrics.control, on_error=self._containment.record
+        )
+        self._tools: BoundedMap[int, _ArmedTool] = BoundedMap(100_000, on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n))
+        self._runs: BoundedMap[int, _Run] = BoundedMap(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
+        self._shutdown = False
+        self.timeouts_enabled = self.config.row("timeout-policy") is not None
+        _active.add(self)
+
+    # --- SpanProcessor ---------------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
+        if not self._shutdown:
+            with self._containment.contained("on_start"):
+                self._start(span)
+        for processor in self._downstream:
+            with self._containment.contained("downstream.on_start"):
+                processor.on_start(span, parent_context=parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        exported = span
+        if not self._shutdown:
+            with self._containment.contained("on_end"):
+                exported = self._end(span)
+        for processor in self._downstream:
+            with self._containment.contained("downstream.on_end"):
+                processor.on_end(exported)
+
+    def shutdown(self) -> None:
+        self._shutdown = True
+        _active.discard(self)
+        self._watchdog.shutdown()
+        self._dispatcher.shutdown()
+        for processor in self._downstream:
+            with self._containment.contained("downstream.shutdown"):
+                processor.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        deadline = time.monotonic() + timeout_millis / 1000
+        ok = self._dispatcher.flush(timeout_millis / 1000)
+        for processor in self._downstream:
+            remaining = max(0, int((deadline - time.monotonic()) * 1000))
+            with self._containment.contained("downstream.force_flush"):
+                ok = processor.force_flush(remaining) and ok
+        return ok
+
+    # --- start -------------------------------------------------------------------------------------
+    def _start(self, span: Span) -> None:
+        context = span.get_span_context()
+        parent = span.parent
+        started = self.engine.span_started(SpanView(
+            name=span.name,
+            trace_id=context.trace_id,
+            span_id=context.span_id,
+            parent_span_id=parent.span_id if parent is not None else None,
+            attributes=span.attributes or {},
+        ))
+        if started is None:
+            return
+        kind = started.classification.kind
+        if kind is SpanKind.AGENT:
+            self._runs.put(context.span_id, _Run(span, bound_control()))
+        elif kind is SpanKind.TOOL and started.tool is not None:
+            decision = started.tool
+            if decision.budget_ms is not None or decision.block is not None:
+                signal = ToolSignal(decision.budget_ms)
+                if decision.block is not None:
+                    signal.block_message = decision.block.message
+                armed = _ArmedTool(signal, None)
+                if decision.budget_ms is not None:
+                    armed.deadline = self._arm_deadline(signal, decision.budget_ms)
+                self._tools.put(context.span_id, armed)
+
+    def _arm_deadline(self, signal: ToolSignal, budget_ms: float) -> Deadline:
+        message = f"tool call timed out after {_ms(budget_ms)}ms"
+        return self._watchdog.arm(budget_ms / 1000, lambda: signal.abort(TOOL_TIMEOUT, message))
+
+    # --- the tool signal API (used by otelguard.tool_signal / budget) -------------------------------
+    def signal_for(self, span_id: int) -> ToolSignal | None:
+        armed = self._tools.get(span_id)
+        return armed.signal if armed is not None else None
+
+    def arm_budget(self, span_id: int, budget_ms: float) -> ToolSignal | None:
+        """Arm a budget for an open tool span (the `@budget` decorator, integrations).
+
+        None when this processor runs no timeout-policy guard: the tool is then untouched.
+        """
+        if not self.timeouts_enabled or self._shutdown:
+            return None
+        armed = self._tools.get(span_id)
+        if armed is None:
+            armed = _ArmedTool(ToolSignal(budget_ms), None)
+            self._tools.put(span_id, armed)
+        if armed.deadline is None:
+            armed.signal.budget_ms = budget_ms
+            armed.deadline = self._arm_deadline(armed.signal, budget_ms)
+        return armed.signal
+
+    # --- end ---------------------------------------------------------------------------------------
+    def _end(self, span: ReadableSpan) -> ReadableSpan:
+        started_at = time.perf_counter()
+        context = span.get_span_context()
+        armed = self._tools.pop(context.span_id)
+        timed_out_ms = None
+        if armed is not None:
+            if armed.deadline is not None:
+                armed.deadline.cancel()
+            if armed.signal.timed_out:
+                timed_out_ms = armed.signal.budget_ms
+        view = _view(span)
+        judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms)
+        if judged is None:
+            return span
+        run = self._runs.pop(context.span_id) if judged.classification.kind is SpanKind.AGENT else None
+        self.metrics.span(judged.classification.kind.value, judged.classification.convention)
+        self._record(judged)
+        self.metrics.processing.record(time.perf_counter() - started_at)
+        shown = list(judged.verdicts)
+        if judged.stream_verdict is not None:
+            shown.append(judged.stream_verdict)
+        if not shown:
+            return span
+        if not self._downstream:
+            self._mark_run(judged.agent, shown, run)
+            return span
+        return _enriched(span, shown)
+
+    def _record(self, judged: Judged) -> None:
+        record = judged.record
+        for verdict in judged.verdicts:
+            self.metrics.verdict(verdict, judged.agent.name)
+            if verdict.repeat_count is not None:
+                self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
+            if isinstance(record, ModelCall) and record.output_tokens and verdict.verdict in (
+                "thinking_loop", "repetitive_output"
+            ):
+                self.metrics.loop_token_spend(verdict.guard, record.model, record.output_tokens)
+            if needs_delivery(verdict):
+                self._deliver(judged.agent, verdict)
+
+    def _deliver(self, agent: AgentRef, verdict: Verdict) -> None:
+        control = self._control_for(agent)
+        if control is None:
+            self.metrics.control(verdict.action, "unbound")
+            return
+        self._dispatcher.call(verdict.action, lambda: deliver(control, verdict))
+
+    def _control_for(self, agent: AgentRef) -> AgentControl | None:
+        if agent.run_span_id is not None:
+            run = self._runs.get(agent.run_span_id)
+            if run is not None and run.control is not None:
+                return run.control
+        return bound_control() or self._default_control
+
+    def deliver_now(self, agent: AgentRef | None, verdict: Verdict) -> None:
+        """Record and deliver a verdict reached outside span end (a stream cut mid-call)."""
+        with self._containment.contained("deliver"):
+            self.metrics.verdict(verdict, agent.name if agent else None)
+            if needs_delivery(verdict):
+                control = self._control_for(agent) if agent else (bound_control() or self._default_control)
+                if control is None:
+                    self.metrics.control(verdict.action, "unbound")
+                else:
+                    self._dispatcher.call(verdict.action, lambda: deliver(control, verdict))
+
+    def _mark_run(self, agent: AgentRef, verdicts: list[Verdict], ended_run: _Run | None) -> None:
+        run = ended_run or (self._runs.get(agent.run_span_id) if agent.run_span_id is not None else None)
+        if run is None or not run.span.is_recording():
+            return
+        for verdict in verdicts:
+            run.span.add_event("otelguard.verdict", verdict.attributes())
+
+
+def _ms(budget_ms: float) -> str:
+    return str(int(budget_ms)) if float(budget_ms).is_integer() else f"{budget_ms:g}"
+
+
+def _view(span: ReadableSpan) -> SpanView:
+    context = span.get_span_context()
+    parent = span.parent
+    status = span.status
+    scope = span.instrumentation_scope
+    return SpanView(
+        name=span.name,
+        trace_id=context.trace_id,
+        span_id=context.span_id,
+        parent_span_id=parent.span_id if parent is not None else None,
+        attributes=span.attributes or {},
+        events=tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in span.events),
+        status=_STATUS.get(status.status_code, Status.UNSET),
+        status_message=status.description,
+        scope=scope.name if scope is not None else None,
+        start_ns=span.start_time or 0,
+        end_ns=span.end_time,
+        dropped_events=span.dropped_events,
+        dropped_attributes=span.dropped_attributes,
+    )
+
+
+def _enriched(span: ReadableSpan, verdicts: Iterable[Verdict]) -> ReadableSpan:
+    """A copy of the ended span with the verdict attributes and one `otelguard.verdict` event each."""
+    verdicts = list(verdicts)
+    primary = max(verdicts, key=lambda v: _ACTION_RANK.get(v.action, 0))
+    attributes = dict(span.attributes or {})
+    attributes.update(primary.attributes())
+    events = list(span.events)
+    end = span.end_time
+    events.extend(Event("otelguard.verdict", v.attributes(), end) for v in verdicts)
+    return ReadableSpan(
+        name=span.name,
+        context=span.get_span_context(),
+        parent=span.parent,
+        resource=span.resource,
+        attributes=attributes,
+        events=events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=end,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def current_processor_and_span() -> tuple["GuardSpanProcessor | None", Any]:
+    """The active processor (the newest) and the current recording span, if any."""
+    span = trace_api.get_current_span()
+    processors = active_processors()
+    return (processors[-1] if processors else None), span

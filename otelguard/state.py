@@ -1,0 +1,104 @@
+"""Bounded maps: per-agent state and open spans. Every eviction is reported, never a silent leak."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Callable, Generic, Hashable, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class BoundedMap(Generic[K, V]):
+    """LRU map with an idle TTL. Thread-safe; the lock is held only for the map operation.
+
+    `on_evict(reason, count)` is called after the lock is released; reason is "capacity" or "idle".
+    """
+
+    __slots__ = ("_items", "_lock", "_max_items", "_ttl", "_clock", "_on_evict", "_next_sweep")
+
+    def __init__(self, max_items: int, idle_ttl_s: float | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 on_evict: Callable[[str, int], None] | None = None):
+        if max_items < 1:
+            raise ValueError("max_items must be >= 1")
+        self._items: OrderedDict[K, tuple[V, float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max_items = max_items
+        self._ttl = idle_ttl_s
+        self._clock = clock
+        self._on_evict = on_evict
+        self._next_sweep = 0.0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is None:
+                return None
+            self._items.move_to_end(key)
+            self._items[key] = (entry[0], self._clock())
+            return entry[0]
+
+    def get_or_create(self, key: K, factory: Callable[[], V]) -> V:
+        now = self._clock()
+        evicted: list[tuple[str, int]] = []
+        with self._lock:
+            entry = self._items.get(key)
+            if entry is not None:
+                self._items.move_to_end(key)
+                self._items[key] = (entry[0], now)
+                return entry[0]
+            value = factory()
+            self._items[key] = (value, now)
+            self._evict(now, evicted)
+        self._report(evicted)
+        return value
+
+    def put(self, key: K, value: V) -> None:
+        now = self._clock()
+        evicted: list[tuple[str, int]] = []
+        with self._lock:
+            self._items[key] = (value, now)
+            self._items.move_to_end(key)
+            self._evict(now, evicted)
+        self._report(evicted)
+
+    def pop(self, key: K) -> V | None:
+        with self._lock:
+            entry = self._items.pop(key, None)
+        return None if entry is None else entry[0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def _evict(self, now: float, evicted: list[tuple[str, int]]) -> None:
+        items = self._items
+        over = len(items) - self._max_items
+        if over > 0:
+            for _ in range(over):
+                items.popitem(last=False)
+            evicted.append(("capacity", over))
+        if self._ttl is not None and now >= self._next_sweep:
+            # Oldest first: stop at the first entry still fresh. Sweeping at most once per second
+            # keeps the hot path O(1) amortised.
+            self._next_sweep = now + min(1.0, self._ttl)
+            idle = 0
+            while items:
+                key, (_, seen) = next(iter(items.items()))
+                if now - seen < self._ttl:
+                    break
+                items.popitem(last=False)
+                idle += 1
+            if idle:
+                evicted.append(("idle", idle))
+
+    def _report(self, evicted: list[tuple[str, int]]) -> None:
+        if evicted and self._on_evict is not None:
+            for reason, count in evicted:
+                self._on_evict(reason, count)

@@ -1,0 +1,141 @@
+"""`watch_stream`: the mid-stream breaker around a stream of model output.
+
+Wrap the stream the agent consumes; every visible text delta is fed to the breaker, and on a trip
+the agent is steered (when `break_correction`) and the consumer gets `RepetitiveOutputError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, overload
+
+from opentelemetry import trace as trace_api
+
+from .config import ThinkingLoopGuardConfig
+from .detectors.stream import StreamBreaker
+from .errors import RepetitiveOutputError
+from .guards.thinking_loop_guard import ThinkingLoopGuard
+from .processor import GuardSpanProcessor, active_processors
+from .records import Verdict
+from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
+
+TextOf = Callable[[Any], "tuple[str, str] | None"]  # item -> (text, kind) or None when it carries no text
+
+
+def default_text_of(item: Any) -> tuple[str, str] | None:
+    """Text of a stream item: a str, an OpenAI chat chunk, or an OpenAI Responses text delta event."""
+    if isinstance(item, str):
+        return item, "text"
+    choices = getattr(item, "choices", None)
+    if choices:
+        delta = getattr(choices[0], "delta", None)
+        content = getattr(delta, "content", None)
+        if isinstance(content, str):
+            return content, "text"
+        reasoning = getattr(delta, "reasoning_content", None)
+        if isinstance(reasoning, str):
+            return reasoning, "reasoning"
+        return None
+    kind = getattr(item, "type", None)
+    delta = getattr(item, "delta", None)
+    if isinstance(delta, str) and isinstance(kind, str):
+        if kind.endswith("output_text.delta"):
+            return delta, "text"
+        if "reasoning" in kind:
+            return delta, "reasoning"
+    return None
+
+
+class _Watch:
+    """Shared state of one watched stream (sync or async)."""
+
+    def __init__(self, record_chunks: bool, text_of: TextOf, processor: GuardSpanProcessor | None):
+        self.processor = processor or _newest_processor()
+        guard = self.processor.engine.thinking if self.processor is not None else None
+        if guard is None and self.processor is None:
+            guard = ThinkingLoopGuard(ThinkingLoopGuardConfig())
+        self.guard = guard
+        self.breaker: StreamBreaker | None = guard.new_breaker() if guard is not None else None
+        self.span = trace_api.get_current_span()
+        self.record_chunks = record_chunks and self.span.is_recording()
+        self.text_of = text_of
+        self.error: RepetitiveOutputError | None = None
+
+    def feed(self, item: Any) -> None:
+        """Feed one item; sets `self.error` on the trip (raised after the item is delivered)."""
+        found = self.text_of(item)
+        if found is None:
+            return
+        text, kind = found
+        if self.record_chunks:
+            self.span.add_event(OTELGUARD_CHUNK_EVENT, {OTELGUARD_CHUNK_TEXT: text, OTELGUARD_CHUNK_KIND: kind})
+        if kind != "text" or self.breaker is None:
+            return
+        trip = self.breaker.push(text)
+        if trip is not None:
+            self._tripped(self.guard.break_verdict(trip, cut=True))
+
+    def _tripped(self, verdict: Verdict) -> None:
+        span_id = self.span.get_span_context().span_id
+        if self.processor is not None:
+            engine = self.processor.engine
+            engine.record_stream_trip(span_id, verdict)
+            self.processor.deliver_now(engine.agent_of(span_id), verdict)
+        self.error = RepetitiveOutputError(
+            f"model output repeated itself for {verdict.stream_chars} characters "
+            f"(rule {verdict.rule}); stream cut by otelguard",
+            code=verdict.error_code or "REPETITIVE_OUTPUT", rule=verdict.rule, chars=verdict.stream_chars or 0,
+        )
+
+
+def _newest_processor() -> GuardSpanProcessor | None:
+    processors = active_processors()
+    return processors[-1] if processors else None
+
+
+@overload
+def watch_stream(stream: AsyncIterable[Any], *, record_chunks: bool = ..., text_of: TextOf = ...,
+                 processor: GuardSpanProcessor | None = ...) -> AsyncIterator[Any]: ...
+@overload
+def watch_stream(stream: Iterable[Any], *, record_chunks: bool = ..., text_of: TextOf = ...,
+                 processor: GuardSpanProcessor | None = ...) -> Iterator[Any]: ...
+
+
+def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = default_text_of,
+                 processor: GuardSpanProcessor | None = None) -> Any:
+    """Pass the stream's items through unchanged; raise `RepetitiveOutputError` once it repeats itself.
+
+    `record_chunks=True` also writes each delta as an `otelguard.chunk` event on the current span,
+    so a stored trace can be replayed delta by delta by `otelguard analyze`.
+    """
+    watch = _Watch(record_chunks, text_of, processor)
+    if hasattr(stream, "__aiter__"):
+        return _watch_async(stream, watch)
+    return _watch_sync(stream, watch)
+
+
+def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
+    for item in stream:
+        watch.feed(item)
+        yield item
+        if watch.error is not None:
+            _close(stream)
+            raise watch.error
+
+
+async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
+    async for item in stream:
+        watch.feed(item)
+        yield item
+        if watch.error is not None:
+            closer = getattr(stream, "aclose", None) or getattr(stream, "close", None)
+            if closer is not None:
+                result = closer()
+                if hasattr(result, "__await__"):
+                    await result
+            raise watch.error
+
+
+def _close(stream: Any) -> None:
+    closer = getattr(stream, "close", None)
+    if callable(closer):
+        closer()

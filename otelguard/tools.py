@@ -1,0 +1,136 @@
+"""Tool budgets and the tool signal: `@otelguard.budget(timeout_ms=...)` and `otelguard.tool_signal()`."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
+
+from opentelemetry import trace as trace_api
+
+from .errors import ConfigError
+from .guards.timeout_policy import timeout_error
+from .processor import GuardSpanProcessor, active_processors
+from .semconv import OTELGUARD_TOOL_TIMEOUT_MS
+from .signals import CALLER_ABORT, INERT, ToolSignal
+
+F = TypeVar("F", bound=Callable[..., Any])
+BUDGET_ATTRIBUTE = "__otelguard_timeout_ms__"
+_TOOL_MARKERS = (("gen_ai.operation.name", "execute_tool"), ("openinference.span.kind", "TOOL"))
+_tracer = trace_api.get_tracer("otelguard")
+
+
+def tool_signal() -> ToolSignal:
+    """The signal of the current tool span; an inert signal (never aborted) when there is none."""
+    span_id = trace_api.get_current_span().get_span_context().span_id
+    for processor in active_processors():
+        signal = processor.signal_for(span_id)
+        if signal is not None:
+            return signal
+    return INERT
+
+
+def declared_budget_ms(function: Any) -> float | None:
+    """The budget a function declared with `@budget` (integrations read it)."""
+    return getattr(function, BUDGET_ATTRIBUTE, None)
+
+
+def budget(*, timeout_ms: float) -> Callable[[F], F]:
+    """Declare a tool's time budget. Cooperative: the tool should forward `tool_signal()`.
+
+    When the guard's deadline fires first, the call's result is replaced by the structured
+    TOOL_TIMEOUT error (also when the tool raised on abort). A caller's own cancellation stands.
+    Without an installed GuardSpanProcessor the tool runs untouched.
+    """
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0:
+        raise ConfigError(f"budget timeout_ms: must be a number > 0 (got {timeout_ms!r})")
+
+    def decorate(function: F) -> F:
+        name = getattr(function, "__name__", "tool")
+        if inspect.iscoroutinefunction(function):
+            @functools.wraps(function)
+            async def async_guarded(*args: Any, **kwargs: Any) -> Any:
+                with _guarded_call(name, timeout_ms) as signal:
+                    if signal is None:
+                        return await function(*args, **kwargs)
+                    return await _race(function(*args, **kwargs), signal, timeout_ms)
+
+            wrapper: Any = async_guarded
+        else:
+            @functools.wraps(function)
+            def sync_guarded(*args: Any, **kwargs: Any) -> Any:
+                with _guarded_call(name, timeout_ms) as signal:
+                    if signal is None:
+                        return function(*args, **kwargs)
+                    try:
+                        result = function(*args, **kwargs)
+                    except Exception:
+                        if signal.timed_out:
+                            return timeout_error(timeout_ms)
+                        raise
+                    return timeout_error(timeout_ms) if signal.timed_out else result
+
+            wrapper = sync_guarded
+        setattr(wrapper, BUDGET_ATTRIBUTE, float(timeout_ms))
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+async def _race(coroutine: Any, signal: ToolSignal, timeout_ms: float) -> Any:
+    task = asyncio.ensure_future(coroutine)
+    waiter = asyncio.ensure_future(signal.wait_async())
+    try:
+        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        signal.abort(CALLER_ABORT, "cancelled by the caller")  # the caller's abort stands
+        task.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if signal.timed_out:
+        if not task.done():
+            task.cancel()
+        else:
+            task.exception() if not task.cancelled() else None  # mark retrieved
+        return timeout_error(timeout_ms)
+    return task.result()
+
+
+@contextmanager
+def _guarded_call(name: str, timeout_ms: float) -> Iterator[ToolSignal | None]:
+    processors = [p for p in active_processors() if p.timeouts_enabled]
+    if not processors:
+        yield None
+        return
+    span = trace_api.get_current_span()
+    if _is_tool_span(span):
+        yield _arm(processors, span, timeout_ms)
+        return
+    # No tool span around the call (a hand-written loop): make one so the verdict has a home.
+    with _tracer.start_as_current_span(
+        f"execute_tool {name}",
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                    OTELGUARD_TOOL_TIMEOUT_MS: float(timeout_ms)},
+    ) as own_span:
+        yield _arm(processors, own_span, timeout_ms)
+
+
+def _is_tool_span(span: Any) -> bool:
+    if not span.is_recording():
+        return False
+    attributes = getattr(span, "attributes", None) or {}
+    return any(attributes.get(key) == value for key, value in _TOOL_MARKERS)
+
+
+def _arm(processors: list[GuardSpanProcessor], span: Any, timeout_ms: float) -> ToolSignal | None:
+    span_id = span.get_span_context().span_id
+    for processor in processors:
+        signal = processor.signal_for(span_id)
+        if signal is not None and signal.budget_ms is not None:
+            return signal
+    if span.is_recording():
+        span.set_attribute(OTELGUARD_TOOL_TIMEOUT_MS, float(timeout_ms))
+    return processors[0].arm_budget(span_id, float(timeout_ms))
