@@ -1,0 +1,229 @@
+"""GuardSpanProcessor contracts: export enrichment, sibling mode, containment, metrics, bounds."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import otelguard
+from conftest import metric_points, output_messages
+
+REPEAT_ONLY = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
+
+
+def _agent(tracer, name="agent-a", **attributes):
+    return tracer.start_as_current_span(
+        f"invoke_agent {name}", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
+                                            **attributes})
+
+
+def _tool(tracer, name="probe", arguments='{"q":"same"}', result="ok"):
+    with tracer.start_as_current_span(
+        f"execute_tool {name}",
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.arguments": arguments},
+    ) as span:
+        span.set_attribute("gen_ai.tool.call.result", result)
+
+
+def test_exported_tool_span_carries_verdict_attributes(guard_factory, span_exporter):
+    """The downstream exporter receives the judged span with the otelguard.* attributes and a verdict event."""
+    tracer, _ = guard_factory(REPEAT_ONLY)
+    with _agent(tracer):
+        _tool(tracer)
+        _tool(tracer)
+    second = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool probe"][1]
+    assert second.attributes["otelguard.verdict"] == "repeated_tool_call"
+    assert second.attributes["otelguard.rule"] == "repeat-threshold"
+    assert second.attributes["otelguard.action"] == "remind"
+    assert second.attributes["otelguard.repeat.count"] == 2
+    assert second.attributes["gen_ai.tool.name"] == "probe"  # the original attributes stay
+    assert [e.name for e in second.events] == ["otelguard.verdict"]
+
+
+def test_first_call_and_unrelated_spans_pass_through_unchanged(guard_factory, span_exporter):
+    """Spans no guard judged reach the exporter without verdict attributes."""
+    tracer, _ = guard_factory(REPEAT_ONLY)
+    with _agent(tracer):
+        with tracer.start_as_current_span("http GET", attributes={"http.method": "GET"}):
+            pass
+        _tool(tracer)
+    spans = {s.name: s for s in span_exporter.get_finished_spans()}
+    assert "otelguard.verdict" not in spans["http GET"].attributes
+    assert "otelguard.verdict" not in spans["execute_tool probe"].attributes
+
+
+def test_sibling_mode_adds_verdict_event_to_open_agent_run(span_exporter, meter_provider, mailbox):
+    """Without a downstream, the verdict becomes an event on the still-open agent-run span."""
+    provider = TracerProvider()
+    provider.add_span_processor(otelguard.GuardSpanProcessor(REPEAT_ONLY, control=mailbox,
+                                                             meter_provider=meter_provider))
+    provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+    tracer = provider.get_tracer("tests")
+    try:
+        with _agent(tracer):
+            _tool(tracer)
+            _tool(tracer)
+    finally:
+        provider.shutdown()
+    agent = next(s for s in span_exporter.get_finished_spans() if s.name.startswith("invoke_agent"))
+    events = [e for e in agent.events if e.name == "otelguard.verdict"]
+    assert len(events) == 1 and events[0].attributes["otelguard.action"] == "remind"
+    assert [m.rule for m in mailbox.drain()] == ["repeat-threshold"]
+
+
+def test_reminder_reaches_bound_control_with_plugin_source(guard_factory):
+    """A control bound around the agent run gets the reminder, attributed to the guard as a plugin."""
+    tracer, _ = guard_factory(REPEAT_ONLY, control=None)
+    bound = otelguard.Mailbox()
+    with otelguard.bind_control(bound):
+        with _agent(tracer):
+            _tool(tracer)
+            _tool(tracer)
+    (message,) = bound.drain()
+    assert message.source == {"kind": "plugin", "plugin": "repeat-tool-reminder"}
+    assert message.text.startswith("You are repeating the exact same tool call")
+
+
+def test_verdict_metrics_are_recorded(guard_factory, metric_reader):
+    """Verdicts and judged spans are counted with their documented attributes."""
+    tracer, _ = guard_factory(REPEAT_ONLY)
+    with _agent(tracer, name="metered"):
+        _tool(tracer)
+        _tool(tracer)
+    verdicts = metric_points(metric_reader, "otelguard.verdicts")
+    assert verdicts == [({"otelguard.guard": "repeat-tool-reminder", "otelguard.rule": "repeat-threshold",
+                          "otelguard.action": "remind", "gen_ai.agent.name": "metered",
+                          "gen_ai.tool.name": "probe"}, 1)]
+    spans = dict((tuple(sorted(a.items())), v) for a, v in metric_points(metric_reader, "otelguard.spans"))
+    assert spans[(("otelguard.convention", "genai"), ("otelguard.span.kind", "tool"))] == 2
+    assert spans[(("otelguard.convention", "genai"), ("otelguard.span.kind", "agent"))] == 1
+    outcomes = metric_points(metric_reader, "otelguard.control.calls")
+    assert outcomes == [({"otelguard.action": "remind", "outcome": "ok"}, 1)]
+
+
+class _RaisingControl:
+    def inject(self, message):
+        raise RuntimeError("hook is broken")
+
+    steer = inject
+
+    def cancel(self, cause, verdict):
+        raise RuntimeError("hook is broken")
+
+
+def test_raising_control_hook_is_contained_and_counted(guard_factory, metric_reader, span_exporter):
+    """A hook that raises never reaches the agent; the failure is counted as an error outcome."""
+    tracer, processor = guard_factory(REPEAT_ONLY, control=_RaisingControl())
+    with _agent(tracer):
+        _tool(tracer)
+        _tool(tracer)
+    processor.force_flush()
+    outcomes = metric_points(metric_reader, "otelguard.control.calls")
+    assert outcomes == [({"otelguard.action": "remind", "outcome": "error"}, 1)]
+    errors = metric_points(metric_reader, "otelguard.internal.errors")
+    assert errors == [({"where": "control_hook"}, 1)]
+    assert len(span_exporter.get_finished_spans()) == 3
+
+
+class _BlockingControl:
+    def __init__(self):
+        self.release = threading.Event()
+        self.called = threading.Event()
+
+    def inject(self, message):
+        self.called.set()
+        self.release.wait(10)
+
+    steer = inject
+
+    def cancel(self, cause, verdict):
+        self.inject(None)
+
+
+def test_blocking_control_hook_does_not_hold_the_span_thread(guard_factory, metric_reader):
+    """A hook that blocks for seconds delays ending the span by the hook wait only, then runs on."""
+    control = _BlockingControl()
+    tracer, processor = guard_factory(REPEAT_ONLY, control=control)
+    with _agent(tracer):
+        _tool(tracer)
+        started = time.perf_counter()
+        _tool(tracer)
+        elapsed = time.perf_counter() - started
+    assert control.called.wait(5)
+    control.release.set()
+    assert processor.force_flush(5000)
+    assert elapsed < 1.0, elapsed  # the hook blocks for 10 s; the span thread waited ~50 ms
+    outcomes = {a["outcome"]: v for a, v in metric_points(metric_reader, "otelguard.control.calls")}
+    assert outcomes["slow"] == 1 and outcomes["ok"] == 1
+
+
+def test_agent_state_is_bounded_and_evictions_counted(guard_factory, metric_reader):
+    """With room for two agents, a third evicts the least recently used, and the eviction is counted."""
+    tracer, processor = guard_factory(REPEAT_ONLY, max_agents=2)
+    for index in range(3):
+        with _agent(tracer, name=f"agent-{index}"):
+            _tool(tracer)
+    assert processor.engine.tracked_agents == 2
+    evictions = metric_points(metric_reader, "otelguard.state.evictions")
+    assert ({"otelguard.state": "agent", "reason": "capacity"}, 1) in evictions
+
+
+def test_malformed_arguments_still_make_a_chain(guard_factory, span_exporter):
+    """Arguments that are not JSON are compared verbatim rather than dropped."""
+    tracer, _ = guard_factory(REPEAT_ONLY)
+    with _agent(tracer):
+        _tool(tracer, arguments="{not json")
+        _tool(tracer, arguments="{not json")
+    second = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool probe"][1]
+    assert second.attributes["otelguard.repeat.count"] == 2
+
+
+def test_thinking_loop_steer_reaches_control(guard_factory, mailbox, metric_reader):
+    """Three long reasoning-only model calls make the guard steer, and their tokens count as loop tokens."""
+    tracer, _ = guard_factory({"guards": [{"id": "thinking-loop-guard"}]})
+    with _agent(tracer):
+        for index in range(3):
+            reasoning = " ".join(f"angle {index} thought {i} about the bug" for i in range(120))
+            with tracer.start_as_current_span("chat model", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted",
+                "gen_ai.output.messages": output_messages(reasoning=reasoning),
+                "gen_ai.usage.output_tokens": 700,
+            }):
+                pass
+    (message,) = mailbox.drain()
+    assert message.rule == "reasoning-only"
+    assert "several long reasoning-only calls with no output" in message.text
+    tokens = metric_points(metric_reader, "otelguard.loop.tokens")
+    assert tokens == [({"otelguard.guard": "thinking-loop-guard", "gen_ai.request.model": "scripted"}, 2100)]
+
+
+def test_processor_survives_shutdown_and_force_flush(guard_factory):
+    """shutdown stops the watchdog thread and returns promptly."""
+    tracer, processor = guard_factory({"guards": [{"id": "timeout-policy"}]})
+
+    @otelguard.budget(timeout_ms=10_000)
+    def slow_enough():
+        return "done"
+
+    with _agent(tracer):
+        assert slow_enough() == "done"
+    started = time.perf_counter()
+    processor.shutdown()
+    assert time.perf_counter() - started < 5
+    assert not any(t.name == "otelguard-watchdog" and t.is_alive() for t in threading.enumerate())
+
+
+def test_json_arguments_with_other_spacing_are_one_key(guard_factory, span_exporter):
+    """The same arguments as differently spaced JSON strings count as one repeated call."""
+    tracer, _ = guard_factory(REPEAT_ONLY)
+    with _agent(tracer):
+        _tool(tracer, arguments=json.dumps({"b": 1, "a": [1, 2]}))
+        _tool(tracer, arguments='{ "a" : [1,2],  "b":1 }')
+    second = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool probe"][1]
+    assert second.attributes["otelguard.repeat.count"] == 2
