@@ -40,6 +40,12 @@ class Containment:
             if _raise_internal_errors():
                 raise
 
+    def record_and_maybe_raise(self, where: str) -> None:
+        """Call from an `except` block: count and log the exception, re-raise it under pytest."""
+        self.record(where)
+        if _raise_internal_errors():
+            raise  # noqa: PLE0704 - re-raises the exception being handled by the caller
+
     def record(self, where: str) -> None:
         """Count and (once per place) log the exception being handled."""
         try:

@@ -17,7 +17,7 @@ from . import conventions
 from .config import GuardConfig
 from .guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from .records import AgentRun, Classification, ModelCall, Record, SpanKind, SpanView, ToolCall, Verdict
-from .state import BoundedMap
+from .state import BoundedMap, OpenSpans
 
 DEFAULT_MAX_AGENTS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
@@ -88,18 +88,32 @@ class GuardEngine:
             max_agents, idle_ttl_s, clock=clock, on_evict=evicted("agent")
         )
         # span id -> agent of every open span inside an agent run, so descendants find their agent.
-        self._open: BoundedMap[int, AgentRef] = BoundedMap(max_open_spans, clock=clock, on_evict=evicted("span"))
+        self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
 
     # --- span lifecycle ------------------------------------------------------------------------
-    def span_started(self, span: SpanView) -> Started | None:
-        """Cheap for uninteresting spans: one classify, one map lookup."""
-        classification = conventions.classify(span.name, span.attributes)
-        parent = self._open.get(span.parent_span_id) if span.parent_span_id is not None else None
-        if classification is None:
+    def inherit(self, span_id: int, parent_span_id: int | None) -> None:
+        """An uninteresting span started: if it sits inside an agent run, its descendants belong there too.
+
+        The hot path for every span that is not ours: one dict lookup, maybe one insert.
+        """
+        if parent_span_id is not None:
+            parent = self._open.get(parent_span_id)
             if parent is not None:
-                self._open.put(span.span_id, parent)  # a CHAIN/turn span between agent and model
-            return None
+                self._open.put(span_id, parent)  # e.g. a CHAIN/turn span between agent and model
+
+    def forget(self, span_id: int) -> None:
+        """An uninteresting span ended."""
+        self._open.pop(span_id)
+
+    def span_started(self, span: SpanView, classification: Classification | None = None) -> Started | None:
+        """A span started. Pass `classification` when the caller already classified the span."""
+        if classification is None:
+            classification = conventions.classify(span.name, span.attributes)
+            if classification is None:
+                self.inherit(span.span_id, span.parent_span_id)
+                return None
+        parent = self._open.get(span.parent_span_id) if span.parent_span_id is not None else None
         if classification.kind is SpanKind.AGENT:
             run = conventions.read(span, classification)
             assert isinstance(run, AgentRun)
@@ -133,13 +147,15 @@ class GuardEngine:
         *,
         parent: SpanView | None = None,
         timed_out_ms: float | None = None,
+        classification: Classification | None = None,
     ) -> Judged | None:
         """Judge an ended span. `timed_out_ms`: the guard's own deadline fired for this tool span."""
         agent = self._open.pop(span.span_id)
-        live_trip = self._live_trips.pop(span.span_id)
-        classification = conventions.classify(span.name, span.attributes)
         if classification is None:
-            return None
+            classification = conventions.classify(span.name, span.attributes)
+            if classification is None:
+                return None
+        live_trip = self._live_trips.pop(span.span_id)
         if agent is None:
             agent = self._agent_of_parent(span)
         record = conventions.read(span, classification, parent)

@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
@@ -23,6 +23,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 
 from .config import GuardConfig
+from .conventions import classify
 from .containment import Containment
 from .control import AgentControl, bound_control, deliver, needs_delivery
 from .dispatch import ControlDispatcher
@@ -41,11 +42,36 @@ _STATUS = {
 # Which verdict's attributes a span carries when several guards judged it.
 _ACTION_RANK = {"cancel": 7, "block": 6, "break": 5, "steer": 4, "warn": 3, "remind": 2, "abort": 1, "none": 0}
 
-_active: "weakref.WeakSet[GuardSpanProcessor]" = weakref.WeakSet()
+# Registration order matters: with several guarded providers, the newest is the fallback owner.
+_active: "weakref.WeakValueDictionary[int, GuardSpanProcessor]" = weakref.WeakValueDictionary()
+_registrations = iter(range(1 << 62))
 
 
 def active_processors() -> list["GuardSpanProcessor"]:
-    return list(_active)
+    """Live processors, oldest first."""
+    return [processor for _, processor in sorted(_active.items())]
+
+
+def owning_processor(span: Any) -> "GuardSpanProcessor | None":
+    """The guard on the provider that made `span`; else the newest active guard; else None.
+
+    The SDK span keeps its provider's processor pipeline (`_span_processor`); that is the only link
+    from a span to its provider, so we read it, falling back to the registry.
+    """
+    pipeline = getattr(span, "_span_processor", None)
+    for processor in _guards_in(pipeline):
+        if not processor._shutdown:
+            return processor
+    processors = active_processors()
+    return processors[-1] if processors else None
+
+
+def _guards_in(pipeline: Any) -> Iterator["GuardSpanProcessor"]:
+    if isinstance(pipeline, GuardSpanProcessor):
+        yield pipeline
+        return
+    for member in getattr(pipeline, "_span_processors", ()) or ():
+        yield from _guards_in(member)
 
 
 @dataclass(slots=True)
@@ -94,29 +120,40 @@ class GuardSpanProcessor(SpanProcessor):
         self._runs: BoundedMap[int, _Run] = BoundedMap(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
         self._shutdown = False
         self.timeouts_enabled = self.config.row("timeout-policy") is not None
-        _active.add(self)
+        _active[next(_registrations)] = self
 
     # --- SpanProcessor ---------------------------------------------------------------------------
+    # Plain try/except rather than a context manager: these run for every span of the application.
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if not self._shutdown:
-            with self._containment.contained("on_start"):
+            try:
                 self._start(span)
+            except Exception:
+                self._containment.record_and_maybe_raise("on_start")
         for processor in self._downstream:
-            with self._containment.contained("downstream.on_start"):
+            try:
                 processor.on_start(span, parent_context=parent_context)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_start")
 
     def on_end(self, span: ReadableSpan) -> None:
         exported = span
         if not self._shutdown:
-            with self._containment.contained("on_end"):
+            try:
                 exported = self._end(span)
+            except Exception:
+                self._containment.record_and_maybe_raise("on_end")
         for processor in self._downstream:
-            with self._containment.contained("downstream.on_end"):
+            try:
                 processor.on_end(exported)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_end")
 
     def shutdown(self) -> None:
         self._shutdown = True
-        _active.discard(self)
+        for key, processor in list(_active.items()):
+            if processor is self:
+                _active.pop(key, None)
         self._watchdog.shutdown()
         self._dispatcher.shutdown()
         for processor in self._downstream:
@@ -134,30 +171,32 @@ class GuardSpanProcessor(SpanProcessor):
 
     # --- start -------------------------------------------------------------------------------------
     def _start(self, span: Span) -> None:
+        attributes = _plain(span)
+        classification = classify(span.name, attributes)
         context = span.get_span_context()
         parent = span.parent
-        started = self.engine.span_started(SpanView(
-            name=span.name,
-            trace_id=context.trace_id,
-            span_id=context.span_id,
-            parent_span_id=parent.span_id if parent is not None else None,
-            attributes=span.attributes or {},
-        ))
+        parent_id = parent.span_id if parent is not None else None
+        if classification is None:
+            self.engine.inherit(context.span_id, parent_id)  # the hot path: almost every span
+            return
+        started = self.engine.span_started(
+            SpanView(span.name, context.trace_id, context.span_id, parent_id, attributes), classification
+        )
         if started is None:
             return
-        kind = started.classification.kind
+        kind = classification.kind
         if kind is SpanKind.AGENT:
             self._runs.put(context.span_id, _Run(span, bound_control()))
-        elif kind is SpanKind.TOOL and started.tool is not None:
+        elif kind is SpanKind.TOOL:
             decision = started.tool
-            if decision.budget_ms is not None or decision.block is not None:
-                signal = ToolSignal(decision.budget_ms)
+            signal = ToolSignal(decision.budget_ms if decision else None)
+            armed = _ArmedTool(signal, None)
+            if decision is not None:
                 if decision.block is not None:
                     signal.block_message = decision.block.message
-                armed = _ArmedTool(signal, None)
                 if decision.budget_ms is not None:
                     armed.deadline = self._arm_deadline(signal, decision.budget_ms)
-                self._tools.put(context.span_id, armed)
+            self._tools.put(context.span_id, armed)
 
     def _arm_deadline(self, signal: ToolSignal, budget_ms: float) -> Deadline:
         message = f"tool call timed out after {_ms(budget_ms)}ms"
@@ -168,6 +207,14 @@ class GuardSpanProcessor(SpanProcessor):
         armed = self._tools.get(span_id)
         return armed.signal if armed is not None else None
 
+    def standalone_budget(self, budget_ms: float) -> ToolSignal | None:
+        """A budget for a call with no span of ours around it: a signal on our watchdog, nothing stored."""
+        if not self.timeouts_enabled or self._shutdown:
+            return None
+        signal = ToolSignal(budget_ms)
+        self._arm_deadline(signal, budget_ms)
+        return signal
+
     def arm_budget(self, span_id: int, budget_ms: float) -> ToolSignal | None:
         """Arm a budget for an open tool span (the `@budget` decorator, integrations).
 
@@ -176,9 +223,8 @@ class GuardSpanProcessor(SpanProcessor):
         if not self.timeouts_enabled or self._shutdown:
             return None
         armed = self._tools.get(span_id)
-        if armed is None:
-            armed = _ArmedTool(ToolSignal(budget_ms), None)
-            self._tools.put(span_id, armed)
+        if armed is None:  # not a tool span this guard saw start: arm without storing anything
+            return self.standalone_budget(budget_ms)
         if armed.deadline is None:
             armed.signal.budget_ms = budget_ms
             armed.deadline = self._arm_deadline(armed.signal, budget_ms)
@@ -186,17 +232,21 @@ class GuardSpanProcessor(SpanProcessor):
 
     # --- end ---------------------------------------------------------------------------------------
     def _end(self, span: ReadableSpan) -> ReadableSpan:
-        started_at = time.perf_counter()
         context = span.get_span_context()
-        armed = self._tools.pop(context.span_id)
+        classification = classify(span.name, _plain(span))
+        if classification is None:
+            self.engine.forget(context.span_id)  # the hot path: almost every span
+            return span
+        started_at = time.perf_counter()
         timed_out_ms = None
-        if armed is not None:
-            if armed.deadline is not None:
-                armed.deadline.cancel()
-            if armed.signal.timed_out:
-                timed_out_ms = armed.signal.budget_ms
-        view = _view(span)
-        judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms)
+        if classification.kind is SpanKind.TOOL:
+            armed = self._tools.pop(context.span_id)
+            if armed is not None:
+                if armed.deadline is not None:
+                    armed.deadline.cancel()
+                if armed.signal.timed_out:
+                    timed_out_ms = armed.signal.budget_ms
+        judged = self.engine.span_ended(_view(span), timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span
         run = self._runs.pop(context.span_id) if judged.classification.kind is SpanKind.AGENT else None
@@ -259,6 +309,19 @@ class GuardSpanProcessor(SpanProcessor):
             run.span.add_event("otelguard.verdict", verdict.attributes())
 
 
+def _plain(span: ReadableSpan) -> Mapping[str, Any]:
+    """The span's attributes as a plain dict, read without copying.
+
+    `ReadableSpan.attributes` wraps them in a MappingProxy over BoundedAttributes, whose `get` costs a
+    KeyError per miss; on the hot path we read the SDK's underlying dict (public API as the fallback).
+    """
+    attributes = getattr(span, "_attributes", None)
+    plain = getattr(attributes, "_dict", None)
+    if isinstance(plain, dict):
+        return plain
+    return span.attributes or {}
+
+
 def _ms(budget_ms: float) -> str:
     return str(int(budget_ms)) if float(budget_ms).is_integer() else f"{budget_ms:g}"
 
@@ -308,10 +371,3 @@ def _enriched(span: ReadableSpan, verdicts: Iterable[Verdict]) -> ReadableSpan:
         end_time=end,
         instrumentation_scope=span.instrumentation_scope,
     )
-
-
-def current_processor_and_span() -> tuple["GuardSpanProcessor | None", Any]:
-    """The active processor (the newest) and the current recording span, if any."""
-    span = trace_api.get_current_span()
-    processors = active_processors()
-    return (processors[-1] if processors else None), span

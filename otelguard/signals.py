@@ -15,6 +15,7 @@ from .errors import ToolTimeoutError
 TOOL_TIMEOUT = "TOOL_TIMEOUT"
 CALLER_ABORT = "CALLER_ABORT"
 REPEAT_BLOCKED = "REPEAT_BLOCKED"
+COMPLETED = "COMPLETED"  # the tool finished first: settles the race with the deadline
 
 
 class ToolSignal:
@@ -33,7 +34,7 @@ class ToolSignal:
 
     @property
     def aborted(self) -> bool:
-        return self._event.is_set()
+        return self._event.is_set() and self._reason != COMPLETED
 
     @property
     def reason(self) -> str | None:
@@ -43,6 +44,10 @@ class ToolSignal:
     @property
     def message(self) -> str | None:
         return self._message
+
+    def settle(self) -> bool:
+        """The tool finished: returns True when it finished before any abort (the deadline lost)."""
+        return self.abort(COMPLETED)
 
     @property
     def timed_out(self) -> bool:

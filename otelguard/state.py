@@ -102,3 +102,48 @@ class BoundedMap(Generic[K, V]):
         if evicted and self._on_evict is not None:
             for reason, count in evicted:
                 self._on_evict(reason, count)
+
+
+class OpenSpans(Generic[K, V]):
+    """Open span id -> value, bounded by count. Lock-free on the hot path (dict ops are atomic).
+
+    Spans that never end (a leak upstream) are evicted oldest first once the bound is passed,
+    and reported through `on_evict("capacity", n)`.
+    """
+
+    __slots__ = ("_items", "_max_items", "_lock", "_on_evict")
+
+    def __init__(self, max_items: int, *, on_evict: Callable[[str, int], None] | None = None):
+        self._items: dict[K, V] = {}
+        self._max_items = max_items
+        self._lock = threading.Lock()
+        self._on_evict = on_evict
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: K) -> V | None:
+        return self._items.get(key)
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        if len(self._items) > self._max_items:
+            self._trim()
+
+    def pop(self, key: K) -> V | None:
+        return self._items.pop(key, None)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def _trim(self) -> None:
+        evicted = 0
+        with self._lock:
+            while len(self._items) > self._max_items:
+                try:
+                    del self._items[next(iter(self._items))]
+                    evicted += 1
+                except (RuntimeError, KeyError, StopIteration):
+                    continue  # another thread changed the dict meanwhile: look again
+        if evicted and self._on_evict is not None:
+            self._on_evict("capacity", evicted)

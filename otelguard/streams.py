@@ -14,7 +14,7 @@ from .config import ThinkingLoopGuardConfig
 from .detectors.stream import StreamBreaker
 from .errors import RepetitiveOutputError
 from .guards.thinking_loop_guard import ThinkingLoopGuard
-from .processor import GuardSpanProcessor, active_processors
+from .processor import GuardSpanProcessor, owning_processor
 from .records import Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
 
@@ -49,13 +49,13 @@ class _Watch:
     """Shared state of one watched stream (sync or async)."""
 
     def __init__(self, record_chunks: bool, text_of: TextOf, processor: GuardSpanProcessor | None):
-        self.processor = processor or _newest_processor()
+        self.span = trace_api.get_current_span()
+        self.processor = processor or owning_processor(self.span)
         guard = self.processor.engine.thinking if self.processor is not None else None
         if guard is None and self.processor is None:
             guard = ThinkingLoopGuard(ThinkingLoopGuardConfig())
         self.guard = guard
         self.breaker: StreamBreaker | None = guard.new_breaker() if guard is not None else None
-        self.span = trace_api.get_current_span()
         self.record_chunks = record_chunks and self.span.is_recording()
         self.text_of = text_of
         self.error: RepetitiveOutputError | None = None
@@ -85,11 +85,6 @@ class _Watch:
             f"(rule {verdict.rule}); stream cut by otelguard",
             code=verdict.error_code or "REPETITIVE_OUTPUT", rule=verdict.rule, chars=verdict.stream_chars or 0,
         )
-
-
-def _newest_processor() -> GuardSpanProcessor | None:
-    processors = active_processors()
-    return processors[-1] if processors else None
 
 
 @overload

@@ -12,7 +12,7 @@ from opentelemetry import trace as trace_api
 
 from .errors import ConfigError
 from .guards.timeout_policy import timeout_error
-from .processor import GuardSpanProcessor, active_processors
+from .processor import GuardSpanProcessor, owning_processor
 from .semconv import OTELGUARD_TOOL_TIMEOUT_MS
 from .signals import CALLER_ABORT, INERT, ToolSignal
 
@@ -24,12 +24,10 @@ _tracer = trace_api.get_tracer("otelguard")
 
 def tool_signal() -> ToolSignal:
     """The signal of the current tool span; an inert signal (never aborted) when there is none."""
-    span_id = trace_api.get_current_span().get_span_context().span_id
-    for processor in active_processors():
-        signal = processor.signal_for(span_id)
-        if signal is not None:
-            return signal
-    return INERT
+    span = trace_api.get_current_span()
+    processor = owning_processor(span)
+    signal = processor.signal_for(span.get_span_context().span_id) if processor is not None else None
+    return signal if signal is not None else INERT
 
 
 def declared_budget_ms(function: Any) -> float | None:
@@ -67,10 +65,13 @@ def budget(*, timeout_ms: float) -> Callable[[F], F]:
                     try:
                         result = function(*args, **kwargs)
                     except Exception:
-                        if signal.timed_out:
+                        if not signal.settle() and signal.timed_out:
                             return timeout_error(timeout_ms)
                         raise
-                    return timeout_error(timeout_ms) if signal.timed_out else result
+                    # settle() decides the race with the deadline: whoever flipped the signal first wins.
+                    if not signal.settle() and signal.timed_out:
+                        return timeout_error(timeout_ms)
+                    return result
 
             wrapper = sync_guarded
         setattr(wrapper, BUDGET_ATTRIBUTE, float(timeout_ms))
@@ -83,31 +84,35 @@ async def _race(coroutine: Any, signal: ToolSignal, timeout_ms: float) -> Any:
     task = asyncio.ensure_future(coroutine)
     waiter = asyncio.ensure_future(signal.wait_async())
     try:
-        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         signal.abort(CALLER_ABORT, "cancelled by the caller")  # the caller's abort stands
         task.cancel()
         raise
     finally:
         waiter.cancel()
+    if task.done() and signal.settle():
+        return task.result()
     if signal.timed_out:
         if not task.done():
             task.cancel()
-        else:
-            task.exception() if not task.cancelled() else None  # mark retrieved
+            # Give the tool a moment to run its cleanup; cooperative, so never wait long.
+            await asyncio.wait({task}, timeout=0.1)
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: the tool's own error is replaced by the timeout
         return timeout_error(timeout_ms)
     return task.result()
 
 
 @contextmanager
 def _guarded_call(name: str, timeout_ms: float) -> Iterator[ToolSignal | None]:
-    processors = [p for p in active_processors() if p.timeouts_enabled]
-    if not processors:
+    span = trace_api.get_current_span()
+    processor = owning_processor(span)
+    if processor is None or not processor.timeouts_enabled:
         yield None
         return
-    span = trace_api.get_current_span()
     if _is_tool_span(span):
-        yield _arm(processors, span, timeout_ms)
+        yield _arm(processor, span, timeout_ms)
         return
     # No tool span around the call (a hand-written loop): make one so the verdict has a home.
     with _tracer.start_as_current_span(
@@ -115,7 +120,8 @@ def _guarded_call(name: str, timeout_ms: float) -> Iterator[ToolSignal | None]:
         attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
                     OTELGUARD_TOOL_TIMEOUT_MS: float(timeout_ms)},
     ) as own_span:
-        yield _arm(processors, own_span, timeout_ms)
+        own = owning_processor(own_span) if own_span.is_recording() else None
+        yield _arm(own, own_span, timeout_ms) if own is not None else processor.standalone_budget(timeout_ms)
 
 
 def _is_tool_span(span: Any) -> bool:
@@ -125,12 +131,11 @@ def _is_tool_span(span: Any) -> bool:
     return any(attributes.get(key) == value for key, value in _TOOL_MARKERS)
 
 
-def _arm(processors: list[GuardSpanProcessor], span: Any, timeout_ms: float) -> ToolSignal | None:
+def _arm(processor: GuardSpanProcessor, span: Any, timeout_ms: float) -> ToolSignal | None:
     span_id = span.get_span_context().span_id
-    for processor in processors:
-        signal = processor.signal_for(span_id)
-        if signal is not None and signal.budget_ms is not None:
-            return signal
+    signal = processor.signal_for(span_id)
+    if signal is not None and signal.budget_ms is not None:
+        return signal  # armed at span start from the span's own declaration
     if span.is_recording():
         span.set_attribute(OTELGUARD_TOOL_TIMEOUT_MS, float(timeout_ms))
-    return processors[0].arm_budget(span_id, float(timeout_ms))
+    return processor.arm_budget(span_id, float(timeout_ms))
