@@ -131,8 +131,8 @@ class ModelCall:
         """Any visible text or tool call; None when the output was not captured."""
         if self.text.strip() or self.tool_calls:
             return True
-        if self.output_content is Content.ABSENT:
-            return None
+        if self.output_content in (Content.ABSENT, Content.MALFORMED):
+            return None  # no evidence either way
         return False
 
 

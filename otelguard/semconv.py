@@ -35,6 +35,7 @@ OP_GENERATE_CONTENT = "generate_content"
 # gen_ai.output.messages part types
 PART_TEXT = "text"
 PART_TOOL_CALL = "tool_call"
+PART_REFUSAL = "refusal"
 PART_THINKING = "thinking"  # pydantic-ai
 PART_REASONING = "reasoning"  # semconv; OpenLLMetry (Responses: a JSON string of summary items)
 PART_REASONING_TEXT = "reasoning_text"  # OpenLLMetry agents: a Python repr `Content(text=..., ...)`

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -59,36 +57,3 @@ def guard_factory(span_exporter, meter_provider, mailbox):
     yield build
     for provider in providers:
         provider.shutdown()
-
-
-def metric_points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, Any], Any]]:
-    """(attributes, value) of every data point of metric `name` (sum for counters, count for histograms)."""
-    data = reader.get_metrics_data()
-    points = []
-    for resource_metrics in (data.resource_metrics if data else []):
-        for scope_metrics in resource_metrics.scope_metrics:
-            for metric in scope_metrics.metrics:
-                if metric.name != name:
-                    continue
-                for point in metric.data.data_points:
-                    value = getattr(point, "value", None)
-                    if value is None:
-                        value = point.count
-                    points.append((dict(point.attributes), value))
-    return points
-
-
-def output_messages(text: str = "", reasoning: str = "", tool_calls: list[dict] | None = None) -> str:
-    """A `gen_ai.output.messages` value as pydantic-ai writes it."""
-    parts: list[dict[str, Any]] = []
-    if reasoning:
-        parts.append({"type": "thinking", "content": reasoning})
-    if text:
-        parts.append({"type": "text", "content": text})
-    for call in tool_calls or []:
-        parts.append({"type": "tool_call", "id": call.get("id", "c"), "name": call["name"],
-                      "arguments": call.get("arguments", {})})
-    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "stop"}])
-
-
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
-from conftest import metric_points, output_messages
+from otel_support import metric_points, output_messages
 
 REPEAT_ONLY = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
 

@@ -1,0 +1,27 @@
+"""The offline analyzer: replay stored OTLP JSON traces through the same guards as the live processor.
+
+    from otelguard.analyzer import analyze
+    analysis = analyze(["traces.otlp.jsonl"])
+    for row in analysis.verdicts: ...
+
+`otelguard analyze FILE...` (see `otelguard.cli`) is the command-line front end.
+"""
+
+from __future__ import annotations
+
+from .inputs import InputError
+from .replay import ReplayLimits
+from .results import ACTION_ORDER, FAIL_ON_CHOICES, action_reaches, is_counting
+from .run import Analysis, AnalyzerOptions, analyze
+
+__all__ = [
+    "ACTION_ORDER",
+    "FAIL_ON_CHOICES",
+    "Analysis",
+    "AnalyzerOptions",
+    "InputError",
+    "ReplayLimits",
+    "action_reaches",
+    "analyze",
+    "is_counting",
+]

@@ -1,0 +1,368 @@
+"""What the analyzer read, what it skipped and why, and whether the verdict covers everything.
+
+The seed analyzer's lesson: a silent skip and an absent event print the same zero. So every line and
+every span is accounted for here, and `verdict_scope_incomplete` is set whenever something that
+looks like model or tool content was not judged. Counters only: bounded, whatever the input size.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..otlp_json import BAD_SPAN, BLANK, LOG_RECORDS, METRICS, NOT_A_REQUEST, NOT_JSON, ReadProblem
+from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
+from .replay import COMPLETE, END_OF_INPUT, IDLE, MEMORY, TraceBuffer
+
+NOT_OURS = "not an agent/model/tool span"
+DUPLICATE = "duplicate span (same trace and span id)"
+_EXAMPLES_PER_REASON = 3
+_UNPARSABLE = (NOT_JSON, NOT_A_REQUEST, BAD_SPAN)
+
+
+@dataclass(slots=True)
+class FileCoverage:
+    """One input file, as read."""
+
+    path: str
+    compressed: bool = False
+    named_gz_not_gzip: bool = False
+    lines: int = 0
+    blank_lines: int = 0
+    span_records: int = 0  # lines (or documents) that held spans
+    log_lines: int = 0
+    log_records: int = 0
+    log_records_with_genai: int = 0
+    metrics_lines: int = 0
+    other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
+    unparsable: Counter = field(default_factory=Counter)  # reason -> lines
+    spans: int = 0
+
+    @property
+    def otlp_records(self) -> int:
+        return self.span_records + self.log_lines + self.metrics_lines + self.other_records
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "compressed": self.compressed,
+            "lines": self.lines,
+            "blank_lines": self.blank_lines,
+            "records": self.otlp_records,
+            "records_with_spans": self.span_records,
+            "log_record_lines": self.log_lines,
+            "log_records": self.log_records,
+            "metrics_lines": self.metrics_lines,
+            "unparsable": dict(self.unparsable),
+            "spans": self.spans,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Warning_:
+    code: str
+    message: str
+    incomplete: bool  # the verdict does not cover something that looks like model or tool content
+
+
+class Coverage:
+    """Counters filled while reading and replaying; `warnings()` and `to_json()` read them."""
+
+    def __init__(self) -> None:
+        self.files: list[FileCoverage] = []
+        self.examples: dict[str, list[ReadProblem]] = {}
+        self.spans_read = 0
+        self.judged: Counter = Counter()  # (kind, convention) -> spans
+        self.not_ours = 0
+        self.model_output_not_captured = 0
+        self.model_output_unreadable = 0
+        self.tool_arguments_not_captured = 0
+        self.dropped_events_spans = 0
+        self.dropped_events = 0
+        self.dropped_attributes_spans = 0
+        self.late_judged = 0  # agent/model/tool spans judged without their trace's earlier spans
+        self.internal_errors: Counter = Counter()  # where -> count (a bug in otelguard, contained)
+        self.buffer: TraceBuffer | None = None
+
+    # --- reading ---------------------------------------------------------------------------------
+    def problem(self, file: FileCoverage, problem: ReadProblem, line_text: str | None) -> None:
+        reason = problem.reason
+        if reason == BLANK:
+            file.blank_lines += 1
+            return
+        if reason == LOG_RECORDS:
+            file.log_lines += 1
+            records, with_genai = _count_log_records(line_text)
+            file.log_records += records
+            file.log_records_with_genai += with_genai
+            return
+        if reason == METRICS:
+            file.metrics_lines += 1
+            return
+        if reason == NOT_A_REQUEST and not problem.detail.startswith("malformed"):
+            file.unparsable[reason] += 1
+        elif reason == NOT_A_REQUEST:
+            file.unparsable["malformed request"] += 1
+            reason = "malformed request"
+        else:
+            file.unparsable[reason] += 1
+        examples = self.examples.setdefault(reason, [])
+        if len(examples) < _EXAMPLES_PER_REASON:
+            examples.append(problem)
+
+    def internal_error(self, where: str) -> None:
+        self.internal_errors[where] += 1
+
+    # --- judging ---------------------------------------------------------------------------------
+    def judged_span(self, span: SpanView, kind: SpanKind | None, convention: str | None,
+                    record: Any, late: bool) -> None:
+        if kind is None:
+            self.not_ours += 1
+            return
+        self.judged[(kind.value, convention)] += 1
+        if late and kind is not SpanKind.AGENT:
+            self.late_judged += 1
+        if kind is SpanKind.AGENT:
+            return
+        if span.dropped_events:
+            self.dropped_events_spans += 1
+            self.dropped_events += span.dropped_events
+        if span.dropped_attributes:
+            self.dropped_attributes_spans += 1
+        if isinstance(record, ModelCall):
+            if record.has_output is None:
+                self.model_output_not_captured += 1
+            elif record.output_content is Content.MALFORMED:
+                self.model_output_unreadable += 1
+        elif isinstance(record, ToolCall) and record.arguments is None:
+            self.tool_arguments_not_captured += 1
+
+    # --- totals ----------------------------------------------------------------------------------
+    @property
+    def lines(self) -> int:
+        return sum(f.lines for f in self.files)
+
+    @property
+    def steps(self) -> int:
+        return sum(n for (kind, _), n in self.judged.items() if kind != SpanKind.AGENT.value)
+
+    def kind_total(self, kind: str) -> int:
+        return sum(n for (k, _), n in self.judged.items() if k == kind)
+
+    def unparsable_total(self) -> int:
+        return sum(sum(f.unparsable.values()) for f in self.files)
+
+    def skipped(self) -> dict[str, int]:
+        """Spans read but not judged, by reason (plus lines that held none)."""
+        skipped: Counter = Counter()
+        if self.not_ours:
+            skipped[NOT_OURS] = self.not_ours
+        if self.buffer is not None and self.buffer.duplicates:
+            skipped[DUPLICATE] = self.buffer.duplicates
+        for file in self.files:
+            for reason, count in file.unparsable.items():
+                skipped[f"line: {reason}"] += count
+            if file.blank_lines:
+                skipped["line: blank"] += file.blank_lines
+            if file.log_lines:
+                skipped["line: OTLP log records (not read)"] += file.log_lines
+            if file.metrics_lines:
+                skipped["line: OTLP metrics (not read)"] += file.metrics_lines
+        return dict(skipped)
+
+    def nothing_judged(self) -> str | None:
+        """Why no model or tool step was judged; None when at least one was."""
+        if self.steps:
+            return None
+        files = len(self.files)
+        if self.lines == 0:
+            return f"the input is empty: 0 lines in {files} file(s)"
+        logs = sum(f.log_records for f in self.files)
+        log_lines = sum(f.log_lines for f in self.files)
+        metrics = sum(f.metrics_lines for f in self.files)
+        if self.spans_read == 0:
+            held = []
+            if log_lines:
+                held.append(f"{logs} OTLP log record(s) on {log_lines} line(s), which the analyzer does not read")
+            if metrics:
+                held.append(f"{metrics} line(s) of OTLP metrics")
+            unparsable = self.unparsable_total()
+            if unparsable:
+                held.append(f"{unparsable} unparsable line(s)")
+            blank = sum(f.blank_lines for f in self.files)
+            if blank:
+                held.append(f"{blank} blank line(s)")
+            return "no spans in the input" + (": only " + ", ".join(held) if held else " (only empty requests)")
+        agents = self.kind_total(SpanKind.AGENT.value)
+        reason = (f"{self.spans_read} span(s) read, none of them a model or tool span of a known convention "
+                  "(OTel GenAI gen_ai.operation.name, OpenInference openinference.span.kind, OpenLLMetry)")
+        if agents:
+            reason += f"; {agents} agent span(s) but no model or tool call under them"
+        return reason
+
+    def warnings(self) -> list[Warning_]:
+        found: list[Warning_] = []
+        unparsable = self.unparsable_total()
+        if unparsable:
+            where = "; ".join(
+                f"{reason}: {', '.join(f'{_short(p.file)} line {p.line}' for p in problems)}"
+                for reason, problems in self.examples.items()
+            )
+            found.append(Warning_(
+                "unparsable-lines",
+                f"{unparsable} line(s) could not be read as OTLP spans ({where}): any spans on them are NOT in "
+                "the verdict",
+                True,
+            ))
+        genai_logs = sum(f.log_records_with_genai for f in self.files)
+        logs = sum(f.log_records for f in self.files)
+        if genai_logs:
+            names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai)
+            found.append(Warning_(
+                "log-records-not-read",
+                f"{genai_logs} of {logs} OTLP log record(s) carry gen_ai content ({names}) and are NOT in the "
+                "verdict: instrumentations that capture messages as log events (OpenLLMetry use_attributes=False, "
+                "openai-v2 event_only and legacy events) put model output and tool calls there",
+                True,
+            ))
+        if self.model_output_not_captured:
+            found.append(Warning_(
+                "model-output-not-captured",
+                f"{self.model_output_not_captured} model span(s) have no captured output (content capture off?): "
+                "they count as having output, so reasoning-only loops and repetitive text in them cannot be seen",
+                True,
+            ))
+        if self.model_output_unreadable:
+            found.append(Warning_(
+                "model-output-unreadable",
+                f"{self.model_output_unreadable} model span(s) have output that could not be parsed: what it "
+                "held is NOT in the verdict",
+                True,
+            ))
+        if self.tool_arguments_not_captured:
+            found.append(Warning_(
+                "tool-arguments-not-captured",
+                f"{self.tool_arguments_not_captured} tool span(s) carry no arguments (content capture off?): "
+                "repeat-tool-reminder cannot tell their calls apart",
+                True,
+            ))
+        if self.dropped_events_spans:
+            found.append(Warning_(
+                "dropped-span-events",
+                f"{self.dropped_events_spans} model/tool span(s) lost {self.dropped_events} span event(s) to the "
+                "SDK's event limit (droppedEventsCount): chunks or errors beyond the limit are NOT in the verdict",
+                True,
+            ))
+        if self.dropped_attributes_spans:
+            found.append(Warning_(
+                "dropped-attributes",
+                f"{self.dropped_attributes_spans} model/tool span(s) lost attributes (droppedAttributesCount or "
+                "unreadable values): what they held is NOT in the verdict",
+                True,
+            ))
+        if self.internal_errors:
+            total = sum(self.internal_errors.values())
+            found.append(Warning_(
+                "internal-errors",
+                f"{total} span event(s) could not be judged because of an internal error in otelguard "
+                f"({', '.join(f'{w} {n}' for w, n in self.internal_errors.items())}; logged once each): please "
+                "report it",
+                True,
+            ))
+        buffer = self.buffer
+        if buffer is not None and buffer.late_spans:
+            found.append(Warning_(
+                "late-spans",
+                f"{buffer.late_spans} span(s) of {buffer.late_traces} trace(s) arrived after their trace had been "
+                f"replayed ({buffer.flushed[IDLE]} trace(s) replayed after --flush-after records without a span, "
+                f"{buffer.flushed[MEMORY]} at --max-buffered-spans): {self.late_judged} model/tool span(s) among "
+                "them were judged without their trace's earlier spans; raise those limits",
+                self.late_judged > 0,
+            ))
+        return found
+
+    def incomplete(self) -> bool:
+        return any(w.incomplete for w in self.warnings())
+
+    def to_json(self) -> dict[str, Any]:
+        by_kind: dict[str, dict[str, int]] = {}
+        for (kind, convention), count in sorted(self.judged.items()):
+            by_kind.setdefault(kind, {})[convention] = count
+        warnings = self.warnings()
+        buffer = self.buffer
+        return {
+            "files": [f.to_json() for f in self.files],
+            "lines_read": self.lines,
+            "records_read": sum(f.otlp_records for f in self.files),
+            "spans_read": self.spans_read,
+            "traces": buffer.traces_seen if buffer else 0,
+            "spans_by_kind": by_kind,
+            "spans_judged": sum(self.judged.values()),
+            "steps_judged": self.steps,
+            "unparsable_lines": self.unparsable_total(),
+            "unparsable_examples": [
+                {"file": p.file, "line": p.line, "reason": reason, "detail": p.detail}
+                for reason, problems in self.examples.items() for p in problems
+            ],
+            "skipped": self.skipped(),
+            "log_records_not_read": sum(f.log_records for f in self.files),
+            "log_records_with_genai_content": sum(f.log_records_with_genai for f in self.files),
+            "model_output_not_captured": self.model_output_not_captured,
+            "tool_arguments_not_captured": self.tool_arguments_not_captured,
+            "dropped_span_events": {"spans": self.dropped_events_spans, "events": self.dropped_events},
+            "dropped_attributes_spans": self.dropped_attributes_spans,
+            "internal_errors": sum(self.internal_errors.values()),
+            "replay": {
+                "traces_replayed": dict(buffer.flushed) if buffer else {},
+                "late_spans": buffer.late_spans if buffer else 0,
+                "peak_buffered_spans": buffer.peak_buffered if buffer else 0,
+            },
+            "warnings": [{"code": w.code, "message": w.message, "incomplete": w.incomplete} for w in warnings],
+            "nothing_judged": self.nothing_judged(),
+            "verdict_scope_incomplete": any(w.incomplete for w in warnings),
+        }
+
+
+def _short(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _count_log_records(line: str | None) -> tuple[int, int]:
+    """(log records, those carrying gen_ai content) on one OTLP logs line; (0, 0) if unknown."""
+    if not line:
+        return 0, 0
+    try:
+        document = json.loads(line)
+    except (ValueError, RecursionError):
+        return 0, 0
+    records = genai = 0
+    for resource in _list(document.get("resourceLogs") if isinstance(document, dict) else None):
+        for scope in _list(resource.get("scopeLogs") if isinstance(resource, dict) else None):
+            for record in _list(scope.get("logRecords") if isinstance(scope, dict) else None):
+                records += 1
+                if _has_genai(record):
+                    genai += 1
+    return records, genai
+
+
+def _has_genai(record: Any) -> bool:
+    if not isinstance(record, dict):
+        return False
+    name = record.get("eventName") or ""
+    if isinstance(name, str) and name.startswith("gen_ai."):
+        return True
+    for attribute in _list(record.get("attributes")):
+        key = attribute.get("key") if isinstance(attribute, dict) else None
+        if isinstance(key, str) and (key.startswith("gen_ai.") or key == "event.name"
+                                     and str(attribute.get("value", {}).get("stringValue", "")).startswith("gen_ai.")):
+            return True
+    return False
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+__all__ = ["Coverage", "FileCoverage", "NOT_OURS", "COMPLETE", "END_OF_INPUT"]

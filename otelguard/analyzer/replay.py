@@ -1,0 +1,303 @@
+"""Replay stored spans through one `GuardEngine`, in the order the live processor would have seen them.
+
+A file holds spans in the order they *ended* (and a batch exporter may split one trace across many
+lines, children before parents). The live processor saw each span twice: at start and at end. So
+spans are buffered per trace until the trace looks complete, then its start and end events are
+replayed in time order:
+
+- a span starts at `start_ns` and ends at `end_ns`;
+- ties: starts before ends; among starts, parents before children; among ends, children before
+  parents (a child ends before the parent that waits for it);
+- a child never starts before its parent (clock skew between services is clamped), so it always
+  finds its agent.
+
+Memory is bounded by the spans buffered at once, not by the file: a trace is handed over for replay
+as soon as its root span has arrived and every buffered span's parent is present (checked at record
+boundaries, because one record groups spans by scope, not in end order); a trace whose root never
+comes (a remote parent, a lost root) is replayed once `flush_after_records` records went by without
+a span of it; and when more than `max_buffered_spans` spans are buffered, the least recently seen
+traces are replayed early. Spans that arrive after their trace was replayed are replayed on their own
+and counted (`late_spans`), because they were judged without their earlier context.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+from ..containment import Containment
+from ..engine import GuardEngine, Judged
+from ..records import SpanView
+from ..semconv import OTELGUARD_RULE, OTELGUARD_TOOL_TIMEOUT_MS, OTELGUARD_VERDICT
+
+DEFAULT_FLUSH_AFTER_RECORDS = 1000
+DEFAULT_MAX_BUFFERED_SPANS = 100_000
+_RECENTLY_REPLAYED = 65_536  # trace ids remembered to recognise late spans (a bounded LRU)
+_MAX_DEPTH = 10_000  # parent chains deeper than this are treated as broken
+
+_START, _END = 0, 1
+_TOOL_TIMEOUT_RULE = "tool-timeout"
+_VERDICT_EVENT = "otelguard.verdict"
+
+# Why a trace was handed over for replay.
+COMPLETE = "complete"
+IDLE = "idle"
+MEMORY = "memory"
+END_OF_INPUT = "end of input"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayLimits:
+    """How long spans may wait for the rest of their trace. Both bound memory; see the module doc."""
+
+    flush_after_records: int = DEFAULT_FLUSH_AFTER_RECORDS
+    max_buffered_spans: int = DEFAULT_MAX_BUFFERED_SPANS
+
+    def __post_init__(self) -> None:
+        if self.flush_after_records < 1:
+            raise ValueError(f"flush_after_records must be >= 1, got {self.flush_after_records}")
+        if self.max_buffered_spans < 1:
+            raise ValueError(f"max_buffered_spans must be >= 1, got {self.max_buffered_spans}")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Spans of one or more traces to replay together; `late_traces`: those replayed before."""
+
+    spans: list[SpanView]
+    late_traces: frozenset[int] = frozenset()
+
+
+class _Trace:
+    """One trace's buffered spans, with what is known of its completeness kept up to date per span."""
+
+    __slots__ = ("trace_id", "spans", "last_record", "late", "roots", "missing")
+
+    def __init__(self, trace_id: int, record: int, late: bool):
+        self.trace_id = trace_id
+        self.spans: dict[int, SpanView] = {}
+        self.last_record = record
+        self.late = late  # this trace had already been replayed once
+        self.roots = 0
+        self.missing: set[int] = set()  # parent ids referenced but not (yet) buffered
+
+    def add(self, span: SpanView) -> None:
+        self.spans[span.span_id] = span
+        self.missing.discard(span.span_id)
+        parent = span.parent_span_id
+        if parent is None:
+            self.roots += 1
+        elif parent not in self.spans:
+            self.missing.add(parent)
+
+    def complete(self) -> bool:
+        """The root has arrived and every span's parent is here: nothing earlier is missing."""
+        return self.roots > 0 and not self.missing
+
+
+class TraceBuffer:
+    """Groups spans per trace and says which traces are ready for replay.
+
+    `add` each span with the number of the record (line) it came from; call `ready` whenever a
+    record is finished and `drain` at the end of the input. Both return batches: lists of traces'
+    spans to replay together, in the order their traces became ready.
+    """
+
+    def __init__(self, limits: ReplayLimits = ReplayLimits()):
+        self.limits = limits
+        self._traces: OrderedDict[int, _Trace] = OrderedDict()  # least recently seen first
+        self._touched: set[int] = set()
+        self._replayed: OrderedDict[int, None] = OrderedDict()
+        self.buffered = 0
+        self.peak_buffered = 0
+        # counters for the coverage block
+        self.duplicates = 0
+        self.late_spans = 0
+        self.late_traces = 0
+        self.flushed: dict[str, int] = {COMPLETE: 0, IDLE: 0, MEMORY: 0, END_OF_INPUT: 0}
+        self.traces_seen = 0
+
+    def add(self, span: SpanView, record: int) -> list[Batch]:
+        """Buffer one span. Returns batches that must be replayed now to stay within memory."""
+        trace = self._traces.get(span.trace_id)
+        if trace is None:
+            late = span.trace_id in self._replayed
+            if late:
+                self.late_traces += 1
+            else:
+                self.traces_seen += 1
+            trace = self._traces[span.trace_id] = _Trace(span.trace_id, record, late)
+        elif trace.last_record != record:
+            trace.last_record = record
+            self._traces.move_to_end(span.trace_id)
+        if span.span_id in trace.spans:
+            self.duplicates += 1  # the same span exported twice (retries, overlapping files)
+            return []
+        trace.add(span)
+        if trace.late:
+            self.late_spans += 1
+        self._touched.add(span.trace_id)
+        self.buffered += 1
+        if self.buffered > self.peak_buffered:
+            self.peak_buffered = self.buffered
+        if self.buffered <= self.limits.max_buffered_spans:
+            return []
+        batches = []
+        while self.buffered > self.limits.max_buffered_spans and len(self._traces) > 1:
+            oldest = next(iter(self._traces))
+            if oldest == span.trace_id:  # never split the trace being read, if anything else can go
+                self._traces.move_to_end(oldest)
+                oldest = next(iter(self._traces))
+            batches.append(self._take([oldest], MEMORY))
+        return batches
+
+    def ready(self, record: int) -> list[Batch]:
+        """Traces ready after record `record` ended: complete ones, then idle ones."""
+        batches = []
+        complete = [tid for tid in self._touched if tid in self._traces and self._traces[tid].complete()]
+        self._touched.clear()
+        if complete:
+            batches.append(self._take(complete, COMPLETE))
+        horizon = record - self.limits.flush_after_records
+        idle = []
+        for trace_id, trace in self._traces.items():
+            if trace.last_record > horizon:
+                break  # ordered by last record seen: the rest are more recent
+            idle.append(trace_id)
+        if idle:
+            batches.append(self._take(idle, IDLE))
+        return batches
+
+    def drain(self) -> list[Batch]:
+        """Everything still buffered (the input ended): one batch, replayed interleaved in time."""
+        self._touched.clear()
+        if not self._traces:
+            return []
+        return [self._take(list(self._traces), END_OF_INPUT)]
+
+    def _take(self, trace_ids: list[int], reason: str) -> Batch:
+        spans: list[SpanView] = []
+        late: list[int] = []
+        for trace_id in trace_ids:
+            trace = self._traces.pop(trace_id)
+            spans.extend(trace.spans.values())
+            if trace.late:
+                late.append(trace_id)
+            self.buffered -= len(trace.spans)
+            self.flushed[reason] += 1
+            self._replayed[trace_id] = None
+            self._replayed.move_to_end(trace_id)
+            if len(self._replayed) > _RECENTLY_REPLAYED:
+                self._replayed.popitem(last=False)
+        return Batch(spans, frozenset(late))
+
+
+OnJudged = Callable[[SpanView, "Judged | None"], None]
+
+
+class Replayer:
+    """Feeds batches of spans to one engine as start and end events, in time order.
+
+    `on_judged(span, judged)` is called at every span end, with None for a span that is not an
+    agent, model or tool span. `clock_s` follows the replayed time, so the engine's idle TTL for
+    agent state counts trace time, as it counted wall time live.
+    """
+
+    def __init__(self, engine: GuardEngine, on_judged: OnJudged, *, contain: Containment | None = None):
+        self.engine = engine
+        self.on_judged = on_judged
+        self.contain = contain or Containment(lambda where: None)
+        self.clock_s = 0.0
+
+    def replay(self, spans: list[SpanView]) -> None:
+        if not spans:
+            return
+        engine = self.engine
+        on_judged = self.on_judged
+        by_key = {(span.trace_id, span.span_id): span for span in spans}
+        order = _event_order(spans, by_key)
+        contained = self.contain.contained
+        for time_ns, phase, _, index in order:
+            span = spans[index]
+            seconds = time_ns / 1e9
+            if seconds > self.clock_s:
+                self.clock_s = seconds
+            if phase == _START:
+                with contained("span_started"):
+                    engine.span_started(span)
+                continue
+            parent = by_key.get((span.trace_id, span.parent_span_id)) if span.parent_span_id is not None else None
+            with contained("span_ended"):
+                judged = engine.span_ended(span, parent=parent, timed_out_ms=recorded_timeout_ms(span))
+                on_judged(span, judged)
+
+
+def _event_order(spans: list[SpanView], by_key: dict[tuple[int, int], SpanView]) -> list[tuple[int, int, int, int]]:
+    """(time, phase, tie-break, index) for every start and end, sorted."""
+    depth: dict[int, int] = {}  # id(span) -> depth in its trace (0: root or orphan)
+    start: dict[int, int] = {}  # id(span) -> start, clamped to be no earlier than its parent's
+    for span in spans:
+        _place(span, by_key, depth, start)
+    events: list[tuple[int, int, int, int]] = []
+    append = events.append
+    for index, span in enumerate(spans):
+        key = id(span)
+        d = depth[key]
+        begin = start[key]
+        end = span.end_ns if span.end_ns is not None and span.end_ns >= begin else begin
+        append((begin, _START, d, index))
+        append((end, _END, -d, index))
+    events.sort()
+    return events
+
+
+def _place(span: SpanView, by_key: dict[tuple[int, int], SpanView], depth: dict[int, int],
+           start: dict[int, int]) -> None:
+    """Depth and clamped start of `span`, computing its ancestors first (iteratively)."""
+    if id(span) in depth:
+        return
+    chain = [span]
+    seen = {id(span)}
+    node = span
+    while node.parent_span_id is not None and len(chain) < _MAX_DEPTH:
+        parent = by_key.get((node.trace_id, node.parent_span_id))
+        if parent is None or id(parent) in depth:
+            break
+        if id(parent) in seen:  # a cycle of parent ids: broken data, treat the chain as rootless
+            break
+        seen.add(id(parent))
+        chain.append(parent)
+        node = parent
+    top = chain[-1]
+    above = by_key.get((top.trace_id, top.parent_span_id)) if top.parent_span_id is not None else None
+    if above is not None and id(above) in depth:
+        d, floor = depth[id(above)] + 1, start[id(above)]
+    else:
+        d, floor = 0, 0
+    for node in reversed(chain):
+        begin = node.start_ns if node.start_ns > floor else floor
+        depth[id(node)] = d
+        start[id(node)] = begin
+        d, floor = d + 1, begin
+
+
+def recorded_timeout_ms(span: SpanView) -> float | None:
+    """The guard's own deadline fired for this tool span in the live run (read from its verdict).
+
+    Only the live process knew its timer fired; the exported span says so in its `otelguard.*`
+    verdict attributes or `otelguard.verdict` events. Returns the declared budget, 0.0 if unknown.
+    """
+    attributes = span.attributes
+    if not attributes or OTELGUARD_VERDICT not in attributes:
+        return None
+    fired = attributes.get(OTELGUARD_RULE) == _TOOL_TIMEOUT_RULE or any(
+        event.name == _VERDICT_EVENT and event.attributes.get(OTELGUARD_RULE) == _TOOL_TIMEOUT_RULE
+        for event in span.events
+    )
+    if not fired:
+        return None
+    budget = attributes.get(OTELGUARD_TOOL_TIMEOUT_MS)
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0:
+        return float(budget)
+    return 0.0

@@ -1,0 +1,181 @@
+"""`analyze(paths)`: read OTLP JSON files, replay their spans through one engine, collect the findings.
+
+Streaming end to end: files are read line by line (`otlp_json.iter_spans`), spans wait in the trace
+buffer only until their trace is complete (`replay.TraceBuffer`), and the findings keep every verdict
+but only a bounded number of quiet rows. Peak memory is about the largest set of traces in flight
+at once, not the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import GuardConfig
+from ..containment import Containment
+from ..engine import GuardEngine, Judged
+from ..otlp_json import BAD_SPAN, BLANK, NOT_A_REQUEST, ReadProblem, UnreadableInput, iter_spans
+from ..records import SpanView
+from .coverage import Coverage, FileCoverage
+from .inputs import InputError, open_input
+from .replay import Batch, ReplayLimits, Replayer, TraceBuffer
+from .results import (
+    DEFAULT_MAX_QUIET_AGENTS,
+    DEFAULT_MAX_QUIET_ROWS,
+    Findings,
+    VerdictRow,
+    action_reaches,
+    is_counting,
+)
+
+@dataclass(frozen=True, slots=True)
+class AnalyzerOptions:
+    """How the analyzer bounds its memory. The defaults suit files of any size."""
+
+    limits: ReplayLimits = field(default_factory=ReplayLimits)
+    max_quiet_rows: int = DEFAULT_MAX_QUIET_ROWS
+    max_quiet_agents: int = DEFAULT_MAX_QUIET_AGENTS
+
+    def __post_init__(self) -> None:
+        if self.max_quiet_rows < 0:
+            raise ValueError(f"max_quiet_rows must be >= 0, got {self.max_quiet_rows}")
+        if self.max_quiet_agents < 1:
+            raise ValueError(f"max_quiet_agents must be >= 1, got {self.max_quiet_agents}")
+
+
+@dataclass(slots=True)
+class Analysis:
+    """The result of one `analyze` call."""
+
+    files: list[str]
+    config: GuardConfig
+    coverage: Coverage
+    findings: Findings
+
+    @property
+    def verdicts(self) -> list[VerdictRow]:
+        return self.findings.verdicts
+
+    def reaching(self, threshold: str) -> list[VerdictRow]:
+        """Verdicts whose action is `threshold` or stronger (see `results.ACTION_ORDER`)."""
+        return [row for row in self.findings.verdicts if action_reaches(row.verdict.action, threshold)]
+
+    def findings_count(self) -> int:
+        return sum(1 for row in self.findings.verdicts if not is_counting(row.verdict))
+
+
+def analyze(
+    paths: Sequence[str | os.PathLike[str]],
+    config: GuardConfig | dict[str, Any] | str | None = None,
+    options: AnalyzerOptions | None = None,
+) -> Analysis:
+    """Analyse OTLP JSON trace files as one stream of spans. Raises `InputError` for a file that
+    cannot be analysed at all (missing, binary, corrupt gzip, nothing in it is OTLP JSON) and
+    `ConfigError` for an invalid config."""
+    options = options or AnalyzerOptions()
+    coverage = Coverage()
+    findings = Findings(max_quiet_rows=options.max_quiet_rows, max_quiet_agents=options.max_quiet_agents)
+    buffer = TraceBuffer(options.limits)
+    coverage.buffer = buffer
+    clock = _ReplayClock()
+    engine = GuardEngine(config, clock=clock)
+    containment = Containment(coverage.internal_error)
+    late_traces: frozenset[int] = frozenset()
+
+    def on_judged(span: SpanView, judged: Judged | None) -> None:
+        if judged is None:
+            coverage.judged_span(span, None, None, None, False)
+            return
+        late = span.trace_id in late_traces
+        coverage.judged_span(span, judged.classification.kind, judged.classification.convention,
+                             judged.record, late)
+        findings.add(span, judged)
+
+    replayer = Replayer(engine, on_judged, contain=containment)
+    clock.replayer = replayer
+
+    def replay(batches: list[Batch]) -> None:
+        nonlocal late_traces
+        for batch in batches:
+            late_traces = batch.late_traces
+            replayer.replay(batch.spans)
+
+    record = 0
+    for path in paths:
+        source = open_input(path)
+        file = FileCoverage(os.fspath(path), compressed=source.compressed,
+                            named_gz_not_gzip=source.named_gz_not_gzip)
+        coverage.files.append(file)
+        first_problem: ReadProblem | None = None
+        current_line = -1  # the line the last item came from
+        record_line = -1  # the last line counted as an OTLP record
+        lines_with_items = 0
+        try:
+            for item in iter_spans(source):
+                if type(item) is SpanView:
+                    line = source.lines
+                    if line != current_line:
+                        if current_line >= 0:
+                            replay(buffer.ready(record))
+                        current_line = line
+                        lines_with_items += 1
+                        record += 1
+                    if line != record_line:
+                        record_line = line
+                        file.span_records += 1
+                    file.spans += 1
+                    coverage.spans_read += 1
+                    batches = buffer.add(item, record)
+                    if batches:
+                        replay(batches)
+                    continue
+                problem: ReadProblem = item  # type: ignore[assignment]
+                line = problem.line
+                if line != current_line:
+                    if current_line >= 0:
+                        replay(buffer.ready(record))
+                    current_line = line
+                    lines_with_items += 1
+                    record += 1
+                if problem.reason == BAD_SPAN and line != record_line:  # a trace request all the same
+                    record_line = line
+                    file.span_records += 1
+                if first_problem is None and problem.reason != BLANK:
+                    first_problem = problem
+                coverage.problem(file, problem, source.last if line == source.lines else None)
+        except UnreadableInput as error:
+            raise InputError(file.path, error.line, error.reason) from None
+        finally:
+            source.close()
+        file.lines = source.lines
+        file.other_records = max(0, file.lines - lines_with_items)
+        replay(buffer.ready(record))
+        if file.otlp_records == 0 and file.lines > file.blank_lines:
+            raise _not_otlp(file, first_problem)
+    replay(buffer.drain())
+    return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings)
+
+
+def _not_otlp(file: FileCoverage, problem: ReadProblem | None) -> InputError:
+    hint = " (named .gz, but not gzip data)" if file.named_gz_not_gzip else ""
+    if problem is None:
+        return InputError(file.path, 0, f"not OTLP JSON{hint}")
+    detail = f": {problem.detail}" if problem.detail else ""
+    reason = "not JSON" if problem.reason == "not json" else problem.reason
+    if problem.reason == NOT_A_REQUEST:
+        reason = "JSON, but not an OTLP request"
+    return InputError(file.path, problem.line, f"not OTLP JSON{hint}: {reason}{detail}")
+
+
+class _ReplayClock:
+    """The engine's clock during a replay: trace time (seconds), so idle TTLs count as they did live."""
+
+    __slots__ = ("replayer",)
+
+    def __init__(self) -> None:
+        self.replayer: Replayer | None = None
+
+    def __call__(self) -> float:
+        return self.replayer.clock_s if self.replayer is not None else 0.0

@@ -1,0 +1,285 @@
+"""The `otelguard` command (also `python -m otelguard`).
+
+    otelguard analyze FILE... [--config F] [--json] [--fail-on ACTION] [knobs]
+    otelguard demo [ARGS...]
+
+One function per subcommand: `_add_<name>_parser` declares it, `_run_<name>` runs it. `main` never
+lets a traceback out: usage errors and unreadable inputs print one line and return 2.
+
+Exit status of `analyze`: 0 (no verdict reaches `--fail-on`, or no `--fail-on`), 1 (a verdict's action
+reaches `--fail-on`), 2 (usage error, invalid config, or an input that cannot be analysed at all),
+3 (an internal error in otelguard: a bug, please report it). Actions from weakest to strongest:
+none < remind < warn < steer < block < abort < break < cancel; `--fail-on remind` fails on any
+action at least `remind`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+PROG = "otelguard"
+EXIT_OK, EXIT_FAIL_ON, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+DEBUG_ENV = "OTELGUARD_DEBUG"
+
+
+class UsageError(Exception):
+    """A command-line mistake: reported in one line, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (never raises, except under OTELGUARD_DEBUG=1)."""
+    _tolerant_stdout()
+    parser = _build_parser()
+    try:
+        args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exit_:  # argparse has printed usage and the error (or the help)
+        return _exit_code(exit_)
+    run = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args.extra = extra
+    try:
+        return run(args)
+    except UsageError as error:
+        print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except SystemExit as exit_:  # a sub-parser's error()
+        return _exit_code(exit_)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_OK
+    except Exception as error:  # a bug in otelguard: one line, the traceback only on request
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"{PROG} {args.command}: internal error: {type(error).__name__}: {error} "
+              f"(set {DEBUG_ENV}=1 for the traceback, and please report it)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry.")
+    subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
+    _add_analyze_parser(subparsers)
+    _add_demo_parser(subparsers)
+    return parser
+
+
+def _exit_code(exit_: SystemExit) -> int:
+    code = exit_.code
+    if code is None:
+        return EXIT_OK
+    return code if isinstance(code, int) else EXIT_USAGE
+
+
+# --- analyze -------------------------------------------------------------------------------------
+
+# knob flag -> (guard id, config field). They override the rows of --config.
+_KNOBS = {
+    "similarity": ("thinking-loop-guard", "similarity_threshold"),
+    "threshold": ("thinking-loop-guard", "max_thinking_steps"),
+    "min_chars": ("thinking-loop-guard", "min_reasoning_chars"),
+    "max_fires": ("thinking-loop-guard", "max_fires"),
+    "max_repeated_text": ("thinking-loop-guard", "max_repeated_text"),
+    "max_repeated_cycle": ("thinking-loop-guard", "max_repeated_cycle_chars"),
+    "min_repeated_cycle": ("thinking-loop-guard", "min_repeated_cycle_chars"),
+    "thresholds": ("repeat-tool-reminder", "thresholds"),
+}
+
+
+def _add_analyze_parser(subparsers: Any) -> None:
+    from .analyzer.replay import DEFAULT_FLUSH_AFTER_RECORDS, DEFAULT_MAX_BUFFERED_SPANS
+    from .analyzer.results import DEFAULT_MAX_QUIET_AGENTS, DEFAULT_MAX_QUIET_ROWS, FAIL_ON_CHOICES
+
+    parser = subparsers.add_parser(
+        "analyze",
+        help="replay stored OTLP JSON traces through the guards",
+        description=(
+            "Replay OTLP JSON trace files (the Collector's file exporter: JSON Lines, or one document; "
+            "plain or gzip) through the same conventions and guards as the live processor, and report "
+            "per agent what each model and tool step was and what the guards decided, with a coverage "
+            "block that says what was not read."
+        ),
+        epilog=(
+            "exit status: 0 ok; 1 a verdict's action reaches --fail-on; 2 usage error, invalid config or "
+            "unreadable input; 3 internal error. Actions, weakest to strongest: "
+            "none < remind < warn < steer < block < abort < break < cancel."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="OTLP JSON trace file(s), .gz allowed")
+    parser.add_argument("--config", metavar="F", help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    parser.add_argument("--fail-on", choices=FAIL_ON_CHOICES, metavar="ACTION",
+                        help=f"exit 1 when a verdict's action is ACTION or stronger ({', '.join(FAIL_ON_CHOICES)})")
+    knobs = parser.add_argument_group("guard knobs (override the rows of --config)")
+    knobs.add_argument("--similarity", type=float, metavar="X", help="thinking-loop-guard similarity_threshold (0..1)")
+    knobs.add_argument("--threshold", type=int, metavar="N", help="thinking-loop-guard max_thinking_steps")
+    knobs.add_argument("--min-chars", type=int, metavar="N",
+                       help="thinking-loop-guard min_reasoning_chars (the config's minimum, 256, applies)")
+    knobs.add_argument("--max-fires", type=int, metavar="N", help="thinking-loop-guard max_fires")
+    knobs.add_argument("--max-repeated-text", type=int, metavar="N", help="breaker: identical chunks that cut (0 disables)")
+    knobs.add_argument("--max-repeated-cycle", type=int, metavar="N", help="breaker: longest cycle period in chars (0 disables)")
+    knobs.add_argument("--min-repeated-cycle", type=int, metavar="N", help="breaker: shortest periodic tail in chars")
+    knobs.add_argument("--thresholds", type=_int_list, metavar="N,N,...", help="repeat-tool-reminder thresholds, e.g. 3,5,8")
+    limits = parser.add_argument_group("memory bounds (the defaults suit any file size)")
+    limits.add_argument("--flush-after", type=_positive_int, default=DEFAULT_FLUSH_AFTER_RECORDS, metavar="N",
+                        help="replay a trace whose root never arrives after N records without a span of it "
+                             f"(default {DEFAULT_FLUSH_AFTER_RECORDS})")
+    limits.add_argument("--max-buffered-spans", type=_positive_int, default=DEFAULT_MAX_BUFFERED_SPANS, metavar="N",
+                        help=f"replay the oldest traces early past N buffered spans (default {DEFAULT_MAX_BUFFERED_SPANS})")
+    limits.add_argument("--max-rows", type=_non_negative_int, default=DEFAULT_MAX_QUIET_ROWS, metavar="N",
+                        help=f"list at most N steps without a verdict per agent (default {DEFAULT_MAX_QUIET_ROWS})")
+    limits.add_argument("--max-agents", type=_positive_int, default=DEFAULT_MAX_QUIET_AGENTS, metavar="N",
+                        help=f"list at most N agents without a verdict (default {DEFAULT_MAX_QUIET_AGENTS})")
+    parser.set_defaults(run=_run_analyze, parser=parser)
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    from .analyzer import AnalyzerOptions, InputError, ReplayLimits, analyze
+    from .analyzer.report import to_json, to_text
+    from .errors import ConfigError
+
+    files = list(args.files)
+    for item in args.extra:  # argparse leaves files given after an option as extras
+        if item.startswith("-") and item != "-":
+            args.parser.error(f"unrecognized arguments: {item}")
+        files.append(item)
+    config = _analyze_config(args)
+    options = AnalyzerOptions(
+        limits=ReplayLimits(flush_after_records=args.flush_after, max_buffered_spans=args.max_buffered_spans),
+        max_quiet_rows=args.max_rows,
+        max_quiet_agents=args.max_agents,
+    )
+    try:
+        analysis = analyze(files, config, options)
+    except InputError as error:
+        print(f"{PROG} analyze: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        sys.stdout.write(json.dumps(to_json(analysis, fail_on=args.fail_on), ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(to_text(analysis, fail_on=args.fail_on))
+    sys.stdout.flush()
+    if args.fail_on and analysis.reaching(args.fail_on):
+        return EXIT_FAIL_ON
+    return EXIT_OK
+
+
+def _analyze_config(args: argparse.Namespace) -> Any:
+    """The guard config: --config (or the defaults) with the knob flags applied, validated."""
+    from .config import GuardConfig
+    from .errors import ConfigError
+
+    try:
+        base = GuardConfig.load(args.config) if args.config else GuardConfig()
+    except ConfigError as error:
+        raise UsageError(f"--config {args.config}: {error}") from None
+    knobs = {name: getattr(args, name) for name in _KNOBS if getattr(args, name) is not None}
+    if not knobs:
+        return base
+    data = base.model_dump(mode="json")
+    rows = {row["id"]: row for row in data["guards"]}
+    for name, value in knobs.items():
+        guard_id, key = _KNOBS[name]
+        row = rows.get(guard_id)
+        flag = "--" + name.replace("_", "-")
+        if row is None:
+            raise UsageError(f"{flag} sets {guard_id}, which --config {args.config} does not run")
+        row.setdefault("config", {})
+        row["config"] = dict(row["config"] or {}, **{key: value})
+    try:
+        return GuardConfig.load(data)
+    except ConfigError as error:
+        flags = ", ".join("--" + name.replace("_", "-") for name in knobs)
+        raise UsageError(f"{error} (set by {flags})") from None
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, e.g. 3,5,8, got {text!r}") from None
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+# --- demo ----------------------------------------------------------------------------------------
+
+
+def _add_demo_parser(subparsers: Any) -> None:
+    """`otelguard demo [ARGS...]`: every argument goes to `otelguard.demo.main(argv) -> int`.
+
+    The demo module (which pulls in an agent framework) is imported only when the command runs, so
+    `otelguard analyze` never pays for it; without it, the command fails with a clear message.
+    """
+    parser = subparsers.add_parser(
+        "demo",
+        help="run a scripted agent that falls into each loop, guarded (needs otelguard[demo])",
+        add_help=False,  # --help goes to the demo itself
+        prefix_chars="\0",  # take every argument as-is, options included
+    )
+    parser.add_argument("demo_args", nargs="*", metavar="ARGS")
+    parser.set_defaults(run=_run_demo, parser=parser)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    try:
+        demo = importlib.import_module("otelguard.demo")
+    except ModuleNotFoundError as error:
+        if error.name == "otelguard.demo":
+            raise UsageError("this installation of otelguard has no demo (module otelguard.demo is missing)") from None
+        raise UsageError(f"the demo needs {error.name!r}: install otelguard[demo]") from None
+    status = demo.main([*args.demo_args, *args.extra])
+    return int(status or 0)
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def _tolerant_stdout() -> None:
+    """Never fail on a console that cannot show a character (the tables use · … ⚠)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):
+                pass
+
+
+def _silence_stdout() -> None:
+    # The reader went away (`| head`): point stdout at devnull so the interpreter's final flush is quiet.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

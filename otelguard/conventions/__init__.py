@@ -1,0 +1,104 @@
+"""Span conventions: recognise agent, model and tool spans, and turn them into records.
+
+Two calls, used by the live processor and the offline analyzer alike:
+
+- `classify(name, attributes)` runs for every span, at start (attributes may be partial) and at end.
+  It costs a few dictionary lookups for a span that is none of ours.
+- `read(span, classification, parent)` normalises a classified span into an `AgentRun`, `ToolCall`
+  or `ModelCall`. It never raises: what it could not read is said by the record's `Content` fields.
+
+Nothing here imports OpenTelemetry; spans come as `SpanView`s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from .. import semconv as sc
+from ..records import AgentRun, Classification, Content, ModelCall, SpanKind, SpanView, ToolCall
+from . import genai, openinference, openllmetry
+
+__all__ = ["classify", "read"]
+
+_log = logging.getLogger(__name__)
+
+_NAMED_SPANS = genai.LEGACY_SPAN_NAMES | openllmetry.NAMED_MODEL_SPANS
+
+
+def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
+    """The kind and convention of a span, or None when it is not an agent, model or tool span."""
+    try:
+        get = attributes.get
+    except AttributeError:
+        return None
+    span_kind = get(sc.OPENINFERENCE_SPAN_KIND)
+    if span_kind is not None:
+        # OpenInference wins even when it also writes gen_ai.* (OPENINFERENCE_ENABLE_GENAI_SEMCONV).
+        return openinference.classify_span_kind(span_kind)
+    operation = get(sc.GEN_AI_OPERATION_NAME)
+    if operation is not None:
+        return _classify_operation(operation, name, attributes)
+    traceloop_kind = get(sc.TRACELOOP_SPAN_KIND)
+    if traceloop_kind is not None:
+        return openllmetry.classify_span_kind(traceloop_kind)
+    request_type = get(sc.LLM_REQUEST_TYPE)
+    if request_type is not None:
+        return openllmetry.classify_request_type(request_type)
+    if isinstance(name, str) and name in _NAMED_SPANS:
+        return _classify_name(name, attributes)
+    return None
+
+
+def _classify_operation(operation: Any, name: str, attributes: Mapping[str, Any]) -> Classification | None:
+    kind = genai.kind_of_operation(operation)
+    if kind is None:
+        return None
+    if openllmetry.is_openllmetry(name, attributes):
+        return openllmetry.classification(kind)
+    return genai.classification(kind)
+
+
+def _classify_name(name: str, attributes: Mapping[str, Any]) -> Classification | None:
+    if name in openllmetry.NAMED_MODEL_SPANS:
+        return openllmetry.classification(SpanKind.MODEL)
+    return genai.classify_legacy_name(name, attributes)
+
+
+_READERS = {
+    genai.CONVENTION: genai.read,
+    openinference.CONVENTION: openinference.read,
+    openllmetry.CONVENTION: openllmetry.read,
+}
+_reported_failures: set[tuple[str, str, type]] = set()
+_MAX_REPORTED_FAILURES = 64  # bounded: a flood of distinct failures is still logged once each, up to this
+
+
+def read(
+    span: SpanView, classification: Classification, parent: SpanView | None = None
+) -> AgentRun | ToolCall | ModelCall:
+    """Normalise a classified span. `parent` is its parent span when the caller has it (LangChain
+    tool arguments live there); without it, a tool call has whatever its own span carries."""
+    kind = classification.kind if isinstance(classification.kind, SpanKind) else SpanKind.MODEL
+    reader = _READERS.get(classification.convention, genai.read)
+    try:
+        return reader(span, kind, parent)
+    except Exception as error:  # a reading bug must not cost the agent its span: say so, once
+        _report_failure(classification, kind, error)
+        return _unreadable(kind)
+
+
+def _report_failure(classification: Classification, kind: SpanKind, error: Exception) -> None:
+    key = (str(classification.convention), kind.value, type(error))
+    if key not in _reported_failures and len(_reported_failures) < _MAX_REPORTED_FAILURES:
+        _reported_failures.add(key)
+        _log.warning("otelguard could not read a %s %s span", classification.convention, kind.value, exc_info=True)
+
+
+def _unreadable(kind: SpanKind) -> AgentRun | ToolCall | ModelCall:
+    if kind is SpanKind.AGENT:
+        return AgentRun(name=None)
+    if kind is SpanKind.TOOL:
+        return ToolCall(name=None, arguments=None, arguments_content=Content.MALFORMED)
+    return ModelCall(output_content=Content.MALFORMED)

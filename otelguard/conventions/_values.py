@@ -1,0 +1,475 @@
+"""Defensive readers shared by the convention modules.
+
+Attribute values arrive as the SDK stores them (str, int, float, bool, tuples) or already decoded
+from OTLP JSON (dicts, lists). Every function here accepts anything and never raises: what cannot
+be read comes back as None (or empty) together with a `Content` saying why.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import semconv as sc
+from ..canonical import canonical_arguments
+from ..records import Chunk, Content, ModelCall, RequestedToolCall, SpanEvent, Status
+
+# A broken instrumentation may nest absurdly; deeper payloads are not worth walking.
+_MAX_WALK_DEPTH = 16
+_MAX_WALK_NODES = 20_000
+
+_TEXTLESS_CHUNK_EVENTS = frozenset(
+    {sc.GEN_AI_COMPLETION_CHUNK_EVENT, sc.LLM_COMPLETION_CHUNK_EVENT, sc.OI_FIRST_TOKEN_EVENT}
+)
+
+# Content.OK < TRUNCATED < ABSENT < MALFORMED: when parts of one output disagree, the worst wins.
+_CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.ABSENT: 2, Content.MALFORMED: 3}
+
+
+def worst(*contents: Content) -> Content:
+    """The least readable of several content states."""
+    return max(contents, key=_CONTENT_SEVERITY.__getitem__, default=Content.OK)
+
+
+# --- span-level access ---------------------------------------------------------------------------
+
+
+def attributes_of(span: Any) -> Mapping[str, Any]:
+    """The span's attributes, or an empty mapping when they are not a mapping."""
+    attributes = getattr(span, "attributes", None)
+    return attributes if isinstance(attributes, Mapping) else {}
+
+
+def status_of(span: Any) -> Status:
+    status = getattr(span, "status", None)
+    return status if isinstance(status, Status) else Status.UNSET
+
+
+def events_of(span: Any) -> tuple[SpanEvent, ...]:
+    events = getattr(span, "events", None)
+    if not isinstance(events, Sequence) or isinstance(events, (str, bytes)):
+        return ()
+    return tuple(event for event in events if isinstance(event, SpanEvent))
+
+
+def dropped_events_of(span: Any) -> int:
+    return as_int(getattr(span, "dropped_events", 0)) or 0
+
+
+def span_name_of(span: Any) -> str:
+    name = getattr(span, "name", None)
+    return name if isinstance(name, str) else ""
+
+
+def error_message(span: Any) -> str | None:
+    """The exception event's message (short), else the status description (often a traceback)."""
+    for event in events_of(span):
+        if event.name == sc.EXCEPTION_EVENT and isinstance(event.attributes, Mapping):
+            message = as_text(event.attributes.get(sc.EXCEPTION_MESSAGE))
+            if message:
+                return message
+    if status_of(span) is Status.ERROR:
+        message = getattr(span, "status_message", None)
+        if isinstance(message, str) and message:
+            return message
+    return None
+
+
+def read_chunks(span: Any) -> tuple[tuple[Chunk, ...], int]:
+    """(otelguard chunk events with text, in order; count of textless chunk events)."""
+    chunks: list[Chunk] = []
+    textless = 0
+    for event in events_of(span):
+        if event.name == sc.OTELGUARD_CHUNK_EVENT:
+            attributes = event.attributes if isinstance(event.attributes, Mapping) else {}
+            text = attributes.get(sc.OTELGUARD_CHUNK_TEXT)
+            if isinstance(text, str):
+                reasoning = attributes.get(sc.OTELGUARD_CHUNK_KIND) == sc.CHUNK_KIND_REASONING
+                chunks.append(Chunk(text, sc.CHUNK_KIND_REASONING if reasoning else sc.CHUNK_KIND_TEXT))
+            else:
+                textless += 1
+        elif event.name in _TEXTLESS_CHUNK_EVENTS:
+            textless += 1
+    return tuple(chunks), textless
+
+
+# --- scalar coercion ----------------------------------------------------------------------------
+
+
+def as_text(value: Any) -> str | None:
+    """A value as text: strings verbatim, bytes decoded, structures as compact JSON, else str()."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, (Mapping, list, tuple)):
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except (TypeError, ValueError, RecursionError):
+            return None
+    try:
+        return str(value)
+    except Exception:  # a hostile __str__ must not break reading
+        return None
+
+
+def as_name(value: Any) -> str | None:
+    """A non-empty string, else None (names and ids: an empty string means unset)."""
+    if isinstance(value, str):
+        value = value.strip()
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def as_int(value: Any) -> int | None:
+    """A count: ints, integral floats and decimal strings; never bools, NaN or infinities."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None
+    if isinstance(value, (str, bytes)) and len(value) < 32:
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def as_str_tuple(value: Any) -> tuple[str, ...]:
+    """Finish reasons and the like: a sequence, a single string, or a JSON array string."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        if value.startswith("["):
+            decoded, content = load_json(value)
+            if content is Content.OK and isinstance(decoded, list):
+                return as_str_tuple(decoded)
+        return (value,) if value else ()
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return tuple(item for item in (as_name(v) for v in value) if item)
+    return ()
+
+
+def first_present(attributes: Mapping[str, Any], *keys: str) -> Any:
+    """The value of the first key that is present and not None."""
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def first_int(attributes: Mapping[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        number = as_int(attributes.get(key))
+        if number is not None:
+            return number
+    return None
+
+
+def group_indexed(items: Iterable[tuple[Any, Any]], prefix: str) -> dict[int, dict[str, Any]]:
+    """Group flattened `<prefix><i>.<rest>` keys by index i: {i: {rest: value}}."""
+    groups: dict[int, dict[str, Any]] = {}
+    for key, value in items:
+        if isinstance(key, str) and key.startswith(prefix):
+            index, _, rest = key[len(prefix):].partition(".")
+            if rest and index.isascii() and index.isdigit():
+                groups.setdefault(int(index), {})[rest] = value
+    return groups
+
+
+# --- JSON ---------------------------------------------------------------------------------------
+
+
+def load_json(value: Any) -> tuple[Any, Content]:
+    """Decode a JSON attribute. Already-decoded structures pass through; cut JSON is salvaged.
+
+    Returns (value, OK), (salvaged prefix, TRUNCATED), (None, MALFORMED) or (None, ABSENT).
+    """
+    if value is None:
+        return None, Content.ABSENT
+    if isinstance(value, (Mapping, list)):
+        return value, Content.OK
+    if isinstance(value, tuple):
+        return [_decode_element(item) for item in value], Content.OK
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", "replace")
+    if not isinstance(value, str):
+        return None, Content.MALFORMED
+    try:
+        return json.loads(value), Content.OK
+    except (ValueError, RecursionError):
+        pass
+    salvaged = _salvage_truncated_json(value)
+    if salvaged is not None:
+        return salvaged, Content.TRUNCATED
+    return None, Content.MALFORMED
+
+
+def _decode_element(item: Any) -> Any:
+    """SDK sequences of JSON strings (one message per element) decode element-wise."""
+    if isinstance(item, str) and item[:1] in ("{", "["):
+        decoded, content = load_json(item)
+        if content is not Content.MALFORMED:
+            return decoded
+    return item
+
+
+def looks_truncated(text: str) -> bool:
+    """JSON text that ends inside a string or with brackets still open: cut, not malformed."""
+    return _close_truncated_json(text) is not None
+
+
+def _salvage_truncated_json(text: str) -> Any:
+    """Read what there is of JSON cut by a span-attribute length limit, or None if not a cut."""
+    for candidate in _truncation_repairs(text):
+        try:
+            return json.loads(candidate)
+        except (ValueError, RecursionError):
+            continue
+    return None
+
+
+# A dangling object key (with or without its colon) or a trailing comma at the cut.
+_DANGLING_TAIL = re.compile(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*)$')
+
+
+def _truncation_repairs(text: str) -> list[str]:
+    closed = _close_truncated_json(text)
+    if closed is None:
+        return []
+    candidates = [closed]
+    trimmed = _DANGLING_TAIL.sub("", text.rstrip())
+    if trimmed != text:
+        closed_trimmed = _close_truncated_json(trimmed)
+        if closed_trimmed is not None:
+            candidates.append(closed_trimmed)
+    return candidates
+
+
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$")
+
+
+def _close_truncated_json(text: str) -> str | None:
+    """Close the open string and brackets of cut JSON; None when the text is not an open prefix."""
+    closers: list[str] = []
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            closers.append("}")
+        elif char == "[":
+            closers.append("]")
+        elif char in "}]":
+            if not closers or closers.pop() != char:
+                return None
+    if not closers:
+        return None  # complete (or not JSON at all): a cut would leave something open
+    tail = text
+    if in_string:
+        tail = _PARTIAL_ESCAPE.sub("", tail) + '"'
+    return tail + "".join(reversed(closers))
+
+
+def iter_mappings(root: Any) -> Iterator[Mapping[str, Any]]:
+    """Every mapping in a decoded JSON tree, depth-first in document order, depth- and size-bounded."""
+    stack = [(root, 0)]
+    visited = 0
+    while stack and visited < _MAX_WALK_NODES:
+        node, depth = stack.pop()
+        visited += 1
+        if isinstance(node, Mapping):
+            yield node
+            children = list(node.values())
+        elif isinstance(node, (list, tuple)):
+            children = list(node)
+        else:
+            continue
+        if depth < _MAX_WALK_DEPTH:
+            containers = [child for child in children if isinstance(child, (Mapping, list, tuple))]
+            stack.extend((child, depth + 1) for child in reversed(containers))
+
+
+# --- tool arguments -----------------------------------------------------------------------------
+
+
+def read_arguments(value: Any) -> tuple[str | None, Content]:
+    """Canonical tool arguments; JSON cut by a length limit is kept verbatim and marked TRUNCATED."""
+    if isinstance(value, tuple):
+        value = list(value)
+    try:
+        canonical, content = canonical_arguments(value)
+    except Exception:  # canonical_arguments trusts json.dumps; a hostile object may still break it
+        return None, Content.MALFORMED
+    if content is Content.MALFORMED and isinstance(value, str) and looks_truncated(value):
+        return canonical, Content.TRUNCATED
+    return canonical, content
+
+
+# --- reasoning encodings ------------------------------------------------------------------------
+
+
+def decode_reasoning(content: Any) -> tuple[str, Content]:
+    """Reasoning part content as plain text.
+
+    Unwraps the two encodings OpenLLMetry writes: a JSON string of Responses summary items
+    (`[{"text": ..., "type": "summary_text"}]`) and the Python repr of the Agents SDK's content
+    object (`Content(text='...', type='reasoning_text')`), read with `ast` (never evaluated).
+    """
+    if content is None:
+        return "", Content.ABSENT
+    if isinstance(content, (list, tuple, Mapping)):
+        return _summary_text(content), Content.OK
+    text = as_text(content) or ""
+    stripped = text.lstrip()
+    if _JSON_LIST_START.match(stripped):
+        decoded, state = load_json(stripped)
+        if state is not Content.MALFORMED and isinstance(decoded, list):
+            return _summary_text(decoded), state
+    if _CONTENT_REPR_START.match(text):
+        return _decode_content_repr(text)
+    return text, Content.OK
+
+
+def _summary_text(items: Any) -> str:
+    if isinstance(items, Mapping):
+        items = [items]
+    texts = []
+    for item in items:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, Mapping) and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+    return "\n".join(texts)
+
+
+_JSON_LIST_START = re.compile(r'\[\s*[{"]')
+_CONTENT_REPR_START = re.compile(r"\s*\[?\s*\w*Content\(\s*text=")
+_CONTENT_REPR_TEXT = re.compile(r"text=(?P<quote>'|\")")
+
+
+def _decode_content_repr(text: str) -> tuple[str, Content]:
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _salvage_content_repr(text)
+    texts = [
+        keyword.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for keyword in node.keywords
+        if keyword.arg == "text" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str)
+    ]
+    if not texts:
+        return text, Content.MALFORMED
+    return "\n".join(texts), Content.OK
+
+
+def _salvage_content_repr(text: str) -> tuple[str, Content]:
+    """A repr cut by a length limit: keep the text literal up to its closing quote or the cut."""
+    match = _CONTENT_REPR_TEXT.search(text)
+    if match is None:
+        return text, Content.MALFORMED
+    quote = match.group("quote")
+    body = _literal_body(text[match.end():], quote)
+    try:
+        decoded = ast.literal_eval(quote + body + quote)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        decoded = body
+    return (decoded if isinstance(decoded, str) else body), Content.TRUNCATED
+
+
+def _literal_body(rest: str, quote: str) -> str:
+    """The body of a Python string literal up to its closing quote, or to the cut."""
+    escaped = False
+    for index, char in enumerate(rest):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == quote:
+            return rest[:index]
+    return _PARTIAL_ESCAPE.sub("", rest)
+
+
+# --- model output ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Output:
+    """What one model call produced, gathered part by part, and how readable it was."""
+
+    texts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tool_calls: list[RequestedToolCall] = field(default_factory=list)
+    content: Content = Content.OK
+
+    def note(self, content: Content) -> None:
+        self.content = worst(self.content, content)
+
+    def add_text(self, value: Any) -> None:
+        text = as_text(value)
+        if text:
+            self.texts.append(text)
+
+    def add_reasoning(self, value: Any) -> None:
+        text, content = decode_reasoning(value)
+        self.note(content)
+        if text:
+            self.reasoning.append(text)
+
+    def add_tool_call(self, name: Any, arguments: Any) -> None:
+        canonical, content = read_arguments(arguments)
+        if content is Content.TRUNCATED:
+            self.note(content)
+        self.tool_calls.append(RequestedToolCall(as_name(name), canonical))
+
+
+def model_call(
+    span: Any,
+    output: Output | None,
+    *,
+    model: str | None = None,
+    output_tokens: int | None = None,
+    reasoning_tokens: int | None = None,
+    finish_reasons: tuple[str, ...] = (),
+) -> ModelCall:
+    """Assemble a ModelCall. `output` None means no output attribute was found at all."""
+    status = status_of(span)
+    chunks, chunk_events = read_chunks(span)
+    if output is None:
+        # A failed call produced nothing, whatever the capture setting: that is known, not absent.
+        output = Output(content=Content.OK if status is Status.ERROR else Content.ABSENT)
+    return ModelCall(
+        text="\n".join(output.texts),
+        reasoning="\n".join(output.reasoning),
+        tool_calls=tuple(output.tool_calls),
+        output_content=output.content,
+        model=model,
+        output_tokens=output_tokens,
+        reasoning_tokens=reasoning_tokens,
+        finish_reasons=finish_reasons,
+        chunks=chunks,
+        chunk_events=chunk_events,
+        dropped_events=dropped_events_of(span),
+        status=status,
+    )

@@ -1,0 +1,207 @@
+"""OpenTelemetry GenAI semantic conventions: pydantic-ai, contrib openai-v2, and the shape OpenLLMetry shares.
+
+Spans are marked by `gen_ai.operation.name`. Model output is `gen_ai.output.messages`, a JSON list of
+messages whose `parts` are `text`, `tool_call` and reasoning (`thinking` from pydantic-ai, `reasoning`
+and `reasoning_text` from OpenLLMetry, decoded in `_values.decode_reasoning`). With content capture
+off (pydantic-ai `include_content=False`) parts keep their type but lose their content.
+
+pydantic-ai instrumentation version 2 names its spans `agent run` / `running tool` and keeps tool
+arguments and results in `tool_arguments` / `tool_response`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import semconv as sc
+from ..records import AgentRun, Classification, Content, ModelCall, SpanKind, SpanView, ToolCall
+from ._values import (
+    Output,
+    as_name,
+    as_str_tuple,
+    as_text,
+    attributes_of,
+    error_message,
+    first_int,
+    first_present,
+    load_json,
+    model_call,
+    read_arguments,
+    span_name_of,
+    status_of,
+)
+
+CONVENTION = "genai"
+
+OPERATION_KINDS: Mapping[str, SpanKind] = {
+    sc.OP_INVOKE_AGENT: SpanKind.AGENT,
+    sc.OP_EXECUTE_TOOL: SpanKind.TOOL,
+    sc.OP_CHAT: SpanKind.MODEL,
+    sc.OP_TEXT_COMPLETION: SpanKind.MODEL,
+    sc.OP_GENERATE_CONTENT: SpanKind.MODEL,
+}
+
+_CLASSIFICATIONS = {kind: Classification(kind, CONVENTION) for kind in SpanKind}
+
+# pydantic-ai version 2 span names, each with the keys that must come with it so that a user's own
+# span called "agent run" is not mistaken for one.
+_LEGACY_SPANS: Mapping[str, tuple[SpanKind, tuple[str, ...]]] = {
+    sc.PYDANTIC_AI_V2_AGENT_SPAN: (SpanKind.AGENT, (sc.PYDANTIC_AI_AGENT_NAME, sc.GEN_AI_AGENT_NAME)),
+    sc.PYDANTIC_AI_V2_TOOL_SPAN: (SpanKind.TOOL, (sc.GEN_AI_TOOL_NAME, sc.PYDANTIC_AI_TOOL_ARGUMENTS)),
+}
+LEGACY_SPAN_NAMES = frozenset(_LEGACY_SPANS)
+
+_REASONING_PARTS = frozenset({sc.PART_THINKING, sc.PART_REASONING, sc.PART_REASONING_TEXT})
+_TEXT_PARTS = frozenset({sc.PART_TEXT, sc.PART_REFUSAL})  # a refusal is visible output too
+
+_AGENT_SPAN_PREFIX = "invoke_agent "
+_TOOL_SPAN_PREFIX = "execute_tool "
+
+
+def classification(kind: SpanKind) -> Classification:
+    return _CLASSIFICATIONS[kind]
+
+
+def kind_of_operation(operation: Any) -> SpanKind | None:
+    return OPERATION_KINDS.get(operation) if isinstance(operation, str) else None
+
+
+def classify_legacy_name(name: str, attributes: Mapping[str, Any]) -> Classification | None:
+    """pydantic-ai version 2 spans recognised by name (older releases set no operation name)."""
+    kind, evidence = _LEGACY_SPANS[name]
+    if any(attributes.get(key) is not None for key in evidence):
+        return _CLASSIFICATIONS[kind]
+    return None
+
+
+def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
+    if kind is SpanKind.AGENT:
+        return read_agent(span)
+    if kind is SpanKind.TOOL:
+        return read_tool(span)
+    return read_model(span)
+
+
+# --- agent ----------------------------------------------------------------------------------------
+
+
+def read_agent(span: SpanView) -> AgentRun:
+    attributes = attributes_of(span)
+    name = as_name(first_present(attributes, sc.GEN_AI_AGENT_NAME, sc.PYDANTIC_AI_AGENT_NAME))
+    return AgentRun(
+        name=name or _strip_prefix(span_name_of(span), _AGENT_SPAN_PREFIX),
+        agent_id=as_name(attributes.get(sc.GEN_AI_AGENT_ID)),
+        conversation_id=as_name(attributes.get(sc.GEN_AI_CONVERSATION_ID)),
+    )
+
+
+# --- tool -----------------------------------------------------------------------------------------
+
+
+def read_tool(span: SpanView) -> ToolCall:
+    attributes = attributes_of(span)
+    arguments, arguments_content = read_arguments(
+        first_present(attributes, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.PYDANTIC_AI_TOOL_ARGUMENTS)
+    )
+    return ToolCall(
+        name=as_name(attributes.get(sc.GEN_AI_TOOL_NAME)) or _tool_name_from_span(span_name_of(span)),
+        arguments=arguments,
+        arguments_content=arguments_content,
+        result=as_text(first_present(attributes, sc.GEN_AI_TOOL_CALL_RESULT, sc.PYDANTIC_AI_TOOL_RESPONSE)),
+        status=status_of(span),
+        error_message=error_message(span),
+        call_id=as_name(attributes.get(sc.GEN_AI_TOOL_CALL_ID)),
+    )
+
+
+def _tool_name_from_span(name: str) -> str | None:
+    # At span start some producers have only the span name: `execute_tool <tool>`.
+    return _strip_prefix(name, _TOOL_SPAN_PREFIX) if name.startswith(_TOOL_SPAN_PREFIX) else None
+
+
+# --- model ----------------------------------------------------------------------------------------
+
+
+def read_model(span: SpanView) -> ModelCall:
+    attributes = attributes_of(span)
+    messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
+    output = read_output_messages(messages) if messages is not None else None
+    return model_call(
+        span,
+        output,
+        finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)),
+        **model_facts(attributes),
+    )
+
+
+def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Model name and token counts, as GenAI semconv and its known variants write them."""
+    return {
+        "model": as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
+        "output_tokens": first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
+        "reasoning_tokens": first_int(
+            attributes,
+            sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS,
+            sc.GEN_AI_USAGE_REASONING_TOKENS,
+            sc.LLM_USAGE_REASONING_TOKENS,
+        ),
+    }
+
+
+def read_output_messages(value: Any) -> Output:
+    """Decode `gen_ai.output.messages` (JSON text, or already-decoded messages) into an Output."""
+    decoded, content = load_json(value)
+    output = Output(content=content)
+    if decoded is None:
+        return output
+    for message in decoded if isinstance(decoded, list) else [decoded]:
+        _read_message(message, output)
+    return output
+
+
+def _read_message(message: Any, output: Output) -> None:
+    if not isinstance(message, Mapping):
+        output.note(Content.MALFORMED)
+        return
+    parts = message.get("parts")
+    if isinstance(parts, (list, tuple)):
+        for part in parts:
+            _read_part(part, output)
+    elif "content" in message:  # a plain {"role", "content"} message, as some producers write
+        output.add_text(message["content"])
+    else:
+        output.note(Content.MALFORMED)
+
+
+def _read_part(part: Any, output: Output) -> None:
+    if isinstance(part, str):
+        output.add_text(part)
+        return
+    if not isinstance(part, Mapping):
+        output.note(Content.MALFORMED)
+        return
+    part_type = part.get("type")
+    if part_type == sc.PART_TOOL_CALL:
+        output.add_tool_call(part.get("name"), part.get("arguments"))
+    elif part_type in _REASONING_PARTS:
+        _read_content_part(part, output, output.add_reasoning)
+    elif part_type in _TEXT_PARTS or part_type is None:
+        _read_content_part(part, output, output.add_text)
+    # other parts (tool_call_response, blob, uri, file, ...) are not model output we judge
+
+
+def _read_content_part(part: Mapping[str, Any], output: Output, add) -> None:
+    if "content" not in part:
+        # Capture off keeps the part's type but drops its content: what it said is unknown.
+        # (In JSON cut by a length limit, the last part may have lost its content to the cut.)
+        output.note(Content.TRUNCATED if output.content is Content.TRUNCATED else Content.ABSENT)
+        return
+    add(part["content"])
+
+
+def _strip_prefix(name: str, prefix: str) -> str | None:
+    if name.startswith(prefix):
+        return name[len(prefix):].strip() or None
+    return name or None
+

@@ -1,0 +1,150 @@
+"""OpenLLMetry (Traceloop): GenAI semconv plus its own marks, encodings and legacy attributes.
+
+Current releases write GenAI semconv, which `genai` reads. What is OpenLLMetry's own:
+
+- markers: `traceloop.span.kind` (`agent`, `tool`; `workflow`, `task` and `handoff` are not agent
+  runs, tool calls or model calls), the legacy `llm.request.type`, and span names: the Responses
+  wrapper names its span `openai.response` and starts it with no attribute at all;
+- reasoning parts written as a JSON string of Responses summary items, or as the Python repr of the
+  Agents SDK content object (both decoded in `_values.decode_reasoning`);
+- legacy indexed completions `gen_ai.completion.{i}.content|finish_reason|tool_calls.{j}.name|...`
+  (releases before `gen_ai.output.messages`);
+- `traceloop.entity.{name,input,output}` on spans made by the Traceloop SDK's `@tool`/`@agent`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from .. import semconv as sc
+from ..records import AgentRun, Classification, Content, ModelCall, SpanKind, SpanView, ToolCall
+from . import genai
+from ._values import (
+    Output,
+    as_name,
+    as_str_tuple,
+    as_text,
+    attributes_of,
+    group_indexed,
+    model_call,
+    read_arguments,
+    span_name_of,
+)
+
+CONVENTION = "openllmetry"
+
+_CLASSIFICATIONS = {kind: Classification(kind, CONVENTION) for kind in SpanKind}
+_SPAN_KINDS: Mapping[str, SpanKind] = {sc.TL_KIND_AGENT: SpanKind.AGENT, sc.TL_KIND_TOOL: SpanKind.TOOL}
+_REQUEST_TYPES: Mapping[str, SpanKind] = {"chat": SpanKind.MODEL, "completion": SpanKind.MODEL}
+
+# Span names that identify a model span before any attribute is set.
+NAMED_MODEL_SPANS = frozenset({"openai.response"})
+
+# Keys only OpenLLMetry writes, telling its GenAI-shaped spans from other producers'.
+_MARKER_KEYS = (sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.GEN_AI_IS_STREAMING, sc.GEN_AI_OPENAI_API_BASE)
+# OpenLLMetry names spans `<vendor>.<operation>` and `<entity>.<kind>`; GenAI semconv uses spaces.
+_NAME_SUFFIXES = (".chat", ".completion", ".response", ".agent", ".tool")
+_AGENT_SUFFIX = ".agent"
+_TOOL_SUFFIX = ".tool"
+
+
+def is_openllmetry(name: str, attributes: Mapping[str, Any]) -> bool:
+    """Whether a GenAI-semconv span carries OpenLLMetry's marks (only the convention label depends on it)."""
+    if any(attributes.get(key) is not None for key in _MARKER_KEYS):
+        return True
+    return isinstance(name, str) and " " not in name and name.endswith(_NAME_SUFFIXES)
+
+
+def classify_span_kind(value: Any) -> Classification | None:
+    kind = _SPAN_KINDS.get(value) if isinstance(value, str) else None
+    return _CLASSIFICATIONS[kind] if kind else None
+
+
+def classify_request_type(value: Any) -> Classification | None:
+    kind = _REQUEST_TYPES.get(value) if isinstance(value, str) else None
+    return _CLASSIFICATIONS[kind] if kind else None
+
+
+def classification(kind: SpanKind) -> Classification:
+    return _CLASSIFICATIONS[kind]
+
+
+def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
+    if kind is SpanKind.AGENT:
+        return read_agent(span)
+    if kind is SpanKind.TOOL:
+        return read_tool(span)
+    return read_model(span)
+
+
+def read_agent(span: SpanView) -> AgentRun:
+    run = genai.read_agent(span)
+    attributes = attributes_of(span)
+    name = as_name(attributes.get(sc.GEN_AI_AGENT_NAME)) or as_name(attributes.get(sc.TRACELOOP_ENTITY_NAME))
+    return dataclasses.replace(run, name=name or _strip_suffix(span_name_of(span), _AGENT_SUFFIX))
+
+
+def read_tool(span: SpanView) -> ToolCall:
+    call = genai.read_tool(span)
+    attributes = attributes_of(span)
+    changes: dict[str, Any] = {}
+    if not as_name(attributes.get(sc.GEN_AI_TOOL_NAME)):
+        changes["name"] = as_name(attributes.get(sc.TRACELOOP_ENTITY_NAME)) or _strip_suffix(
+            span_name_of(span), _TOOL_SUFFIX
+        )
+    if call.arguments_content is Content.ABSENT:
+        changes["arguments"], changes["arguments_content"] = read_arguments(attributes.get(sc.TRACELOOP_ENTITY_INPUT))
+    if call.result is None:
+        changes["result"] = as_text(attributes.get(sc.TRACELOOP_ENTITY_OUTPUT))
+    return dataclasses.replace(call, **changes) if changes else call
+
+
+def read_model(span: SpanView) -> ModelCall:
+    attributes = attributes_of(span)
+    if attributes.get(sc.GEN_AI_OUTPUT_MESSAGES) is None:
+        legacy = _indexed_completions(attributes)
+        if legacy is not None:
+            output, finish_reasons = legacy
+            return model_call(
+                span,
+                output,
+                finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)) or finish_reasons,
+                **genai.model_facts(attributes),
+            )
+    return genai.read_model(span)
+
+
+def _indexed_completions(attributes: Mapping[str, Any]) -> tuple[Output, tuple[str, ...]] | None:
+    """Legacy `gen_ai.completion.{i}.*` attributes, read per completion in index order."""
+    completions = group_indexed(attributes.items(), sc.GEN_AI_COMPLETION_PREFIX)
+    if not completions:
+        return None
+    output = Output()
+    finish_reasons: list[str] = []
+    for index in sorted(completions):
+        fields = completions[index]
+        output.add_text(fields.get(sc.COMPLETION_CONTENT))
+        if fields.get(sc.COMPLETION_REASONING) is not None:
+            output.add_reasoning(fields[sc.COMPLETION_REASONING])
+        _add_indexed_tool_calls(fields, output)
+        reason = as_name(fields.get(sc.COMPLETION_FINISH_REASON))
+        if reason:
+            finish_reasons.append(reason)
+    return output, tuple(finish_reasons)
+
+
+def _add_indexed_tool_calls(fields: Mapping[str, Any], output: Output) -> None:
+    calls = group_indexed(fields.items(), sc.COMPLETION_TOOL_CALLS_PREFIX)
+    for index in sorted(calls):
+        output.add_tool_call(calls[index].get("name"), calls[index].get("arguments"))
+    function_name = fields.get(sc.COMPLETION_FUNCTION_CALL_NAME)
+    if function_name is not None:  # the pre-tools `function_call` shape
+        output.add_tool_call(function_name, fields.get(sc.COMPLETION_FUNCTION_CALL_ARGUMENTS))
+
+
+def _strip_suffix(name: str, suffix: str) -> str | None:
+    if name.endswith(suffix):
+        return name[: -len(suffix)] or None
+    return name or None
