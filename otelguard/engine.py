@@ -33,6 +33,17 @@ class AgentRef:
     run_span_id: int | None = None  # the open agent-run span, for hooks bound to that run
 
 
+def _agent_key(run: AgentRun, span: SpanView, parent: AgentRef | None) -> str:
+    """State key of an agent run: its durable identity; else, inside another agent's run, that agent's
+    key plus the name (so a graph's repeated `agent` steps or a re-run sub-agent keep one state); else
+    the run span itself."""
+    if run.durable_key:
+        return run.durable_key
+    if parent is not None and run.name:
+        return f"{parent.key}/{run.name}"
+    return f"span:{span.trace_id:032x}:{span.span_id:016x}"
+
+
 @dataclass(slots=True)
 class AgentState:
     lock: threading.Lock
@@ -117,9 +128,7 @@ class GuardEngine:
         if classification.kind is SpanKind.AGENT:
             run = conventions.read(span, classification)
             assert isinstance(run, AgentRun)
-            agent = AgentRef(
-                run.durable_key or f"span:{span.trace_id:032x}:{span.span_id:016x}", run.name, span.span_id
-            )
+            agent = AgentRef(_agent_key(run, span, parent), run.name, span.span_id)
             self._open.put(span.span_id, agent)
             state = self._state(agent)
             with state.lock:

@@ -43,10 +43,14 @@ class RepeatToolReminder(Guard):
     def on_agent_run(self, state: RepeatChain) -> None:
         state.reset()
 
+    def _tracked(self, call: ToolCall) -> bool:
+        return call.name is not None and self._filter.tracks(call.name)
+
     def _key(self, call: ToolCall) -> tuple[str, str] | None:
-        if call.name is None or not self._filter.tracks(call.name):
-            return None  # untracked: neither counts nor resets
-        return call.name, call.arguments if call.arguments is not None else ""
+        """The chain key, or None for an untracked call (transparent) or one without arguments."""
+        if not self._tracked(call) or call.arguments is None:
+            return None
+        return call.name, call.arguments
 
     def on_tool_start(self, state: RepeatChain, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
         stop = self.config.stop_after
@@ -62,6 +66,8 @@ class RepeatToolReminder(Guard):
     def on_tool_end(self, state: RepeatChain, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
         key = self._key(call)
         if key is None:
+            if self._tracked(call):
+                state.reset()  # arguments not captured: no key, so nothing can claim a repeat across it
             return []
         count = state.observe(*key)
         if count < 2:
