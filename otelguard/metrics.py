@@ -11,6 +11,10 @@ from .records import Verdict
 
 OTHER = "_other"
 MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
+INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_end", "control_hook",
+                         "watchdog", "deliver")
+CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
+EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
 
 
 class LabelCap:
@@ -60,9 +64,21 @@ class GuardMetrics:
         self.processing = meter.create_histogram(
             "otelguard.processing.duration", unit="s", description="Time the guard spent per judged span",
             explicit_bucket_boundaries_advisory=[1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1])
+        self._publish_zeroes()
         self._tool_label = LabelCap()
         self._agent_label = LabelCap()
         self._model_label = LabelCap()
+
+    def _publish_zeroes(self) -> None:
+        """Failure counters exist at 0 from the start: "no errors" must not read as "no data"."""
+        for where in INTERNAL_ERROR_PLACES:
+            self.internal_errors.add(0, {"where": where})
+        for action in CONTROL_ACTIONS:
+            for outcome in ("error", "unbound", "slow", "dropped"):
+                self.control_calls.add(0, {"otelguard.action": action, "outcome": outcome})
+        for what in EVICTABLE_STATE:
+            for reason in ("capacity", "idle"):
+                self.evictions.add(0, {"otelguard.state": what, "reason": reason})
 
     def verdict(self, verdict: Verdict, agent_name: str | None) -> None:
         self.verdicts.add(1, {

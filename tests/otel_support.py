@@ -9,8 +9,12 @@ from typing import Any
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 
-def metric_points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[str, Any], Any]]:
-    """(attributes, value) of every data point of metric `name` (sum for counters, count for histograms)."""
+def metric_points(reader: InMemoryMetricReader, name: str, *, include_zero: bool = False
+                  ) -> list[tuple[dict[str, Any], Any]]:
+    """(attributes, value) of the data points of metric `name` (sum for counters, count for histograms).
+
+    The guard publishes its failure counters at 0 from the start; those are left out unless asked for.
+    """
     data = reader.get_metrics_data()
     points = []
     for resource_metrics in (data.resource_metrics if data else []):
@@ -22,7 +26,8 @@ def metric_points(reader: InMemoryMetricReader, name: str) -> list[tuple[dict[st
                     value = getattr(point, "value", None)
                     if value is None:
                         value = point.count
-                    points.append((dict(point.attributes), value))
+                    if value or include_zero:
+                        points.append((dict(point.attributes), value))
     return points
 
 

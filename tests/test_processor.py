@@ -117,6 +117,15 @@ class _RaisingControl:
         raise RuntimeError("hook is broken")
 
 
+def test_failure_counters_are_published_at_zero(guard_factory, metric_reader):
+    """Internal errors, failed hook calls and evictions exist at 0 before anything went wrong."""
+    guard_factory(REPEAT_ONLY)
+    errors = metric_points(metric_reader, "otelguard.internal.errors", include_zero=True)
+    assert ({"where": "on_end"}, 0) in errors
+    evictions = metric_points(metric_reader, "otelguard.state.evictions", include_zero=True)
+    assert ({"otelguard.state": "agent", "reason": "capacity"}, 0) in evictions
+
+
 def test_raising_control_hook_is_contained_and_counted(guard_factory, metric_reader, span_exporter):
     """A hook that raises never reaches the agent; the failure is counted as an error outcome."""
     tracer, processor = guard_factory(REPEAT_ONLY, control=_RaisingControl())
