@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 PROG = "otelguard"
@@ -46,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     args.extra = extra
     try:
-        return run(args)
+        with _one_line_logging():
+            return run(args)
     except UsageError as error:
         print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -262,7 +265,40 @@ def _run_demo(args: argparse.Namespace) -> int:
     return int(status or 0)
 
 
-# --- output --------------------------------------------------------------------------------------
+# --- output ---
+
+
+class _OneLineFormatter(logging.Formatter):
+    """otelguard's internal-error log lines without the traceback (OTELGUARD_DEBUG=1 keeps it)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            text += f" ({type(error).__name__}: {error}; set {DEBUG_ENV}=1 for the traceback)"
+        return f"{PROG}: {record.levelname.lower()}: {text}"
+
+
+@contextmanager
+def _one_line_logging() -> Iterator[None]:
+    """While a command runs, otelguard's log records reach stderr as one line each."""
+    if os.environ.get(DEBUG_ENV):
+        yield
+        return
+    logger = logging.getLogger("otelguard")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineFormatter())
+    propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+# --- terminal ---------------------------------------------------------------------------------------
 
 
 def _tolerant_stdout() -> None:

@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
+import socket
 import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, Sequence, TextIO
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
@@ -61,8 +63,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="guard config (YAML or JSON); default: all three guards with their defaults")
 
 
-def main(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run the demo; returns the exit status."""
+def main(args: argparse.Namespace | Sequence[str] | None = None, *, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
+    """Run the demo; returns the exit status.
+
+    `args`: the options parsed by a parser that `add_arguments` filled, or the raw argument list
+    (parsed here; a usage error exits 2 through argparse).
+    """
+    if not isinstance(args, argparse.Namespace):
+        parser = argparse.ArgumentParser(prog="otelguard demo", description="Run a scripted agent through each loop kind, guarded.")
+        add_arguments(parser)
+        args = parser.parse_args(list(args) if args is not None else None)
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -164,15 +175,15 @@ class _Demo:
 
         readers: list[Any] = []
         server = None
-        span_exporter = metric_exporter = None
+        span_exporter = metric_exporter = otlp_reader = None
         if serve is not None:
             reader, registry = _prometheus_reader()
             readers.append(reader)
             server = _PrometheusServer(registry, *serve)  # binds now: fail before the scenarios run
         try:
             if otlp is not None:
-                span_exporter, metric_exporter, metric_reader = _otlp_exporters(otlp)
-                readers.append(metric_reader)
+                span_exporter, metric_exporter, otlp_reader = _otlp_exporters(otlp)
+                readers.append(otlp_reader)
             from opentelemetry.sdk.metrics import MeterProvider
 
             resource = Resource.create({"service.name": SERVICE_NAME})
@@ -191,7 +202,8 @@ class _Demo:
                 outcomes = asyncio.run(self._scenarios(tracer_provider, printer))
                 self._summary(outcomes, printer, time.perf_counter() - started)
                 tracer_provider.force_flush()
-                meter_provider.force_flush()
+                if otlp_reader is not None:
+                    otlp_reader.force_flush()  # not the provider: a Prometheus reader would queue a stale copy
                 if span_exporter is not None:
                     _check_exported(otlp, span_exporter, metric_exporter)
                     self.write(f"exported spans and metrics to {otlp}")
@@ -310,8 +322,21 @@ class _PrometheusServer:
 
 # --- OTLP --------------------------------------------------------------------------------------------
 
+def _probe_collector(base_url: str) -> None:
+    """Fail fast, before the scenarios run, when nothing listens at the collector's address."""
+    parts = urlsplit(base_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=OTLP_TIMEOUT_S).close()
+    except OSError as exc:
+        raise DemoError(f"cannot reach the OTLP collector at {base_url}: {exc.strerror or exc}") from None
+
+
 def _otlp_exporters(base_url: str) -> tuple[Any, Any, Any]:
     _require("opentelemetry.exporter.otlp.proto.http", "opentelemetry-exporter-otlp-proto-http", "demo")
+    _probe_collector(base_url)
+    # We report a failed export in one line ourselves; the exporters' retry warnings would bury it.
+    logging.getLogger("opentelemetry.exporter.otlp").setLevel(logging.CRITICAL)
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader

@@ -12,14 +12,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..otlp_json import BAD_SPAN, BLANK, LOG_RECORDS, METRICS, NOT_A_REQUEST, NOT_JSON, ReadProblem
+from ..otlp_json import BAD_SPAN, BLANK, LOG_RECORDS, METRICS, NOT_A_REQUEST, ReadProblem
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
 from .replay import COMPLETE, END_OF_INPUT, IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"
+UNREADABLE_SPAN = "unreadable span (no valid ids, wrong field types)"
 _EXAMPLES_PER_REASON = 3
-_UNPARSABLE = (NOT_JSON, NOT_A_REQUEST, BAD_SPAN)
 
 
 @dataclass(slots=True)
@@ -38,6 +38,7 @@ class FileCoverage:
     metrics_lines: int = 0
     other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
     unparsable: Counter = field(default_factory=Counter)  # reason -> lines
+    bad_spans: int = 0  # spans on readable lines that could not be read (no ids, wrong types)
     spans: int = 0
 
     @property
@@ -56,6 +57,7 @@ class FileCoverage:
             "log_records": self.log_records,
             "metrics_lines": self.metrics_lines,
             "unparsable": dict(self.unparsable),
+            "bad_spans": self.bad_spans,
             "spans": self.spans,
         }
 
@@ -101,15 +103,16 @@ class Coverage:
         if reason == METRICS:
             file.metrics_lines += 1
             return
-        if reason == NOT_A_REQUEST and not problem.detail.startswith("malformed"):
-            file.unparsable[reason] += 1
-        elif reason == NOT_A_REQUEST:
-            file.unparsable["malformed request"] += 1
-            reason = "malformed request"
+        if reason == BAD_SPAN:
+            file.bad_spans += 1
         else:
+            if reason == NOT_A_REQUEST and problem.detail.startswith("malformed"):
+                reason = "malformed request"
             file.unparsable[reason] += 1
         examples = self.examples.setdefault(reason, [])
-        if len(examples) < _EXAMPLES_PER_REASON:
+        if len(examples) < _EXAMPLES_PER_REASON and not any(
+            p.file == problem.file and p.line == problem.line for p in examples
+        ):
             examples.append(problem)
 
     def internal_error(self, where: str) -> None:
@@ -154,6 +157,9 @@ class Coverage:
     def unparsable_total(self) -> int:
         return sum(sum(f.unparsable.values()) for f in self.files)
 
+    def bad_spans(self) -> int:
+        return sum(f.bad_spans for f in self.files)
+
     def skipped(self) -> dict[str, int]:
         """Spans read but not judged, by reason (plus lines that held none)."""
         skipped: Counter = Counter()
@@ -161,6 +167,8 @@ class Coverage:
             skipped[NOT_OURS] = self.not_ours
         if self.buffer is not None and self.buffer.duplicates:
             skipped[DUPLICATE] = self.buffer.duplicates
+        if self.bad_spans():
+            skipped[UNREADABLE_SPAN] = self.bad_spans()
         for file in self.files:
             for reason, count in file.unparsable.items():
                 skipped[f"line: {reason}"] += count
@@ -206,14 +214,17 @@ class Coverage:
         found: list[Warning_] = []
         unparsable = self.unparsable_total()
         if unparsable:
-            where = "; ".join(
-                f"{reason}: {', '.join(f'{_short(p.file)} line {p.line}' for p in problems)}"
-                for reason, problems in self.examples.items()
-            )
             found.append(Warning_(
                 "unparsable-lines",
-                f"{unparsable} line(s) could not be read as OTLP spans ({where}): any spans on them are NOT in "
-                "the verdict",
+                f"{unparsable} line(s) could not be read as OTLP spans ({self._where(exclude=BAD_SPAN)}): any "
+                "spans on them are NOT in the verdict",
+                True,
+            ))
+        bad = self.bad_spans()
+        if bad:
+            found.append(Warning_(
+                "unreadable-spans",
+                f"{bad} span(s) could not be read ({self._where(only=BAD_SPAN)}): they are NOT in the verdict",
                 True,
             ))
         genai_logs = sum(f.log_records_with_genai for f in self.files)
@@ -283,6 +294,14 @@ class Coverage:
             ))
         return found
 
+    def _where(self, *, only: str | None = None, exclude: str | None = None) -> str:
+        return "; ".join(
+            f"{reason}: {', '.join(f'{_short(p.file)} line {p.line}' for p in problems)}"
+            + (f" ({problems[0].detail})" if reason == BAD_SPAN and problems[0].detail else "")
+            for reason, problems in self.examples.items()
+            if (only is None or reason == only) and reason != exclude
+        )
+
     def incomplete(self) -> bool:
         return any(w.incomplete for w in self.warnings())
 
@@ -302,6 +321,7 @@ class Coverage:
             "spans_judged": sum(self.judged.values()),
             "steps_judged": self.steps,
             "unparsable_lines": self.unparsable_total(),
+            "unreadable_spans": self.bad_spans(),
             "unparsable_examples": [
                 {"file": p.file, "line": p.line, "reason": reason, "detail": p.detail}
                 for reason, problems in self.examples.items() for p in problems

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import sys
 import zlib
 from typing import IO
 
@@ -73,21 +74,28 @@ class LineSource(io.TextIOBase):
 
 
 def open_input(path: str | os.PathLike[str]) -> LineSource:
-    """Open one input file for reading. Raises `InputError` when it cannot be read at all.
+    """Open one input file (`-`: standard input) for reading. Raises `InputError` when it cannot be
+    read at all.
 
     Gzip is recognised by its magic bytes, whatever the name. A file whose first bytes hold a NUL is
     binary (OTLP/JSON is UTF-8 text): refused here, with the line it was found on.
     """
     label = os.fspath(path)
+    if label == "-":
+        return _open_stream(sys.stdin.buffer, "<stdin>")
     if os.path.isdir(label):
         raise InputError(label, 0, "is a directory, not an OTLP JSON file")
     try:
         raw = open(label, "rb")  # noqa: SIM115 - owned by the returned LineSource
     except OSError as error:
         raise InputError(label, 0, f"cannot open: {error.strerror or error}") from None
+    return _open_stream(raw, label)
+
+
+def _open_stream(raw: IO[bytes], label: str) -> LineSource:
     named_gz = label.endswith((".gz", ".gzip"))
     try:
-        buffered: IO[bytes] = io.BufferedReader(raw) if not hasattr(raw, "peek") else raw
+        buffered: IO[bytes] = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
         compressed = buffered.peek(2)[:2] == _GZIP_MAGIC  # type: ignore[attr-defined]
         stream: IO[bytes] = gzip.GzipFile(fileobj=buffered) if compressed else buffered  # type: ignore[assignment]
         head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]  # type: ignore[attr-defined]

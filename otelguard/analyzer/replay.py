@@ -12,12 +12,15 @@ replayed in time order:
   finds its agent.
 
 Memory is bounded by the spans buffered at once, not by the file: a trace is handed over for replay
-as soon as its root span has arrived and every buffered span's parent is present (checked at record
-boundaries, because one record groups spans by scope, not in end order); a trace whose root never
+once its root span has arrived, every buffered span's parent is present, and `settle_records`
+records went by without a span of it (a batch exporter writes spans in end order, so the root comes
+last; the short wait covers other processes' batches of the same trace); a trace whose root never
 comes (a remote parent, a lost root) is replayed once `flush_after_records` records went by without
 a span of it; and when more than `max_buffered_spans` spans are buffered, the least recently seen
-traces are replayed early. Spans that arrive after their trace was replayed are replayed on their own
-and counted (`late_spans`), because they were judged without their earlier context.
+traces are replayed early. So the bound is the traces in flight at once (about the largest trace),
+not the file. Spans that arrive after their trace was replayed are replayed on their own and counted
+(`late_spans`), because they were judged without their earlier context; a recently replayed span
+that arrives again (an export retried, overlapping files) is a duplicate and skipped.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from ..semconv import OTELGUARD_RULE, OTELGUARD_TOOL_TIMEOUT_MS, OTELGUARD_VERDI
 
 DEFAULT_FLUSH_AFTER_RECORDS = 1000
 DEFAULT_MAX_BUFFERED_SPANS = 100_000
-_RECENTLY_REPLAYED = 65_536  # trace ids remembered to recognise late spans (a bounded LRU)
+DEFAULT_SETTLE_RECORDS = 2
+_RECENT_TRACES = 16_384  # replayed trace ids remembered to recognise late spans (a bounded LRU)
+_RECENT_SPANS = 65_536  # replayed span keys remembered to recognise duplicates (a bounded LRU)
 _MAX_DEPTH = 10_000  # parent chains deeper than this are treated as broken
 
 _START, _END = 0, 1
@@ -53,8 +58,11 @@ class ReplayLimits:
 
     flush_after_records: int = DEFAULT_FLUSH_AFTER_RECORDS
     max_buffered_spans: int = DEFAULT_MAX_BUFFERED_SPANS
+    settle_records: int = DEFAULT_SETTLE_RECORDS
 
     def __post_init__(self) -> None:
+        if self.settle_records < 0:
+            raise ValueError(f"settle_records must be >= 0, got {self.settle_records}")
         if self.flush_after_records < 1:
             raise ValueError(f"flush_after_records must be >= 1, got {self.flush_after_records}")
         if self.max_buffered_spans < 1:
@@ -107,8 +115,10 @@ class TraceBuffer:
     def __init__(self, limits: ReplayLimits = ReplayLimits()):
         self.limits = limits
         self._traces: OrderedDict[int, _Trace] = OrderedDict()  # least recently seen first
+        self._complete: dict[int, _Trace] = {}  # complete traces waiting to settle
         self._touched: set[int] = set()
         self._replayed: OrderedDict[int, None] = OrderedDict()
+        self._replayed_spans: OrderedDict[int, None] = OrderedDict()
         self.buffered = 0
         self.peak_buffered = 0
         # counters for the coverage block
@@ -120,24 +130,28 @@ class TraceBuffer:
 
     def add(self, span: SpanView, record: int) -> list[Batch]:
         """Buffer one span. Returns batches that must be replayed now to stay within memory."""
-        trace = self._traces.get(span.trace_id)
+        trace_id = span.trace_id
+        trace = self._traces.get(trace_id)
         if trace is None:
-            late = span.trace_id in self._replayed
+            late = trace_id in self._replayed
+            if late and (trace_id << 64 | span.span_id) in self._replayed_spans:
+                self.duplicates += 1  # replayed already: the same span exported twice
+                return []
             if late:
                 self.late_traces += 1
             else:
                 self.traces_seen += 1
-            trace = self._traces[span.trace_id] = _Trace(span.trace_id, record, late)
-        elif trace.last_record != record:
-            trace.last_record = record
-            self._traces.move_to_end(span.trace_id)
-        if span.span_id in trace.spans:
+            trace = self._traces[trace_id] = _Trace(trace_id, record, late)
+        elif span.span_id in trace.spans or (trace.late and (trace_id << 64 | span.span_id) in self._replayed_spans):
             self.duplicates += 1  # the same span exported twice (retries, overlapping files)
             return []
+        elif trace.last_record != record:
+            trace.last_record = record
+            self._traces.move_to_end(trace_id)
         trace.add(span)
         if trace.late:
             self.late_spans += 1
-        self._touched.add(span.trace_id)
+        self._touched.add(trace_id)
         self.buffered += 1
         if self.buffered > self.peak_buffered:
             self.peak_buffered = self.buffered
@@ -153,12 +167,21 @@ class TraceBuffer:
         return batches
 
     def ready(self, record: int) -> list[Batch]:
-        """Traces ready after record `record` ended: complete ones, then idle ones."""
+        """Traces ready after record `record` ended: settled complete ones, then idle ones."""
         batches = []
-        complete = [tid for tid in self._touched if tid in self._traces and self._traces[tid].complete()]
+        for trace_id in self._touched:
+            trace = self._traces.get(trace_id)
+            if trace is None:
+                continue
+            if trace.complete():
+                self._complete[trace_id] = trace
+            else:
+                self._complete.pop(trace_id, None)
         self._touched.clear()
-        if complete:
-            batches.append(self._take(complete, COMPLETE))
+        settle = self.limits.settle_records
+        settled = [tid for tid, trace in self._complete.items() if record - trace.last_record >= settle]
+        if settled:
+            batches.append(self._take(settled, COMPLETE))
         horizon = record - self.limits.flush_after_records
         idle = []
         for trace_id, trace in self._traces.items():
@@ -172,6 +195,7 @@ class TraceBuffer:
     def drain(self) -> list[Batch]:
         """Everything still buffered (the input ended): one batch, replayed interleaved in time."""
         self._touched.clear()
+        self._complete.clear()
         if not self._traces:
             return []
         return [self._take(list(self._traces), END_OF_INPUT)]
@@ -179,16 +203,22 @@ class TraceBuffer:
     def _take(self, trace_ids: list[int], reason: str) -> Batch:
         spans: list[SpanView] = []
         late: list[int] = []
+        recent = self._replayed_spans
         for trace_id in trace_ids:
             trace = self._traces.pop(trace_id)
+            self._complete.pop(trace_id, None)
             spans.extend(trace.spans.values())
             if trace.late:
                 late.append(trace_id)
+            for span_id in trace.spans:
+                recent[trace_id << 64 | span_id] = None
+            while len(recent) > _RECENT_SPANS:
+                recent.popitem(last=False)
             self.buffered -= len(trace.spans)
             self.flushed[reason] += 1
             self._replayed[trace_id] = None
             self._replayed.move_to_end(trace_id)
-            if len(self._replayed) > _RECENTLY_REPLAYED:
+            if len(self._replayed) > _RECENT_TRACES:
                 self._replayed.popitem(last=False)
         return Batch(spans, frozenset(late))
 
@@ -201,36 +231,40 @@ class Replayer:
 
     `on_judged(span, judged)` is called at every span end, with None for a span that is not an
     agent, model or tool span. `clock_s` follows the replayed time, so the engine's idle TTL for
-    agent state counts trace time, as it counted wall time live.
+    agent state counts trace time, as it counted wall time live. An internal error on one event is
+    contained (counted, logged once, re-raised under pytest) and the replay goes on.
     """
 
     def __init__(self, engine: GuardEngine, on_judged: OnJudged, *, contain: Containment | None = None):
         self.engine = engine
         self.on_judged = on_judged
         self.contain = contain or Containment(lambda where: None)
-        self.clock_s = 0.0
+        self._clock_ns = 0
+
+    @property
+    def clock_s(self) -> float:
+        return self._clock_ns / 1e9
 
     def replay(self, spans: list[SpanView]) -> None:
         if not spans:
             return
-        engine = self.engine
-        on_judged = self.on_judged
         by_key = {(span.trace_id, span.span_id): span for span in spans}
-        order = _event_order(spans, by_key)
-        contained = self.contain.contained
-        for time_ns, phase, _, index in order:
+        get = by_key.get
+        started = self.engine.span_started
+        ended = self.engine.span_ended
+        on_judged = self.on_judged
+        for time_ns, phase, _, index in _event_order(spans, by_key):
             span = spans[index]
-            seconds = time_ns / 1e9
-            if seconds > self.clock_s:
-                self.clock_s = seconds
-            if phase == _START:
-                with contained("span_started"):
-                    engine.span_started(span)
-                continue
-            parent = by_key.get((span.trace_id, span.parent_span_id)) if span.parent_span_id is not None else None
-            with contained("span_ended"):
-                judged = engine.span_ended(span, parent=parent, timed_out_ms=recorded_timeout_ms(span))
-                on_judged(span, judged)
+            if time_ns > self._clock_ns:
+                self._clock_ns = time_ns
+            try:
+                if phase == _START:
+                    started(span)
+                    continue
+                parent = get((span.trace_id, span.parent_span_id)) if span.parent_span_id is not None else None
+                on_judged(span, ended(span, parent=parent, timed_out_ms=recorded_timeout_ms(span)))
+            except Exception:
+                self.contain.record_and_maybe_raise("span_started" if phase == _START else "span_ended")
 
 
 def _event_order(spans: list[SpanView], by_key: dict[tuple[int, int], SpanView]) -> list[tuple[int, int, int, int]]:

@@ -77,8 +77,9 @@ def to_text(analysis: Analysis, *, fail_on: str | None = None) -> str:
 
 def _agent_table(agent: AgentSummary) -> list[str]:
     head = f"agent {agent.label}"
-    details = [_n(agent.runs, "run"), _n(agent.traces, "trace"),
-               f"{_n(agent.model_calls, 'model call')}, {_n(agent.tool_calls, 'tool call')}"]
+    details = [_n(agent.traces, "trace"), f"{_n(agent.model_calls, 'model call')}, {_n(agent.tool_calls, 'tool call')}"]
+    if agent.runs:
+        details.insert(0, _n(agent.runs, "run"))
     if agent.name and not agent.key.startswith("span:"):
         details.insert(0, f"key {agent.key}")
     lines = [f"{head} · {' · '.join(details)}"]
@@ -148,6 +149,12 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
             lines.append(f"  flagged without an action: {sum(flags.values())} ({_breakdown(flags)})")
         if counting:
             lines.append(f"  counting verdicts (a repeat between thresholds, a stall below the limit): {counting}")
+        stalls = sum(1 for row in findings.verdicts if row.verdict.verdict == "thinking_loop")
+        reactions = sum(1 for row in findings.verdicts
+                        if row.verdict.verdict == "thinking_loop" and row.verdict.action != "none")
+        cuts = sum(1 for row in findings.verdicts if row.verdict.action == "break")
+        lines.append(f"  thinking: {stalls}/{model} model call(s) stalled, {_n(reactions, 'reaction')} "
+                     f"(over the {model} model call(s) read; see coverage); {cuts} cut mid-stream")
     if fail_on is not None:
         reached = analysis.reaching(fail_on)
         if reached:
