@@ -69,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry."
+    )
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
@@ -118,26 +120,32 @@ def _add_analyze_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="OTLP JSON trace file(s), .gz allowed")
-    parser.add_argument("--config", metavar="F", help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
+    parser.add_argument("--config", metavar="F",
+                        help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     parser.add_argument("--fail-on", choices=FAIL_ON_CHOICES, metavar="ACTION",
                         help=f"exit 1 when a verdict's action is ACTION or stronger ({', '.join(FAIL_ON_CHOICES)})")
     knobs = parser.add_argument_group("guard knobs (override the rows of --config)")
-    knobs.add_argument("--similarity", type=float, metavar="X", help="thinking-loop-guard similarity_threshold (0..1)")
+    knobs.add_argument("--similarity", type=float, metavar="X",
+                       help="thinking-loop-guard similarity_threshold (0..1)")
     knobs.add_argument("--threshold", type=int, metavar="N", help="thinking-loop-guard max_thinking_steps")
     knobs.add_argument("--min-chars", type=int, metavar="N",
                        help="thinking-loop-guard min_reasoning_chars (the config's minimum, 256, applies)")
     knobs.add_argument("--max-fires", type=int, metavar="N", help="thinking-loop-guard max_fires")
-    knobs.add_argument("--max-repeated-text", type=int, metavar="N", help="breaker: identical chunks that cut (0 disables)")
-    knobs.add_argument("--max-repeated-cycle", type=int, metavar="N", help="breaker: longest cycle period in chars (0 disables)")
+    knobs.add_argument("--max-repeated-text", type=int, metavar="N",
+                       help="breaker: identical chunks that cut (0 disables)")
+    knobs.add_argument("--max-repeated-cycle", type=int, metavar="N",
+                       help="breaker: longest cycle period in chars (0 disables)")
     knobs.add_argument("--min-repeated-cycle", type=int, metavar="N", help="breaker: shortest periodic tail in chars")
-    knobs.add_argument("--thresholds", type=_int_list, metavar="N,N,...", help="repeat-tool-reminder thresholds, e.g. 3,5,8")
+    knobs.add_argument("--thresholds", type=_int_list, metavar="N,N,...",
+                       help="repeat-tool-reminder thresholds, e.g. 3,5,8")
     limits = parser.add_argument_group("memory bounds (the defaults suit any file size)")
     limits.add_argument("--flush-after", type=_positive_int, default=DEFAULT_FLUSH_AFTER_RECORDS, metavar="N",
                         help="replay a trace whose root never arrives after N records without a span of it "
                              f"(default {DEFAULT_FLUSH_AFTER_RECORDS})")
     limits.add_argument("--max-buffered-spans", type=_positive_int, default=DEFAULT_MAX_BUFFERED_SPANS, metavar="N",
-                        help=f"replay the oldest traces early past N buffered spans (default {DEFAULT_MAX_BUFFERED_SPANS})")
+                        help="replay the oldest traces early past N buffered spans "
+                             f"(default {DEFAULT_MAX_BUFFERED_SPANS})")
     limits.add_argument("--max-rows", type=_non_negative_int, default=DEFAULT_MAX_QUIET_ROWS, metavar="N",
                         help=f"list at most N steps without a verdict per agent (default {DEFAULT_MAX_QUIET_ROWS})")
     limits.add_argument("--max-agents", type=_positive_int, default=DEFAULT_MAX_QUIET_AGENTS, metavar="N",
@@ -259,7 +267,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         demo = importlib.import_module("otelguard.demo")
     except ModuleNotFoundError as error:
         if error.name == "otelguard.demo":
-            raise UsageError("this installation of otelguard has no demo (module otelguard.demo is missing)") from None
+            raise UsageError("this installation of otelguard has no demo (otelguard.demo is missing)") from None
         raise UsageError(f"the demo needs {error.name!r}: install otelguard[demo]") from None
     status = demo.main([*args.demo_args, *args.extra])
     return int(status or 0)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..otlp_json import BAD_SPAN, BLANK, LOG_RECORDS, METRICS, NOT_A_REQUEST, ReadProblem
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
-from .replay import COMPLETE, END_OF_INPUT, IDLE, MEMORY, TraceBuffer
+from .replay import IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"
@@ -83,6 +83,7 @@ class Coverage:
         self.tool_arguments_not_captured = 0
         self.dropped_events_spans = 0
         self.dropped_events = 0
+        self.dropped_events_textless = 0  # spans whose kept events are all textless chunk events
         self.dropped_attributes_spans = 0
         self.late_judged = 0  # agent/model/tool spans judged without their trace's earlier spans
         self.internal_errors: Counter = Counter()  # where -> count (a bug in otelguard, contained)
@@ -132,6 +133,9 @@ class Coverage:
         if span.dropped_events:
             self.dropped_events_spans += 1
             self.dropped_events += span.dropped_events
+            if isinstance(record, ModelCall) and record.chunk_events and not record.chunks \
+                    and record.chunk_events >= len(span.events):
+                self.dropped_events_textless += 1
         if span.dropped_attributes:
             self.dropped_attributes_spans += 1
         if isinstance(record, ModelCall):
@@ -260,11 +264,16 @@ class Coverage:
                 True,
             ))
         if self.dropped_events_spans:
+            textless = self.dropped_events_textless
+            note = ""
+            if textless:
+                note = (f"; on {textless} of them every kept event is a textless chunk event, so the lost ones most "
+                        "likely carried no text either")
             found.append(Warning_(
                 "dropped-span-events",
                 f"{self.dropped_events_spans} model/tool span(s) lost {self.dropped_events} span event(s) to the "
-                "SDK's event limit (droppedEventsCount): chunks or errors beyond the limit are NOT in the verdict",
-                True,
+                f"SDK's event limit (droppedEventsCount): what they held is NOT in the verdict{note}",
+                textless < self.dropped_events_spans,
             ))
         if self.dropped_attributes_spans:
             found.append(Warning_(
@@ -385,4 +394,4 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-__all__ = ["Coverage", "FileCoverage", "NOT_OURS", "COMPLETE", "END_OF_INPUT"]
+__all__ = ["Coverage", "FileCoverage", "NOT_OURS"]

@@ -55,7 +55,7 @@ class LineSource(io.TextIOBase):
     def readable(self) -> bool:
         return True
 
-    def __iter__(self) -> "LineSource":
+    def __iter__(self) -> LineSource:
         return self
 
     def __next__(self) -> str:

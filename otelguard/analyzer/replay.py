@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from ..containment import Containment
 from ..engine import GuardEngine, Judged
@@ -49,7 +49,7 @@ _VERDICT_EVENT = "otelguard.verdict"
 COMPLETE = "complete"
 IDLE = "idle"
 MEMORY = "memory"
-END_OF_INPUT = "end of input"
+END_OF_INPUT = "end_of_input"
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from .results import AgentSummary, Step, is_counting
 from .run import Analysis
 
 _SPAN_WIDTH = 28
-_WHAT_WIDTH = 52
+_WHAT_WIDTH = 60
 _VERDICT_WIDTH = 18
 _RULE_WIDTH = 17
 _ACTION_WIDTH = 7
@@ -106,8 +106,8 @@ def _step_rows(step: Step, number_width: int) -> list[str]:
 
 
 def _verdict_cells(verdict: Verdict) -> str:
-    return (f"{_cut(verdict.verdict, _VERDICT_WIDTH):<{_VERDICT_WIDTH}}  {_cut(verdict.rule, _RULE_WIDTH):<{_RULE_WIDTH}}  "
-            f"{verdict.action:<{_ACTION_WIDTH}}  {_counts(verdict)}")
+    return (f"{_cut(verdict.verdict, _VERDICT_WIDTH):<{_VERDICT_WIDTH}}  "
+            f"{_cut(verdict.rule, _RULE_WIDTH):<{_RULE_WIDTH}}  {verdict.action:<{_ACTION_WIDTH}}  {_counts(verdict)}")
 
 
 def _counts(verdict: Verdict) -> str:
@@ -158,7 +158,8 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
     if fail_on is not None:
         reached = analysis.reaching(fail_on)
         if reached:
-            lines.append(f"  --fail-on {fail_on}: {_n(len(reached), 'verdict')} reach it: FAIL (exit 1)")
+            verb = "reaches" if len(reached) == 1 else "reach"
+            lines.append(f"  --fail-on {fail_on}: {_n(len(reached), 'verdict')} {verb} it: FAIL (exit 1)")
         else:
             lines.append(f"  --fail-on {fail_on}: no verdict reaches it: pass")
     return lines
@@ -220,7 +221,7 @@ def _coverage(analysis: Analysis) -> list[str]:
                      f"peak {buffer.peak_buffered} spans buffered")
     warnings = coverage.warnings()
     for warning in warnings:
-        lines.append(f"  ⚠ {warning.message}")
+        lines.append(f"  {'⚠' if warning.incomplete else 'note:'} {warning.message}")
     if any(w.incomplete for w in warnings):
         lines.append("  verdict scope: INCOMPLETE: the verdicts above cover only what was read (see ⚠)")
     elif coverage.steps:

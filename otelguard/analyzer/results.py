@@ -26,6 +26,7 @@ FAIL_ON_CHOICES = ACTION_ORDER[1:]
 DEFAULT_MAX_QUIET_ROWS = 500
 DEFAULT_MAX_QUIET_AGENTS = 200
 _PREVIEW_CHARS = 60
+_FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
 
 
 def action_reaches(action: str, threshold: str) -> bool:
@@ -226,7 +227,7 @@ def describe(record: Any) -> tuple[str, dict[str, Any]]:
     if isinstance(record, ToolCall):
         facts: dict[str, Any] = {
             "tool": record.name,
-            "arguments": record.arguments,
+            "arguments": arguments_preview(record.arguments, _FACT_PREVIEW_CHARS) if record.arguments else None,
             "arguments_content": record.arguments_content.value,
             "status": record.status.value,
         }
@@ -258,13 +259,18 @@ def describe(record: Any) -> tuple[str, dict[str, Any]]:
         if has_output is None:
             what = "output not captured"
         else:
-            parts = [f"reasoning {len(record.reasoning):,} ch", f"text {len(record.text):,} ch"]
+            parts = [f"reasoning {len(record.reasoning):,} ch"] if record.reasoning else []
+            parts.append(f"text {len(record.text):,} ch")
             if record.tool_calls:
                 names = sorted({call.name or "?" for call in record.tool_calls})
                 parts.append(f"calls {', '.join(names)}")
             what = " · ".join(parts)
         if facts["text_chunks"]:
             what += f" · {facts['text_chunks']} chunks"
+        elif record.chunk_events:
+            what += f" · {record.chunk_events} textless chunks"
+        if record.dropped_events:
+            what += f" · {record.dropped_events} dropped"
         if record.output_content is Content.MALFORMED:
             what += " · unreadable"
         if record.status.value == "error":

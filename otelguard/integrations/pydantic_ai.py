@@ -60,7 +60,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from opentelemetry import trace as trace_api
 
 from ..control import GuardMessage, Mailbox, bind_control
-from ..errors import AgentCancelled
 from ..guards.timeout_policy import timeout_error
 from ..processor import GuardSpanProcessor, active_processors
 from ..records import Verdict
@@ -228,17 +227,16 @@ class _BudgetToolset(WrapperToolset[Any]):
             GEN_AI_OPERATION_NAME
         ) != OP_EXECUTE_TOOL:
             return None
-        processors = [self.processor] if self.processor is not None else active_processors()[::-1]
+        candidates = [self.processor] if self.processor is not None else active_processors()
+        processor = next((p for p in candidates if p.timeouts_enabled), None)
+        if processor is None:
+            return None  # no timeout-policy guard: pydantic-ai's own timeout applies as usual
         span_id = span.get_span_context().span_id
-        for processor in processors:
-            if not processor.timeouts_enabled:
-                continue
-            existing = processor.signal_for(span_id)
-            if existing is not None and existing.budget_ms is not None:
-                return existing
-            span.set_attribute(OTELGUARD_TOOL_TIMEOUT_MS, float(budget_ms))
-            return processor.arm_budget(span_id, float(budget_ms))
-        return None
+        existing = processor.signal_for(span_id)
+        if existing is not None and existing.budget_ms is not None:
+            return existing  # armed already (a budget declared on the span at start)
+        span.set_attribute(OTELGUARD_TOOL_TIMEOUT_MS, float(budget_ms))
+        return processor.arm_budget(span_id, float(budget_ms))
 
 
 def _declared_timeout_s(tool: Any) -> float | None:

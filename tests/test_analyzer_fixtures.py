@@ -1,0 +1,119 @@
+"""Every captured fixture, analysed by `otelguard analyze --json`, gives exactly its MANIFEST verdicts.
+
+The fixtures live in `../shared/fixtures/` beside the repository (override with OTELGUARD_FIXTURES).
+A verdict is compared when it is a finding: an action other than `none`, or a flag that stands on its
+own (`framework-timeout`, the end-of-span `repeating-cycle`); counting verdicts (a repeat between
+thresholds, a stall below `max_thinking_steps`) are not listed in the MANIFEST.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from otelguard.cli import main
+from vectors_support import SHORT_REMINDER
+
+FIXTURES = Path(
+    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+)
+MANIFEST_PATH = FIXTURES / "MANIFEST.json"
+
+if not MANIFEST_PATH.is_file():  # pragma: no cover - depends on the checkout layout
+    pytest.skip(f"fixtures not found at {FIXTURES} (set OTELGUARD_FIXTURES)", allow_module_level=True)
+
+MANIFEST = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+ENTRIES = {entry["file"]: entry for entry in MANIFEST}
+
+
+def run_json(capsys, *argv: str) -> tuple[int, dict]:
+    code = main(["analyze", "--json", *argv])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def findings(document: dict) -> list[dict]:
+    return [v for v in document["verdicts"] if not v["counting"]]
+
+
+def key(verdict: dict) -> tuple:
+    return (verdict["guard"], verdict["rule"], verdict["action"], verdict["span_id"], verdict["trace_id"])
+
+
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_fixture_verdicts_match_manifest(name: str, capsys) -> None:
+    """The analyzer's findings on a fixture are exactly the MANIFEST's `expected` verdicts."""
+    entry = ENTRIES[name]
+    code, document = run_json(capsys, str(FIXTURES / name))
+    assert code == 0
+    actual = findings(document)
+    assert sorted(map(key, actual)) == sorted(map(key, entry["expected"])), entry.get("not_expected")
+    by_key = {key(v): v for v in actual}
+    for expected in entry["expected"]:
+        got = by_key[key(expected)]
+        assert got["verdict"] == expected["verdict"]
+        assert got["span_name"] == expected["span_name"]
+        if "count" in expected:
+            assert got["count"] == expected["count"]
+        if "stalled" in expected:
+            assert got["stalled"] == expected["stalled"]
+        if expected.get("text") == "short":
+            assert got["message"] == SHORT_REMINDER
+        elif expected.get("text") == "detailed":
+            assert got["message"].startswith("Repeated tool call detected:")
+        elif "text" in expected:
+            assert got["message"] == expected["text"]
+        if "tool" in expected:
+            assert got["tool"] == expected["tool"]
+        if "text_chars" in expected:
+            assert got["stream_chars"] == expected["text_chars"]
+
+
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_fixture_spans_are_all_read(name: str, capsys) -> None:
+    """Every span of a fixture is read, none is unparsable, and every line is accounted for."""
+    entry = ENTRIES[name]
+    _, document = run_json(capsys, str(FIXTURES / name))
+    coverage = document["coverage"]
+    assert coverage["spans_read"] == entry["spans"]
+    assert coverage["unparsable_lines"] == 0
+    if entry["spans"] == 0:
+        assert coverage["nothing_judged"] == "the input is empty: 0 lines in 1 file(s)"
+        assert document["verdicts"] == []
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e.get("logs_file")))
+def test_fixture_log_records_are_reported_not_read(name: str, capsys) -> None:
+    """A fixture's companion logs file is counted as not read, and gen_ai content there marks the scope incomplete."""
+    entry = ENTRIES[name]
+    _, document = run_json(capsys, str(FIXTURES / name), str(FIXTURES / entry["logs_file"]))
+    coverage = document["coverage"]
+    assert coverage["log_records_not_read"] == entry["log_records"]
+    assert coverage["log_records_with_genai_content"] == entry["log_records"]
+    assert coverage["verdict_scope_incomplete"] is True
+    assert "log-records-not-read" in {w["code"] for w in coverage["warnings"]}
+    assert sorted(map(key, findings(document))) == sorted(map(key, entry["expected"]))
+
+
+def test_all_fixtures_at_once_give_the_union_of_their_verdicts(capsys) -> None:
+    """Analysing every fixture in one run gives the same findings as one run per file (no state leaks across traces)."""
+    names = sorted(ENTRIES)
+    _, document = run_json(capsys, *(str(FIXTURES / n) for n in names))
+    expected = sorted(key(v) for n in names for v in ENTRIES[n]["expected"])
+    assert sorted(map(key, findings(document))) == expected
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["expected"]))
+def test_fail_on_follows_the_strongest_expected_action(name: str, capsys) -> None:
+    """`--fail-on` exits 1 exactly when an expected verdict's action reaches it."""
+    from otelguard.analyzer import action_reaches
+
+    entry = ENTRIES[name]
+    for threshold in ("remind", "steer", "cancel"):
+        code = main(["analyze", str(FIXTURES / name), "--fail-on", threshold])
+        capsys.readouterr()
+        should_fail = any(action_reaches(v["action"], threshold) for v in entry["expected"])
+        assert code == (1 if should_fail else 0), threshold

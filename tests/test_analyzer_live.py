@@ -1,0 +1,192 @@
+"""The analyzer's verdicts equal the live processor's on the same spans.
+
+A scripted agent loop runs on the real SDK with `GuardSpanProcessor(downstream=[SimpleSpanProcessor(
+exporter)])`; the exporter writes what it is handed as OTLP JSON Lines, the way the Collector's file
+exporter does (the SDK's own OTLP protobuf encoder, then the protobuf JSON mapping with hex ids and
+integer enums). The live verdicts are read back from the exported spans' `otelguard.verdict` events;
+the file is then analysed and every verdict must match, counting verdicts included.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+import otelguard
+from otelguard.analyzer import analyze
+from vectors_support import R
+
+
+class OtlpJsonLinesExporter(SpanExporter):
+    """Writes each export as one `ExportTraceServiceRequest` JSON line (hex ids, integer enums)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+        for resource in document.get("resourceSpans", []):
+            for scope in resource.get("scopeSpans", []):
+                for span in scope.get("spans", []):
+                    for key in ("traceId", "spanId", "parentSpanId"):
+                        if span.get(key):
+                            span[key] = base64.b64decode(span[key]).hex()
+        with self._lock, self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(document, separators=(",", ":")) + "\n")
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def output_messages(text: str = "", reasoning: str = "", tool: str | None = None) -> str:
+    parts: list[dict[str, Any]] = []
+    if reasoning:
+        parts.append({"type": "thinking", "content": reasoning})
+    if text:
+        parts.append({"type": "text", "content": text})
+    if tool:
+        parts.append({"type": "tool_call", "id": "call", "name": tool, "arguments": {"city": "Paris"}})
+    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "stop"}])
+
+
+CHAT = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted"}
+
+
+def agent_run(tracer, name: str, conversation: str):
+    return tracer.start_as_current_span(
+        f"invoke_agent {name}",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
+                    "gen_ai.conversation.id": conversation},
+    )
+
+
+def model_call(tracer, **output: Any) -> None:
+    with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:
+        span.set_attribute("gen_ai.output.messages", output_messages(**output))
+
+
+def tool_call(tracer, name: str, arguments: str, result: str = "sunny") -> None:
+    with tracer.start_as_current_span(
+        f"execute_tool {name}",
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.arguments": arguments},
+    ) as span:
+        span.set_attribute("gen_ai.tool.call.result", result)
+
+
+@otelguard.budget(timeout_ms=50)
+def slow_lookup() -> str:
+    otelguard.tool_signal().wait(5)
+    return "too late"
+
+
+def scripted_agent(tracer) -> None:
+    """Falls into every loop the guards know, on purpose."""
+    with agent_run(tracer, "weather", "conversation-1"):
+        for _ in range(5):  # same call, same arguments (spacing differs): remind at 3 and 5
+            model_call(tracer, tool="get_weather")
+            tool_call(tracer, "get_weather", '{"city": "Paris"}')
+        with agent_run(tracer, "researcher", "conversation-1"):  # a sub-agent with its own chain
+            for _ in range(3):
+                tool_call(tracer, "probe", '{"q":"same"}')
+        for seed in ("angle one", "angle two", "angle three"):  # reasoning-only x3: steer
+            model_call(tracer, reasoning=R(seed, 3000))
+        with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:  # cut mid-stream
+            with pytest.raises(otelguard.RepetitiveOutputError):
+                for _ in otelguard.watch_stream(iter(["tick"] * 100), record_chunks=True):
+                    pass
+            span.set_attribute("gen_ai.output.messages", output_messages(text="tick" * 60))
+        with tracer.start_as_current_span(  # overruns its budget: the guard's own deadline fires
+            "execute_tool slow_lookup",
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow_lookup"},
+        ):
+            assert slow_lookup()["error"]["info"]["code"] == "TOOL_TIMEOUT"
+        model_call(tracer, text="It is sunny in Paris.")
+    with agent_run(tracer, "weather", "conversation-1"):  # a new prompt: the repeat chain restarts
+        for _ in range(2):
+            model_call(tracer, tool="get_weather")
+            tool_call(tracer, "get_weather", '{"city":"Paris"}')
+
+
+VerdictKey = tuple[str, str, str, str, str, Any, Any, Any, Any]
+
+
+def live_verdicts(path: Path) -> list[VerdictKey]:
+    """Every `otelguard.verdict` event on the exported spans, read straight from the JSON."""
+    found = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        for resource in json.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    for event in span.get("events", []):
+                        if event["name"] != "otelguard.verdict":
+                            continue
+                        attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
+                        found.append((
+                            span["spanId"], attrs["otelguard.guard"], attrs["otelguard.verdict"],
+                            attrs["otelguard.rule"], attrs["otelguard.action"],
+                            _int(attrs.get("otelguard.repeat.count")), _int(attrs.get("otelguard.thinking.stalled")),
+                            _int(attrs.get("otelguard.stream.chars")), attrs.get("otelguard.error.code"),
+                        ))
+    return sorted(found, key=repr)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def analyzer_verdicts(path: Path) -> list[VerdictKey]:
+    analysis = analyze([path])
+    return sorted(
+        ((f"{row.step.span_id:016x}", v.guard, v.verdict, v.rule, v.action, v.repeat_count, v.thinking_stalled,
+          v.stream_chars, v.error_code) for row in analysis.verdicts for v in [row.verdict]),
+        key=repr,
+    )
+
+
+@pytest.fixture
+def exported_run(tmp_path) -> Path:
+    path = tmp_path / "live.otlp.jsonl"
+    provider = TracerProvider()
+    processor = otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(OtlpJsonLinesExporter(path))],
+                                             control=otelguard.Mailbox())
+    provider.add_span_processor(processor)
+    try:
+        scripted_agent(provider.get_tracer("scripted-agent"))
+        processor.force_flush()
+    finally:
+        provider.shutdown()
+    return path
+
+
+def test_live_run_exported_and_reanalysed_gives_identical_verdicts(exported_run: Path) -> None:
+    """Every verdict the live processor wrote on the exported spans is the analyzer's on the file, and no other."""
+    live = live_verdicts(exported_run)
+    assert live == analyzer_verdicts(exported_run)
+
+
+def test_the_scripted_run_exercises_every_guard(exported_run: Path) -> None:
+    """The live run really did remind, steer, cut a stream and abort a tool (so the equality above means something)."""
+    acting = {(guard, rule, action, count) for _, guard, _, rule, action, count, *_ in live_verdicts(exported_run)
+              if action != "none"}
+    assert acting == {
+        ("repeat-tool-reminder", "repeat-threshold", "remind", 3),
+        ("repeat-tool-reminder", "repeat-threshold", "remind", 5),
+        ("thinking-loop-guard", "reasoning-only", "steer", None),
+        ("thinking-loop-guard", "identical-chunks", "break", None),
+        ("timeout-policy", "tool-timeout", "abort", None),
+    }
+    lines = exported_run.read_text(encoding="utf-8").splitlines()
+    assert len(lines) > 20  # one export per span: a trace spread over many lines, children first

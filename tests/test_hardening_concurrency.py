@@ -1,0 +1,358 @@
+"""Concurrency hardening: interleaved agents on 8 threads and an asyncio loop, shutdown/flush, fork.
+
+Every agent runs its own repeat loop: the same tool with the same arguments, CALLS times, in one run.
+All agents use the same tool and arguments, so any state shared between agents (cross-talk) shows up
+as wrong run lengths. With thresholds [3, 5, 8] each agent must see exactly the verdicts for run
+lengths 2..CALLS on its own tool spans and exactly three reminders in its own mailbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+import pytest
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import otelguard
+from otel_support import metric_points
+
+CALLS = 8
+THREADS = 8
+AGENTS_PER_THREAD = 4
+ASYNC_AGENTS = 16
+JOIN_TIMEOUT_S = 60
+REPEAT = {"guards": [{"id": "timeout-policy"}, {"id": "repeat-tool-reminder", "config": {"thresholds": [3, 5, 8]}}]}
+TOOL_ATTRIBUTES = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "probe",
+                   "gen_ai.tool.call.arguments": '{"q": "same"}'}
+EXPECTED_ACTIONS = {2: "none", 3: "remind", 4: "none", 5: "remind", 6: "none", 7: "none", 8: "remind"}
+
+
+def _otelguard_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("otelguard-") and t.is_alive()}
+
+
+class Guarded:
+    """A TracerProvider whose guard exports to memory and records metrics to memory."""
+
+    def __init__(self, config: Any = REPEAT, **kwargs: Any):
+        self.exporter = InMemorySpanExporter()
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+        self.processor = otelguard.GuardSpanProcessor(
+            config, downstream=[SimpleSpanProcessor(self.exporter)], meter_provider=self.meter_provider, **kwargs)
+        self.provider = TracerProvider()
+        self.provider.add_span_processor(self.processor)
+        self.tracer = self.provider.get_tracer("hardening")
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
+        self.meter_provider.shutdown()
+
+
+@pytest.fixture
+def guarded():
+    before = _otelguard_threads()
+    made: list[Guarded] = []
+
+    def build(config: Any = REPEAT, **kwargs: Any) -> Guarded:
+        made.append(Guarded(config, **kwargs))
+        return made[-1]
+
+    yield build
+    for g in made:
+        g.shutdown()
+    leaked = _otelguard_threads() - before
+    assert not leaked, f"threads still running after shutdown: {sorted(t.name for t in leaked)}"
+
+
+def _check_verdicts(g: Guarded, agents: dict[str, otelguard.Mailbox]) -> None:
+    """Each agent's tool spans carry run lengths 2..CALLS exactly once, and its mailbox holds 3 reminders."""
+    counts: dict[str, list[int]] = defaultdict(list)
+    actions: dict[str, dict[int, str]] = defaultdict(dict)
+    for span in g.exporter.get_finished_spans():
+        agent = span.attributes.get("test.agent")
+        if span.attributes.get("gen_ai.operation.name") == "execute_tool":
+            count = span.attributes.get("otelguard.repeat.count")
+            if count is not None:
+                counts[agent].append(count)
+                actions[agent][count] = span.attributes["otelguard.action"]
+    assert set(counts) == set(agents)
+    for agent, mailbox in agents.items():
+        assert sorted(counts[agent]) == list(range(2, CALLS + 1)), agent
+        assert actions[agent] == EXPECTED_ACTIONS, agent
+        messages = mailbox.drain()
+        assert len(messages) == 3, (agent, [m.text[:40] for m in messages])
+        assert "consecutive_calls: 5" in messages[1].text and "consecutive_calls: 8" in messages[2].text
+    verdicts = sum(v for _, v in metric_points(g.reader, "otelguard.verdicts"))
+    assert verdicts == len(agents) * (CALLS - 1)
+    assert metric_points(g.reader, "otelguard.internal.errors") == []
+
+
+def _thread_driver(g: Guarded, names: list[str], mailboxes: dict[str, otelguard.Mailbox],
+                   start: threading.Barrier, errors: list[BaseException]) -> None:
+    """Interleave several agent runs on one thread: round-robin one tool call per agent."""
+    try:
+        start.wait(JOIN_TIMEOUT_S)
+        runs = []
+        for name in names:
+            with otelguard.bind_control(mailboxes[name]):
+                span = g.tracer.start_span(f"invoke_agent {name}", attributes={
+                    "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, "test.agent": name})
+            runs.append((name, span, trace_api.set_span_in_context(span)))
+        for _ in range(CALLS):
+            for name, _, context in runs:
+                tool = g.tracer.start_span("execute_tool probe", context=context,
+                                           attributes={**TOOL_ATTRIBUTES, "test.agent": name})
+                tool.set_attribute("gen_ai.tool.call.result", "same result")
+                tool.end()
+        for _, span, _ in runs:
+            span.end()
+    except BaseException as exc:  # reported by the test, not lost in the thread
+        errors.append(exc)
+
+
+async def _async_agent(g: Guarded, name: str, mailbox: otelguard.Mailbox) -> None:
+    with otelguard.bind_control(mailbox):
+        with g.tracer.start_as_current_span(f"invoke_agent {name}", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, "test.agent": name}):
+            for _ in range(CALLS):
+                with g.tracer.start_as_current_span("execute_tool probe",
+                                                    attributes={**TOOL_ATTRIBUTES, "test.agent": name}) as tool:
+                    await asyncio.sleep(0)  # let the other agents' tool calls interleave with this one
+                    tool.set_attribute("gen_ai.tool.call.result", "same result")
+                await asyncio.sleep(0)
+
+
+def _async_driver(g: Guarded, names: list[str], mailboxes: dict[str, otelguard.Mailbox],
+                  start: threading.Barrier, errors: list[BaseException]) -> None:
+    async def main() -> None:
+        await asyncio.gather(*(_async_agent(g, name, mailboxes[name]) for name in names))
+
+    try:
+        start.wait(JOIN_TIMEOUT_S)
+        asyncio.run(main())
+    except BaseException as exc:
+        errors.append(exc)
+
+
+def test_interleaved_agents_on_threads_and_asyncio_get_exactly_their_verdicts(guarded):
+    """8 threads (4 interleaved agents each) and an asyncio loop (16 agents): every agent gets exactly its
+    own verdicts and reminders, none lost, none duplicated, and every thread finishes."""
+    g = guarded()
+    thread_agents = [[f"t{t}-a{a}" for a in range(AGENTS_PER_THREAD)] for t in range(THREADS)]
+    async_agents = [f"async-{a}" for a in range(ASYNC_AGENTS)]
+    mailboxes = {name: otelguard.Mailbox() for names in thread_agents + [async_agents] for name in names}
+    start = threading.Barrier(THREADS + 1)
+    errors: list[BaseException] = []
+    workers = [threading.Thread(target=_thread_driver, args=(g, names, mailboxes, start, errors), name=f"driver-{i}")
+               for i, names in enumerate(thread_agents)]
+    workers.append(threading.Thread(target=_async_driver, args=(g, async_agents, mailboxes, start, errors),
+                                    name="driver-asyncio"))
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(JOIN_TIMEOUT_S)
+    assert not [w.name for w in workers if w.is_alive()], "deadlock: a driver never finished"
+    assert not errors, errors
+    assert g.processor.force_flush(10_000)
+    _check_verdicts(g, mailboxes)
+
+
+def test_interleaved_agents_with_durable_ids_do_not_share_state(guarded):
+    """Agents keyed by gen_ai.agent.id, driven from 8 threads at once, keep separate repeat chains."""
+    g = guarded()
+    names = [f"durable-{i}" for i in range(THREADS)]
+    mailboxes = {name: otelguard.Mailbox() for name in names}
+    start = threading.Barrier(THREADS)
+    errors: list[BaseException] = []
+
+    def drive(name: str) -> None:
+        try:
+            start.wait(JOIN_TIMEOUT_S)
+            with otelguard.bind_control(mailboxes[name]):
+                with g.tracer.start_as_current_span(f"invoke_agent {name}", attributes={
+                        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name,
+                        "gen_ai.agent.id": name, "test.agent": name}):
+                    for _ in range(CALLS):
+                        with g.tracer.start_as_current_span("execute_tool probe",
+                                                            attributes={**TOOL_ATTRIBUTES, "test.agent": name}):
+                            pass
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=drive, args=(name,)) for name in names]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(JOIN_TIMEOUT_S)
+    assert not [w.name for w in workers if w.is_alive()]
+    assert not errors, errors
+    assert g.processor.force_flush(10_000)
+    _check_verdicts(g, mailboxes)
+
+
+# --- shutdown and force_flush --------------------------------------------------------------------------
+class BlockingControl:
+    """A control hook that blocks until released (a stuck agent-side callback)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def inject(self, message: Any) -> None:
+        self.entered.set()
+        self.release.wait(30)
+
+    steer = inject
+
+    def cancel(self, cause: Any, verdict: Any) -> None:
+        self.inject(None)
+
+
+def _repeat_run(g: Guarded, calls: int = 3) -> None:
+    with g.tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        for _ in range(calls):
+            with g.tracer.start_as_current_span("execute_tool probe", attributes=TOOL_ATTRIBUTES):
+                pass
+
+
+def _arm_watchdog(g: Guarded) -> None:
+    """A tool span with a declared budget arms the watchdog (and starts its thread)."""
+    with g.tracer.start_as_current_span("execute_tool slow", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow", "otelguard.tool.timeout_ms": 60_000}):
+        pass
+
+
+def test_force_flush_with_a_stuck_hook_returns_within_its_timeout(guarded):
+    """force_flush(200 ms) returns False about 200 ms later while a control hook is stuck, not when it unsticks."""
+    control = BlockingControl()
+    g = guarded(control=control)
+    _repeat_run(g)
+    assert control.entered.wait(5)
+    started = time.monotonic()
+    flushed = g.processor.force_flush(200)
+    elapsed = time.monotonic() - started
+    control.release.set()
+    assert flushed is False
+    assert elapsed < 5, elapsed  # bounded by its timeout, not by the hook's 30 s
+    assert g.processor.force_flush(5_000) is True
+
+
+def test_force_flush_with_nothing_pending_returns_true(guarded):
+    """force_flush returns True when every hook call has finished."""
+    g = guarded(control=otelguard.Mailbox())
+    _repeat_run(g)
+    assert g.processor.force_flush(5_000) is True
+    assert g.processor.force_flush(5_000) is True
+
+
+def test_shutdown_stops_the_watchdog_and_control_threads():
+    """After shutdown, the watchdog and control threads this processor started are gone."""
+    before = _otelguard_threads()
+    g = Guarded(control=otelguard.Mailbox())
+    _arm_watchdog(g)
+    _repeat_run(g)
+    assert g.processor.force_flush(5_000)
+    started_threads = _otelguard_threads() - before
+    assert {t.name for t in started_threads} >= {"otelguard-watchdog", "otelguard-control-0"}
+    started = time.monotonic()
+    g.shutdown()
+    assert time.monotonic() - started < 10
+    assert not [t.name for t in started_threads if t.is_alive()]
+
+
+def test_shutdown_with_a_stuck_hook_returns_and_threads_stop_once_it_returns():
+    """shutdown returns within its join timeouts while a hook is stuck; the threads end when the hook returns."""
+    before = _otelguard_threads()
+    control = BlockingControl()
+    g = Guarded(control=control)
+    _arm_watchdog(g)
+    _repeat_run(g)
+    assert control.entered.wait(5)
+    g.processor.force_flush(50)  # a flush while the hook is stuck
+    started = time.monotonic()
+    g.shutdown()
+    elapsed = time.monotonic() - started
+    control.release.set()
+    assert elapsed < 10, elapsed
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _otelguard_threads() - before:
+        time.sleep(0.01)
+    assert not [t.name for t in _otelguard_threads() - before]
+
+
+def test_spans_after_shutdown_pass_through_untouched():
+    """Spans ended after shutdown reach no guard and raise nothing."""
+    g = Guarded(control=otelguard.Mailbox())
+    g.shutdown()
+    _repeat_run(g)  # the provider is shut down: the SDK no longer calls processors; nothing raises
+
+
+# --- fork ------------------------------------------------------------------------------------------------
+CHILD_OK, CHILD_WRONG, CHILD_RAISED = 0, 3, 4
+
+
+def _child_body(g: Guarded) -> int:
+    """In the forked child: the inherited processor judges a repeat loop and times out a tool."""
+    g.exporter.clear()
+    mailbox = otelguard.Mailbox()
+    with otelguard.bind_control(mailbox):
+        _repeat_run(g, calls=3)
+    with g.tracer.start_as_current_span("invoke_agent child", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        with g.tracer.start_as_current_span("execute_tool slow", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
+                "otelguard.tool.timeout_ms": 50}):
+            aborted = otelguard.tool_signal().wait(10)  # the child's own watchdog must fire the deadline
+    if not g.processor.force_flush(10_000):
+        return CHILD_WRONG
+    reminders = [m.rule for m in mailbox.drain()]
+    verdicts = Counter(s.attributes.get("otelguard.verdict") for s in g.exporter.get_finished_spans())
+    ok = reminders == ["repeat-threshold"] and aborted and verdicts["tool_timeout"] == 1
+    return CHILD_OK if ok else CHILD_WRONG
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="os.fork on Linux")
+def test_forked_child_uses_the_inherited_processor():
+    """A child forked while the watchdog and control threads run judges spans and fires deadlines itself."""
+    g = Guarded(control=otelguard.Mailbox())
+    try:
+        _arm_watchdog(g)  # the parent's watchdog thread is running at fork time
+        _repeat_run(g)  # ... and its control workers
+        assert g.processor.force_flush(5_000)
+        pid = os.fork()
+        if pid == 0:  # the child: never return into pytest
+            status = CHILD_RAISED
+            try:
+                status = _child_body(g)
+            finally:
+                os._exit(status)
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child deadlocked")
+            time.sleep(0.02)
+        assert os.waitstatus_to_exitcode(status) == CHILD_OK
+        # The parent still works after the fork.
+        g.exporter.clear()
+        _repeat_run(g)
+        assert g.processor.force_flush(5_000)
+        assert [s.attributes.get("otelguard.repeat.count") for s in g.exporter.get_finished_spans()
+                if s.name == "execute_tool probe"] == [None, 2, 3]
+    finally:
+        g.shutdown()
