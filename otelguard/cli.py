@@ -119,7 +119,8 @@ def _add_analyze_parser(subparsers: Any) -> None:
             "none < remind < warn < steer < block < abort < break < cancel."
         ),
     )
-    parser.add_argument("files", nargs="+", metavar="FILE", help="OTLP JSON trace file(s), .gz allowed")
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input")
     parser.add_argument("--config", metavar="F",
                         help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")

@@ -28,6 +28,8 @@ class ControlDispatcher:
         self._queue: queue.Queue = queue.Queue(MAX_PENDING)
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._idle = threading.Condition(threading.Lock())
+        self._pending = 0
         self._stopped = False
 
     def call(self, action: str, hook: Callable[[], object]) -> None:
@@ -37,9 +39,12 @@ class ControlDispatcher:
             return
         self._ensure_workers()
         done = threading.Event()
+        with self._idle:
+            self._pending += 1
         try:
             self._queue.put_nowait((action, hook, done))
         except queue.Full:
+            self._finished()
             self._on_outcome(action, "dropped")
             return
         if not done.wait(self._wait_s):
@@ -69,20 +74,18 @@ class ControlDispatcher:
                 self._on_error("control_hook")
             finally:
                 done.set()
-                self._queue.task_done()
+                self._finished()
+
+    def _finished(self) -> None:
+        with self._idle:
+            self._pending -= 1
+            if self._pending == 0:
+                self._idle.notify_all()
 
     def flush(self, timeout_s: float) -> bool:
-        """Wait until every queued hook call finished (or the timeout passed)."""
-        finished = threading.Event()
-
-        def wait_all() -> None:
-            self._queue.join()
-            finished.set()
-
-        if not self._threads:
-            return True
-        threading.Thread(target=wait_all, name="otelguard-control-flush", daemon=True).start()
-        return finished.wait(timeout_s)
+        """Wait until every queued hook call finished; False when the timeout passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout_s)
 
     def shutdown(self, timeout_s: float = 2.0) -> None:
         self._stopped = True

@@ -11,7 +11,6 @@ hook and adds an `otelguard.verdict` event to the still-open agent-run span.
 
 from __future__ import annotations
 
-import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from .control import AgentControl, bound_control, deliver, needs_delivery
 from .dispatch import ControlDispatcher
 from .engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged
 from .metrics import GuardMetrics
-from .records import ModelCall, SpanEvent, SpanKind, SpanView, Status, ToolCall, Verdict
+from .records import ModelCall, SpanEvent, SpanKind, SpanView, Status, Verdict
 from .signals import TOOL_TIMEOUT, ToolSignal
 from .state import BoundedMap
 from .watchdog import Deadline, Watchdog

@@ -364,6 +364,20 @@ def test_internal_error_on_one_span_is_contained_and_reported(tmp_path, capsys, 
     assert "Traceback" not in err and "RuntimeError: simulated bug" in err
 
 
+def test_stream_cut_live_without_recorded_chunks_replays_as_the_live_cut(tmp_path, capsys) -> None:
+    """A model span whose live breaker cut the stream, with no chunk recorded, keeps the live break verdict."""
+    recorded = {"otelguard.verdict": "repetitive_output", "otelguard.guard": "thinking-loop-guard",
+                "otelguard.rule": "identical-chunks", "otelguard.action": "break", "otelguard.stream.chars": 240,
+                "otelguard.error.code": "REPETITIVE_OUTPUT"}
+    cut = model("m1", None, 0, 10, text="tick" * 60)
+    cut["attributes"] += attributes(recorded)
+    path = write(tmp_path / "cut.jsonl", request(cut))
+    _, document = run_json(capsys, str(path))
+    assert findings(document) == [("thinking-loop-guard", "identical-chunks", "break", sid("m1"))]
+    assert document["verdicts"][0]["stream_chars"] == 240
+    assert document["coverage"]["verdicts_from_live_record"] == 1
+
+
 # --- coverage warnings -------------------------------------------------------------------------------
 
 
@@ -449,6 +463,17 @@ def test_truncated_last_line_is_counted_and_the_rest_judged(tmp_path, capsys) ->
     assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t2"))]
     assert document["coverage"]["unparsable_lines"] == 1
     assert document["coverage"]["verdict_scope_incomplete"] is True
+
+
+def test_truncated_first_line_is_counted_and_the_rest_judged(tmp_path, capsys) -> None:
+    """A first line cut inside its object (it looks like a pretty-printed document) costs only that line."""
+    good = json.dumps(request(*tool_loop(3)))
+    path = tmp_path / "cut-first.jsonl"
+    path.write_text(good[: len(good) // 3] + "\n" + good + "\n", encoding="utf-8")
+    code, document = run_json(capsys, str(path))
+    assert code == 0
+    assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t2"))]
+    assert document["coverage"]["unparsable_examples"][0]["line"] == 1
 
 
 def test_corrupt_span_fields_are_counted_as_bad_spans(tmp_path, capsys) -> None:

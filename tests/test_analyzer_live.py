@@ -108,6 +108,11 @@ def scripted_agent(tracer) -> None:
                 for _ in otelguard.watch_stream(iter(["tick"] * 100), record_chunks=True):
                     pass
             span.set_attribute("gen_ai.output.messages", output_messages(text="tick" * 60))
+        with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:  # cut, chunks not recorded
+            with pytest.raises(otelguard.RepetitiveOutputError):
+                for _ in otelguard.watch_stream(iter(["tock"] * 100)):
+                    pass
+            span.set_attribute("gen_ai.output.messages", output_messages(text="tock" * 60))
         with tracer.start_as_current_span(  # overruns its budget: the guard's own deadline fires
             "execute_tool slow_lookup",
             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow_lookup"},

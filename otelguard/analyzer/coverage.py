@@ -87,6 +87,7 @@ class Coverage:
         self.dropped_attributes_spans = 0
         self.late_judged = 0  # agent/model/tool spans judged without their trace's earlier spans
         self.internal_errors: Counter = Counter()  # where -> count (a bug in otelguard, contained)
+        self.verdicts_from_live_record = 0  # tool deadlines, uncaptured stream cuts: read from the span
         self.buffer: TraceBuffer | None = None
 
     # --- reading ---------------------------------------------------------------------------------
@@ -291,6 +292,14 @@ class Coverage:
                 "report it",
                 True,
             ))
+        if self.verdicts_from_live_record:
+            found.append(Warning_(
+                "from-live-record",
+                f"{self.verdicts_from_live_record} span(s) carry a fact only the live guard knew (its own tool "
+                "deadline fired, or it cut a stream whose chunks were not recorded): replayed from the span's "
+                "otelguard verdict",
+                False,
+            ))
         buffer = self.buffer
         if buffer is not None and buffer.late_spans:
             found.append(Warning_(
@@ -343,6 +352,7 @@ class Coverage:
             "dropped_span_events": {"spans": self.dropped_events_spans, "events": self.dropped_events},
             "dropped_attributes_spans": self.dropped_attributes_spans,
             "internal_errors": sum(self.internal_errors.values()),
+            "verdicts_from_live_record": self.verdicts_from_live_record,
             "replay": {
                 "traces_replayed": dict(buffer.flushed) if buffer else {},
                 "late_spans": buffer.late_spans if buffer else 0,

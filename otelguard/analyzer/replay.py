@@ -31,8 +31,15 @@ from collections.abc import Callable
 
 from ..containment import Containment
 from ..engine import GuardEngine, Judged
-from ..records import SpanView
-from ..semconv import OTELGUARD_RULE, OTELGUARD_TOOL_TIMEOUT_MS, OTELGUARD_VERDICT
+from ..records import SpanView, Verdict
+from ..semconv import (
+    OTELGUARD_ACTION,
+    OTELGUARD_CHUNK_EVENT,
+    OTELGUARD_GUARD,
+    OTELGUARD_RULE,
+    OTELGUARD_TOOL_TIMEOUT_MS,
+    OTELGUARD_VERDICT,
+)
 
 DEFAULT_FLUSH_AFTER_RECORDS = 1000
 DEFAULT_MAX_BUFFERED_SPANS = 100_000
@@ -43,7 +50,10 @@ _MAX_DEPTH = 10_000  # parent chains deeper than this are treated as broken
 
 _START, _END = 0, 1
 _TOOL_TIMEOUT_RULE = "tool-timeout"
+_REPETITIVE_OUTPUT = "repetitive_output"
 _VERDICT_EVENT = "otelguard.verdict"
+_STREAM_CHARS = "otelguard.stream.chars"
+_ERROR_CODE = "otelguard.error.code"
 
 # Why a trace was handed over for replay.
 COMPLETE = "complete"
@@ -240,6 +250,7 @@ class Replayer:
         self.on_judged = on_judged
         self.contain = contain or Containment(lambda where: None)
         self._clock_ns = 0
+        self.recorded_used = 0  # verdicts taken from the live run's record (see recorded_* below)
 
     @property
     def clock_s(self) -> float:
@@ -262,7 +273,15 @@ class Replayer:
                     started(span)
                     continue
                 parent = get((span.trace_id, span.parent_span_id)) if span.parent_span_id is not None else None
-                on_judged(span, ended(span, parent=parent, timed_out_ms=recorded_timeout_ms(span)))
+                timed_out_ms = None
+                if OTELGUARD_VERDICT in span.attributes:  # written by a live guard: facts only it knew
+                    timed_out_ms = recorded_timeout_ms(span)
+                    trip = recorded_stream_cut(span)
+                    if trip is not None:
+                        self.engine.record_stream_trip(span.span_id, trip)
+                    if timed_out_ms is not None or trip is not None:
+                        self.recorded_used += 1
+                on_judged(span, ended(span, parent=parent, timed_out_ms=timed_out_ms))
             except Exception:
                 self.contain.record_and_maybe_raise("span_started" if phase == _START else "span_ended")
 
@@ -316,6 +335,34 @@ def _place(span: SpanView, by_key: dict[tuple[int, int], SpanView], depth: dict[
         d, floor = d + 1, begin
 
 
+def _recorded_verdicts(span: SpanView) -> list[dict]:
+    """The live guard's verdicts on this span: its `otelguard.verdict` events, else its attributes."""
+    found = [event.attributes for event in span.events if event.name == _VERDICT_EVENT]
+    return found or [span.attributes]
+
+
+def recorded_stream_cut(span: SpanView) -> Verdict | None:
+    """The live breaker cut this model call's stream, and no recorded chunk lets the replay see why.
+
+    `watch_stream` without `record_chunks=True` leaves only its verdict on the span; replayed as the
+    live trip it was, the call gets the same verdict (and is not judged as a thinking step), as live.
+    With recorded chunks the replay re-runs the breaker on them instead.
+    """
+    for recorded in _recorded_verdicts(span):
+        if recorded.get(OTELGUARD_VERDICT) == _REPETITIVE_OUTPUT and recorded.get(OTELGUARD_ACTION) == "break":
+            if any(event.name == OTELGUARD_CHUNK_EVENT for event in span.events):
+                return None
+            chars = recorded.get(_STREAM_CHARS)
+            code = recorded.get(_ERROR_CODE)
+            return Verdict(
+                str(recorded.get(OTELGUARD_GUARD) or "thinking-loop-guard"), _REPETITIVE_OUTPUT,
+                str(recorded.get(OTELGUARD_RULE) or ""), "break",
+                stream_chars=int(chars) if isinstance(chars, (int, float)) and not isinstance(chars, bool) else None,
+                error_code=code if isinstance(code, str) else None,
+            )
+    return None
+
+
 def recorded_timeout_ms(span: SpanView) -> float | None:
     """The guard's own deadline fired for this tool span in the live run (read from its verdict).
 
@@ -325,11 +372,7 @@ def recorded_timeout_ms(span: SpanView) -> float | None:
     attributes = span.attributes
     if not attributes or OTELGUARD_VERDICT not in attributes:
         return None
-    fired = attributes.get(OTELGUARD_RULE) == _TOOL_TIMEOUT_RULE or any(
-        event.name == _VERDICT_EVENT and event.attributes.get(OTELGUARD_RULE) == _TOOL_TIMEOUT_RULE
-        for event in span.events
-    )
-    if not fired:
+    if not any(recorded.get(OTELGUARD_RULE) == _TOOL_TIMEOUT_RULE for recorded in _recorded_verdicts(span)):
         return None
     budget = attributes.get(OTELGUARD_TOOL_TIMEOUT_MS)
     if isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0:

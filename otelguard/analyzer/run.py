@@ -155,6 +155,7 @@ def analyze(
         if file.otlp_records == 0 and file.lines > file.blank_lines:
             raise _not_otlp(file, first_problem)
     replay(buffer.drain())
+    coverage.verdicts_from_live_record = replayer.recorded_used
     return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings)
 
 

@@ -47,15 +47,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "otelguard.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'otelguard[openai-agents]'"
     ) from exc
 
-from ..control import GuardMessage, Mailbox, bind_control
-from ..records import Verdict
+from ..control import Mailbox, bind_control
 
 __all__ = ["AgentsGuard"]
 
 Role = Literal["system", "developer", "user"]
 
 
-class AgentsGuard:
+class AgentsGuard(Mailbox):
     """otelguard's control of one OpenAI Agents SDK run (or one conversation of runs).
 
     `inject`/`steer`/`cancel` are called from otelguard's control worker thread and only queue;
@@ -67,25 +66,11 @@ class AgentsGuard:
             raise ValueError(f"AgentsGuard role: must be 'system', 'developer' or 'user' (got {role!r})")
         self.role = role
         self.persist = persist
-        self.mailbox = Mailbox()
-        self._lock = threading.Lock()
+        super().__init__()
+        self._delivery_lock = threading.Lock()
         self._delivered: list[tuple[int, dict[str, Any]]] = []  # (position in the sent input, item)
         self._first_item: Any = None
         self._last_length = 0
-
-    # --- AgentControl ----------------------------------------------------------------------------
-    def inject(self, message: GuardMessage) -> None:
-        self.mailbox.inject(message)
-
-    def steer(self, message: GuardMessage) -> None:
-        self.mailbox.steer(message)
-
-    def cancel(self, cause: str, verdict: Verdict) -> None:
-        self.mailbox.cancel(cause, verdict)
-
-    @property
-    def cancelled(self) -> bool:
-        return self.mailbox.cancelled
 
     # --- the SDK's extension points -----------------------------------------------------------------
     def run_config(self, base: RunConfig | None = None) -> RunConfig:
@@ -102,15 +87,15 @@ class AgentsGuard:
             if chained is not None:
                 result = chained(data)
                 model_data = await result if inspect.isawaitable(result) else result
-            self.mailbox.raise_if_cancelled()
+            self.raise_if_cancelled()
             model_data.input = self._deliver(list(model_data.input))
             return model_data
 
         return call_model_input_filter
 
     def _deliver(self, items: list[Any]) -> list[Any]:
-        messages = self.mailbox.drain()
-        with self._lock:
+        messages = self.drain()
+        with self._delivery_lock:
             if self.persist:
                 first = items[0] if items else None
                 if first != self._first_item or len(items) < self._last_length:
@@ -131,7 +116,7 @@ class AgentsGuard:
         """`Runner.run` with this guard bound; raises `otelguard.AgentCancelled` when the guard cancelled."""
         with bind_control(self):
             result = await Runner.run(starting_agent, input, run_config=self.run_config(run_config), **kwargs)
-        self.mailbox.raise_if_cancelled()
+        self.raise_if_cancelled()
         return result
 
     def run_streamed(self, starting_agent: Any, input: Any, *, run_config: RunConfig | None = None,

@@ -62,7 +62,6 @@ from opentelemetry import trace as trace_api
 from ..control import GuardMessage, Mailbox, bind_control
 from ..guards.timeout_policy import timeout_error
 from ..processor import GuardSpanProcessor, active_processors
-from ..records import Verdict
 from ..semconv import GEN_AI_OPERATION_NAME, OP_EXECUTE_TOOL, OTELGUARD_TOOL_TIMEOUT_MS
 from ..signals import TOOL_TIMEOUT
 
@@ -71,24 +70,12 @@ __all__ = ["OtelGuard", "RunControl", "stream_text_of"]
 _MAX_CARRIED_CONVERSATIONS = 1024
 
 
-class RunControl:
+class RunControl(Mailbox):
     """The `AgentControl` of one pydantic-ai run: a mailbox the capability drains at step boundaries.
 
     `inject`/`steer`/`cancel` are called from otelguard's control worker thread; they only append
     under a lock and return at once.
     """
-
-    def __init__(self) -> None:
-        self.mailbox = Mailbox()
-
-    def inject(self, message: GuardMessage) -> None:
-        self.mailbox.inject(message)
-
-    def steer(self, message: GuardMessage) -> None:
-        self.mailbox.steer(message)
-
-    def cancel(self, cause: str, verdict: Verdict) -> None:
-        self.mailbox.cancel(cause, verdict)
 
 
 class _Carried:
@@ -153,10 +140,10 @@ class OtelGuard(AbstractCapability[Any]):
             with bind_control(control):
                 result = await handler()
         finally:
-            leftover = control.mailbox.drain()
-            if leftover and conversation_id and not control.mailbox.cancelled:
+            leftover = control.drain()
+            if leftover and conversation_id and not control.cancelled:
                 self._carried.put(conversation_id, leftover)
-        control.mailbox.raise_if_cancelled()
+        control.raise_if_cancelled()
         return result
 
     async def before_node_run(self, ctx: Any, *, node: Any) -> Any:
@@ -166,7 +153,7 @@ class OtelGuard(AbstractCapability[Any]):
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         self._raise_if_cancelled()
         control = self._control
-        messages = control.mailbox.drain() if control is not None else []
+        messages = control.drain() if control is not None else []
         if messages:
             # Enqueued from this hook, pydantic-ai delivers it into this very request, after the
             # step's tool results, and keeps it in the history.
@@ -175,7 +162,7 @@ class OtelGuard(AbstractCapability[Any]):
 
     def _raise_if_cancelled(self) -> None:
         if self._control is not None:
-            self._control.mailbox.raise_if_cancelled()
+            self._control.raise_if_cancelled()
 
     def _request_for(self, messages: list[GuardMessage]) -> ModelRequest:
         sources = [_source(message) for message in messages]
