@@ -1,0 +1,185 @@
+"""Span overhead: a guarded pipeline against the same pipeline without the guard.
+
+Baseline: TracerProvider + SimpleSpanProcessor(no-op exporter).
+Guarded:  TracerProvider + GuardSpanProcessor(downstream=[SimpleSpanProcessor(no-op exporter)]).
+
+Cases (each timed in the same round as its baseline, order alternating; median of per-round ratios):
+
+- plain spans, no agent anywhere (HTTP client spans, a web app's own spans): target <= 1.03x;
+- plain spans nested inside an open `invoke_agent` span (HTTP client spans a tool makes during an
+  agent run; the agent span itself is opened once, outside the clock): target <= 1.03x;
+- agent runs: `invoke_agent` around chat model spans (real `gen_ai.output.messages` JSON with text,
+  short reasoning and tool_call parts) and `execute_tool` spans (`gen_ai.tool.name`,
+  `gen_ai.tool.call.arguments`, result), distinct arguments so no verdict fires: target <= 1.25x,
+  with the guard's metrics going to the no-op API meter and to an SDK MeterProvider.
+
+Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Sequence
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import SpanKind
+
+import otelguard
+from _bench import arguments, interleaved, ratios, report_ratio, timed
+
+PLAIN_TARGET = 1.03
+GENAI_TARGET = 1.25
+
+
+class NoOpExporter(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def baseline_tracer():
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(NoOpExporter()))
+    return provider, provider.get_tracer("bench")
+
+
+def guarded_tracer(meter_provider=None):
+    provider = TracerProvider()
+    processor = otelguard.GuardSpanProcessor(
+        downstream=[SimpleSpanProcessor(NoOpExporter())], meter_provider=meter_provider
+    )
+    provider.add_span_processor(processor)
+    return provider, provider.get_tracer("bench")
+
+
+# --- workloads ------------------------------------------------------------------------------------
+def http_spans(tracer, n: int) -> None:
+    for i in range(n):
+        with tracer.start_as_current_span(
+            "GET", kind=SpanKind.CLIENT,
+            attributes={"http.request.method": "GET", "url.full": f"https://api.example.com/items/{i % 50}",
+                        "server.address": "api.example.com", "server.port": 443},
+        ) as span:
+            span.set_attribute("http.response.status_code", 200)
+
+
+def http_inside_agent(tracer, n: int):
+    """Open an agent span once (outside the clock); return a batch of HTTP spans inside it."""
+    agent = tracer.start_span("invoke_agent bench", attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "bench"})
+    from opentelemetry import trace
+
+    context = trace.set_span_in_context(agent)
+
+    def batch() -> None:
+        from opentelemetry import context as context_api
+
+        token = context_api.attach(context)
+        try:
+            http_spans(tracer, n)
+        finally:
+            context_api.detach(token)
+
+    return batch, agent
+
+
+def output_messages(text: str, reasoning: str, tool: tuple[str, dict] | None) -> str:
+    parts: list[dict] = [{"type": "thinking", "content": reasoning}, {"type": "text", "content": text}]
+    if tool is not None:
+        parts.append({"type": "tool_call", "id": "call_1", "name": tool[0], "arguments": tool[1]})
+    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "tool_call" if tool else "stop"}])
+
+
+REASONING = ("The user wants the weather for a city; I should call the weather tool with the city name "
+             "and then summarise the result in one sentence. ")  # ~130 chars: far below min_reasoning_chars
+
+
+def agent_runs(tracer, runs: int, steps: int = 3) -> None:
+    """`runs` agent runs, each: `steps` x (chat -> execute_tool), then a final chat."""
+    for r in range(runs):
+        with tracer.start_as_current_span("invoke_agent weather", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather",
+            "gen_ai.system": "openai",
+        }):
+            for s in range(steps):
+                args = {"city": f"city-{r}-{s}", "units": "metric"}
+                with tracer.start_as_current_span("chat gpt-4o", kind=SpanKind.CLIENT, attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.system": "openai",
+                    "gen_ai.request.model": "gpt-4o",
+                }) as span:
+                    span.set_attributes({
+                        "gen_ai.output.messages": output_messages(f"Checking {args['city']}.", REASONING,
+                                                                  ("get_weather", args)),
+                        "gen_ai.usage.input_tokens": 812, "gen_ai.usage.output_tokens": 41,
+                        "gen_ai.response.finish_reasons": ("tool_call",),
+                    })
+                with tracer.start_as_current_span("execute_tool get_weather", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+                    "gen_ai.tool.call.id": f"call_{s}", "gen_ai.tool.call.arguments": json.dumps(args),
+                }) as span:
+                    span.set_attribute("gen_ai.tool.call.result", f"It is sunny in {args['city']}, 21C.")
+            with tracer.start_as_current_span("chat gpt-4o", kind=SpanKind.CLIENT, attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "gpt-4o",
+            }) as span:
+                span.set_attributes({
+                    "gen_ai.output.messages": output_messages("It is sunny everywhere you asked about.",
+                                                              REASONING, None),
+                    "gen_ai.usage.input_tokens": 1020, "gen_ai.usage.output_tokens": 12,
+                    "gen_ai.response.finish_reasons": ("stop",),
+                })
+
+
+def main() -> int:
+    args = arguments(__doc__.splitlines()[0], rounds=21)
+    rounds = 7 if args.quick and args.rounds == 21 else args.rounds
+    n_plain = 2_000 if args.quick else 5_000
+    n_runs = 150 if args.quick else 400  # x 8 spans each
+
+    base_provider, base = baseline_tracer()
+    guard_provider, guard = guarded_tracer()
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    sdk_provider, guard_sdk = guarded_tracer(meter_provider)
+
+    base_nested, base_agent = http_inside_agent(base, n_plain)
+    guard_nested, guard_agent = http_inside_agent(guard, n_plain)
+
+    times = interleaved({
+        "plain/base": timed(lambda: http_spans(base, n_plain)),
+        "plain/guard": timed(lambda: http_spans(guard, n_plain)),
+        "nested/base": timed(base_nested),
+        "nested/guard": timed(guard_nested),
+        "agent/base": timed(lambda: agent_runs(base, n_runs)),
+        "agent/guard": timed(lambda: agent_runs(guard, n_runs)),
+        "agent/guard+sdk-metrics": timed(lambda: agent_runs(guard_sdk, n_runs)),
+    }, rounds=rounds)
+    base_agent.end()
+    guard_agent.end()
+
+    per_span_base = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+    print(f"span_overhead: {rounds} interleaved rounds; median of per-round ratios (guarded / baseline)")
+    print(f"  baseline per span: plain {per_span_base['plain/base'] / n_plain * 1e6:.2f} us, "
+          f"agent-run span {per_span_base['agent/base'] / (n_runs * 8) * 1e6:.2f} us (context only)")
+    ok = True
+    ok &= report_ratio("plain spans, no agent", ratios(times, "plain/guard", "plain/base"), PLAIN_TARGET)
+    ok &= report_ratio("plain spans nested in an invoke_agent span",
+                       ratios(times, "nested/guard", "nested/base"), PLAIN_TARGET)
+    ok &= report_ratio("agent runs: chat + execute_tool spans (API no-op meter)",
+                       ratios(times, "agent/guard", "agent/base"), GENAI_TARGET)
+    ok &= report_ratio("agent runs: chat + execute_tool spans (SDK MeterProvider)",
+                       ratios(times, "agent/guard+sdk-metrics", "agent/base"), GENAI_TARGET)
+    for provider in (base_provider, guard_provider, sdk_provider):
+        provider.shutdown()
+    meter_provider.shutdown()
+    print("span_overhead:", "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Mid-stream breaker: per-chunk cost against a minimal pass-through wrapper, and per-character scaling.
+
+Baseline: a minimal pass-through generator (`for item in stream: yield item`) consumed by a loop.
+Cases, each consumed by the same loop over the same deltas of non-repeating prose (so nothing trips):
+
+- push:         the pass-through generator that also calls `StreamBreaker.push` on every delta;
+- watch_stream: `otelguard.watch_stream(list_of_deltas)` (default settings, no processor installed).
+
+Target: per-chunk cost <= 3x the pass-through wrapper, on 4-character and on 1-character deltas.
+Scaling: per-character cost of push at 10k, 100k and 1M characters (it must not grow with the length
+the stream has run); target: largest / smallest per-character cost <= 1.5.
+
+Run: .venv/bin/python benchmarks/stream_breaker.py [--rounds N] [--quick]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import otelguard
+from otelguard.detectors.stream import StreamBreaker
+from _bench import arguments, interleaved, median, ratios, report_ratio, timed
+from _text import deltas, prose
+
+CHUNK_TARGET = 3.0
+SCALING_TARGET = 1.5
+
+
+def passthrough(stream):
+    for item in stream:
+        yield item
+
+
+def pushing(stream, breaker: StreamBreaker):
+    push = breaker.push
+    for item in stream:
+        if push(item) is not None:
+            raise RuntimeError("the benchmark text tripped the breaker")
+        yield item
+
+
+def consume(iterator) -> None:
+    for _ in iterator:
+        pass
+
+
+def run_passthrough(items: list[str]):
+    return lambda: consume(passthrough(items))
+
+
+def run_push(items: list[str]):
+    return lambda: consume(pushing(items, StreamBreaker()))
+
+
+def run_watch(items: list[str]):
+    return lambda: consume(otelguard.watch_stream(items))
+
+
+def main() -> int:
+    args = arguments(__doc__.splitlines()[0], rounds=15)
+    rounds = 5 if args.quick and args.rounds == 15 else args.rounds
+    chars = 20_000 if args.quick else 100_000
+    text = prose(chars, seed=1)
+    ok = True
+    print(f"stream_breaker: {rounds} interleaved rounds over {chars:,} characters of prose; "
+          "median of per-round ratios against the pass-through wrapper")
+    for size in (4, 1):
+        items = deltas(text, size)
+        times = interleaved({
+            "passthrough": timed(run_passthrough(items)),
+            "push": timed(run_push(items)),
+            "watch_stream": timed(run_watch(items)),
+        }, rounds=rounds)
+        base_ns = median(times["passthrough"]) / len(items) * 1e9
+        print(f"  {size}-char deltas: pass-through {base_ns:.0f} ns/chunk, "
+              f"push wrapper {median(times['push']) / len(items) * 1e9:.0f} ns/chunk, "
+              f"watch_stream {median(times['watch_stream']) / len(items) * 1e9:.0f} ns/chunk")
+        ok &= report_ratio(f"StreamBreaker.push per chunk, {size}-char deltas",
+                           ratios(times, "push", "passthrough"), CHUNK_TARGET)
+        ok &= report_ratio(f"watch_stream per chunk, {size}-char deltas",
+                           ratios(times, "watch_stream", "passthrough"), CHUNK_TARGET)
+
+    # Per-character cost independent of how long the stream has run.
+    sizes = (10_000, 100_000, 1_000_000) if not args.quick else (10_000, 100_000, 300_000)
+    long_text = prose(sizes[-1], seed=2)
+    streams = {n: deltas(long_text[:n], 4) for n in sizes}
+    scale_rounds = max(3, rounds // 3)
+    times = interleaved({f"push/{n}": timed(run_push(streams[n])) for n in sizes}, rounds=scale_rounds, warmup=1)
+    per_char = {n: median(times[f"push/{n}"]) / n * 1e9 for n in sizes}
+    print(f"  per-character cost of push (4-char deltas), {scale_rounds} rounds: "
+          + ", ".join(f"{n:,} chars {per_char[n]:.1f} ns/char" for n in sizes))
+    spread = max(per_char.values()) / min(per_char.values())
+    passed = spread <= SCALING_TARGET
+    ok &= passed
+    print(f"{'per-char cost, largest / smallest over stream lengths':<58} {spread:7.3f}x  "
+          f"target <= {SCALING_TARGET:g}x  {'PASS' if passed else 'FAIL'}")
+    print("stream_breaker:", "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
