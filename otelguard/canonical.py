@@ -6,9 +6,9 @@ chain must see them as one key.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from . import fastjson
 from .records import Content
 
 
@@ -20,12 +20,12 @@ def canonical_arguments(value: Any) -> tuple[str | None, Content]:
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = fastjson.loads(value)
         except ValueError:
             return value.strip(), Content.MALFORMED
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False), Content.OK
-    except (TypeError, ValueError):
+        return fastjson.dumps_canonical(value), Content.OK
+    except (TypeError, ValueError, RecursionError):
         return repr(value), Content.MALFORMED
 
 

@@ -33,6 +33,9 @@ class AgentRef:
     run_span_id: int | None = None  # the open agent-run span, for hooks bound to that run
 
 
+_NO_CALL = ToolCall(name=None, arguments=None)
+
+
 def _agent_key(run: AgentRun, span: SpanView, parent: AgentRef | None) -> str:
     """State key of an agent run: its durable identity; else, inside another agent's run, that agent's
     key plus the name (so a graph's repeated `agent` steps or a re-run sub-agent keep one state); else
@@ -86,6 +89,8 @@ class GuardEngine:
     ):
         self.config = GuardConfig.load(config)
         self.guards: list[Guard] = build_guards(self.config)
+        # Reading a tool span at start costs a JSON parse; only a pre-emptive block needs the record.
+        self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
         self.thinking: ThinkingLoopGuard | None = next(
             (g for g in self.guards if isinstance(g, ThinkingLoopGuard)), None
         )
@@ -140,7 +145,7 @@ class GuardEngine:
             self._open.put(span.span_id, agent)
         started = Started(classification, agent)
         if classification.kind is SpanKind.TOOL:
-            call = conventions.read(span, classification)
+            call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
             assert isinstance(call, ToolCall)
             decision = ToolStart()
             state = self._state(agent)

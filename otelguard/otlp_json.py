@@ -16,7 +16,6 @@ import base64
 import binascii
 import gzip
 import io
-import json
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -25,6 +24,7 @@ from typing import IO, Any
 
 from .errors import OtelGuardError
 from .records import SpanEvent, SpanView, Status
+from . import fastjson
 
 __all__ = ["ReadProblem", "UnreadableInput", "iter_spans"]
 
@@ -147,7 +147,7 @@ def _read_lines(lines: Iterator[str], label: str) -> Iterator[SpanView | ReadPro
             yield ReadProblem(label, line_number, BLANK)
             continue
         try:
-            document = json.loads(line)
+            document = fastjson.loads(line)
         except (ValueError, RecursionError):
             if not json_lines and _opens_multiline_document(line):
                 yield from _read_whole(line, lines, label, line_number)
@@ -168,7 +168,7 @@ def _read_whole(first: str, rest: Iterator[str], label: str, first_number: int) 
     """A single (pretty-printed) document may be read whole; if it is not one, fall back to lines."""
     text_lines = [first, *rest]
     try:
-        document = json.loads("".join(text_lines))
+        document = fastjson.loads("".join(text_lines))
     except (ValueError, RecursionError):
         for offset, line in enumerate(text_lines):
             number = first_number + offset
@@ -176,7 +176,7 @@ def _read_whole(first: str, rest: Iterator[str], label: str, first_number: int) 
                 yield ReadProblem(label, number, BLANK)
                 continue
             try:
-                yield from _read_document(json.loads(line), label, number)
+                yield from _read_document(fastjson.loads(line), label, number)
             except (ValueError, RecursionError):
                 yield ReadProblem(label, number, NOT_JSON, _excerpt(line))
         return
@@ -332,6 +332,15 @@ def _attributes(raw: Any) -> tuple[dict[str, Any], int]:
     attributes: dict[str, Any] = {}
     dropped = 0
     for entry in _list(raw):
+        # Fast path: most values are plain strings in plain dicts (json.loads never makes other Mappings).
+        if type(entry) is dict:
+            key = entry.get("key")
+            value_raw = entry.get("value")
+            if type(key) is str and type(value_raw) is dict:
+                text = value_raw.get("stringValue")
+                if type(text) is str:
+                    attributes[key] = text
+                    continue
         key = entry.get("key") if isinstance(entry, Mapping) else None
         try:
             value = _any_value(entry.get("value")) if isinstance(key, str) else None
@@ -346,7 +355,7 @@ def _attributes(raw: Any) -> tuple[dict[str, Any], int]:
 
 def _any_value(raw: Any) -> Any:
     """Decode an OTLP AnyValue: arrays become tuples (as the SDK stores them), kvlists dicts."""
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         return None
     for camel, snake, decode in _ANY_VALUE_FIELDS:
         if camel in raw:
@@ -423,7 +432,7 @@ def _uint(value: Any) -> int | None:
 
 
 def _field(obj: Any, camel: str, snake: str) -> Any:
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         return None
     value = obj.get(camel)
     return value if value is not None else obj.get(snake)

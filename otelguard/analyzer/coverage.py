@@ -7,7 +7,6 @@ looks like model or tool content was not judged. Counters only: bounded, whateve
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from ..otlp_json import BAD_SPAN, BLANK, LOG_RECORDS, METRICS, NOT_A_REQUEST, ReadProblem
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
 from .replay import IDLE, MEMORY, TraceBuffer
+from .. import fastjson
 
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"
@@ -373,7 +373,7 @@ def _count_log_records(line: str | None) -> tuple[int, int]:
     if not line:
         return 0, 0
     try:
-        document = json.loads(line)
+        document = fastjson.loads(line)
     except (ValueError, RecursionError):
         return 0, 0
     records = genai = 0

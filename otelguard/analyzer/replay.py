@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from collections.abc import Callable
 
 from ..containment import Containment
+from ..conventions import classify
 from ..engine import GuardEngine, Judged
 from ..records import SpanView, Verdict
 from ..semconv import (
@@ -264,13 +265,23 @@ class Replayer:
         started = self.engine.span_started
         ended = self.engine.span_ended
         on_judged = self.on_judged
+        # Classify each span once for both of its events (None: none of ours).
+        kinds = [classify(span.name, span.attributes) for span in spans]
         for time_ns, phase, _, index in _event_order(spans, by_key):
             span = spans[index]
+            classification = kinds[index]
             if time_ns > self._clock_ns:
                 self._clock_ns = time_ns
             try:
+                if classification is None:
+                    if phase == _START:
+                        self.engine.inherit(span.span_id, span.parent_span_id)
+                    else:
+                        self.engine.forget(span.span_id)
+                        on_judged(span, None)
+                    continue
                 if phase == _START:
-                    started(span)
+                    started(span, classification)
                     continue
                 parent = get((span.trace_id, span.parent_span_id)) if span.parent_span_id is not None else None
                 timed_out_ms = None
@@ -281,7 +292,7 @@ class Replayer:
                         self.engine.record_stream_trip(span.span_id, trip)
                     if timed_out_ms is not None or trip is not None:
                         self.recorded_used += 1
-                on_judged(span, ended(span, parent=parent, timed_out_ms=timed_out_ms))
+                on_judged(span, ended(span, parent=parent, timed_out_ms=timed_out_ms, classification=classification))
             except Exception:
                 self.contain.record_and_maybe_raise("span_started" if phase == _START else "span_ended")
 

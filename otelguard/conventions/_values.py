@@ -18,6 +18,7 @@ from typing import Any
 from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..records import Chunk, Content, ModelCall, RequestedToolCall, SpanEvent, Status
+from .. import fastjson
 
 # A broken instrumentation may nest absurdly; deeper payloads are not worth walking.
 _MAX_WALK_DEPTH = 16
@@ -208,7 +209,7 @@ def load_json(value: Any) -> tuple[Any, Content]:
     if not isinstance(value, str):
         return None, Content.MALFORMED
     try:
-        return json.loads(value), Content.OK
+        return fastjson.loads(value), Content.OK
     except (ValueError, RecursionError):
         pass
     salvaged = _salvage_truncated_json(value)
@@ -235,7 +236,7 @@ def _salvage_truncated_json(text: str) -> Any:
     """Read what there is of JSON cut by a span-attribute length limit, or None if not a cut."""
     for candidate in _truncation_repairs(text):
         try:
-            return json.loads(candidate)
+            return fastjson.loads(candidate)
         except (ValueError, RecursionError):
             continue
     return None

@@ -34,6 +34,7 @@ class Guard:
     """
 
     id: str = ""
+    reads_tool_start: bool = False  # on_tool_start needs the ToolCall read from the span's start attributes
 
     def new_state(self) -> Any:
         """Fresh per-agent state (kept for the agent's lifetime, bounded by the engine's map)."""

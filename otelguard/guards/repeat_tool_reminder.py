@@ -36,6 +36,7 @@ class RepeatToolReminder(Guard):
         self._first = config.thresholds[0]
         stop = config.stop_after
         self._reminders = frozenset(t for t in config.thresholds if stop is None or t < stop)
+        self.reads_tool_start = stop is not None  # a block before the call runs needs its arguments
 
     def new_state(self) -> RepeatChain:
         return RepeatChain()
