@@ -225,10 +225,16 @@ def analyzer_without_engine(path: Path) -> float:
             from otelguard.config import GuardConfig
             self.config = GuardConfig()
 
-        def span_started(self, span):
+        def span_started(self, span, classification=None):
             return None
 
         def span_ended(self, span, **kwargs):
+            return None
+
+        def inherit(self, span_id, parent_span_id):
+            return None
+
+        def forget(self, span_id):
             return None
 
     real = run_module.GuardEngine
