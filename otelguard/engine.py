@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from . import conventions
 from .config import GuardConfig
@@ -108,19 +108,25 @@ class GuardEngine:
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
 
     # --- span lifecycle ------------------------------------------------------------------------
+    @property
+    def open_span_ids(self) -> Mapping[int, AgentRef]:
+        """Open spans inside agent runs, live and read-only; empty when none (the hot path tests that)."""
+        return self._open.items
+
     def inherit(self, span_id: int, parent_span_id: int | None) -> None:
         """An uninteresting span started: if it sits inside an agent run, its descendants belong there too.
 
         The hot path for every span that is not ours: one dict lookup, maybe one insert.
         """
-        if parent_span_id is not None:
+        if parent_span_id is not None and len(self._open):
             parent = self._open.get(parent_span_id)
             if parent is not None:
                 self._open.put(span_id, parent)  # e.g. a CHAIN/turn span between agent and model
 
     def forget(self, span_id: int) -> None:
         """An uninteresting span ended."""
-        self._open.pop(span_id)
+        if len(self._open):
+            self._open.pop(span_id)
 
     def span_started(self, span: SpanView, classification: Classification | None = None) -> Started | None:
         """A span started. Pass `classification` when the caller already classified the span."""

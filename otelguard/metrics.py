@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
+from typing import Iterable
 
 from opentelemetry import metrics as otel_metrics
-from opentelemetry.metrics import MeterProvider
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from .records import Verdict
 
@@ -46,8 +47,13 @@ class GuardMetrics:
         meter = (meter_provider or otel_metrics.get_meter_provider()).get_meter("otelguard", __version__)
         self.verdicts = meter.create_counter(
             "otelguard.verdicts", unit="{verdict}", description="Guard verdicts on agent spans")
-        self.spans = meter.create_counter(
-            "otelguard.spans", unit="{span}", description="Agent, model and tool spans the guard read")
+        # Counted in a local table and read at collection: a judged span costs one dict increment,
+        # not an SDK measurement (spans are the hot path; verdicts are rare and recorded directly).
+        self._span_counts: dict[tuple[str, str], int] = {}
+        self._span_counts_lock = threading.Lock()
+        self.spans = meter.create_observable_counter(
+            "otelguard.spans", callbacks=[self._observe_spans], unit="{span}",
+            description="Agent, model and tool spans the guard read")
         self.run_length = meter.create_histogram(
             "otelguard.repeat.run_length", unit="{call}",
             description="Length of runs of identical tool calls",
@@ -90,7 +96,15 @@ class GuardMetrics:
         })
 
     def span(self, kind: str, convention: str) -> None:
-        self.spans.add(1, {"otelguard.span.kind": kind, "otelguard.convention": convention})
+        key = (kind, convention)
+        with self._span_counts_lock:
+            self._span_counts[key] = self._span_counts.get(key, 0) + 1
+
+    def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
+        with self._span_counts_lock:
+            counts = list(self._span_counts.items())
+        for (kind, convention), count in counts:
+            yield Observation(count, {"otelguard.span.kind": kind, "otelguard.convention": convention})
 
     def loop_token_spend(self, guard: str, model: str | None, tokens: int) -> None:
         self.loop_tokens.add(tokens, {"otelguard.guard": guard, "gen_ai.request.model": self._model_label(model)})

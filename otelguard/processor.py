@@ -22,7 +22,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 
 from .config import GuardConfig
-from .conventions import classify
+from .conventions import MARKER_KEYS, NAMED_SPANS, classify
 from .containment import Containment
 from .control import AgentControl, bound_control, deliver, needs_delivery
 from .dispatch import ControlDispatcher
@@ -117,16 +117,27 @@ class GuardSpanProcessor(SpanProcessor):
         )
         self._tools: BoundedMap[int, _ArmedTool] = BoundedMap(100_000, on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n))
         self._runs: BoundedMap[int, _Run] = BoundedMap(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
+        # The engine's dict of open spans inside agent runs: empty (falsy) while no agent run is open.
+        self._open_spans = self.engine.open_span_ids
         self._shutdown = False
         self.timeouts_enabled = self.config.row("timeout-policy") is not None
         _active[next(_registrations)] = self
 
     # --- SpanProcessor ---------------------------------------------------------------------------
     # Plain try/except rather than a context manager: these run for every span of the application.
+    # The first test lets a span with no marker attribute and no known name through at the cost of
+    # one C-level set test; only inside an agent run does it also note the span's agent.
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if not self._shutdown:
             try:
-                self._start(span)
+                attributes = _plain(span)
+                if MARKER_KEYS.isdisjoint(attributes) and span.name not in NAMED_SPANS:
+                    if self._open_spans:
+                        parent = span.parent
+                        if parent is not None:
+                            self.engine.inherit(span.get_span_context().span_id, parent.span_id)
+                else:
+                    self._start(span, attributes)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
         for processor in self._downstream:
@@ -139,7 +150,12 @@ class GuardSpanProcessor(SpanProcessor):
         exported = span
         if not self._shutdown:
             try:
-                exported = self._end(span)
+                attributes = _plain(span)
+                if MARKER_KEYS.isdisjoint(attributes) and span.name not in NAMED_SPANS:
+                    if self._open_spans:
+                        self.engine.forget(span.get_span_context().span_id)
+                else:
+                    exported = self._end(span, attributes)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         for processor in self._downstream:
@@ -169,15 +185,15 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- start -------------------------------------------------------------------------------------
-    def _start(self, span: Span) -> None:
-        attributes = _plain(span)
+    def _start(self, span: Span, attributes: Mapping[str, Any]) -> None:
         classification = classify(span.name, attributes)
-        context = span.get_span_context()
         parent = span.parent
-        parent_id = parent.span_id if parent is not None else None
-        if classification is None:
-            self.engine.inherit(context.span_id, parent_id)  # the hot path: almost every span
+        if classification is None:  # the hot path: almost every span
+            if parent is not None:
+                self.engine.inherit(span.get_span_context().span_id, parent.span_id)
             return
+        context = span.get_span_context()
+        parent_id = parent.span_id if parent is not None else None
         started = self.engine.span_started(
             SpanView(span.name, context.trace_id, context.span_id, parent_id, attributes), classification
         )
@@ -230,12 +246,12 @@ class GuardSpanProcessor(SpanProcessor):
         return armed.signal
 
     # --- end ---------------------------------------------------------------------------------------
-    def _end(self, span: ReadableSpan) -> ReadableSpan:
-        context = span.get_span_context()
-        classification = classify(span.name, _plain(span))
-        if classification is None:
-            self.engine.forget(context.span_id)  # the hot path: almost every span
+    def _end(self, span: ReadableSpan, attributes: Mapping[str, Any]) -> ReadableSpan:
+        classification = classify(span.name, attributes)
+        if classification is None:  # the hot path: almost every span
+            self.engine.forget(span.get_span_context().span_id)
             return span
+        context = span.get_span_context()
         started_at = time.perf_counter()
         timed_out_ms = None
         if classification.kind is SpanKind.TOOL:
@@ -314,11 +330,11 @@ def _plain(span: ReadableSpan) -> Mapping[str, Any]:
     `ReadableSpan.attributes` wraps them in a MappingProxy over BoundedAttributes, whose `get` costs a
     KeyError per miss; on the hot path we read the SDK's underlying dict (public API as the fallback).
     """
-    attributes = getattr(span, "_attributes", None)
-    plain = getattr(attributes, "_dict", None)
-    if isinstance(plain, dict):
-        return plain
-    return span.attributes or {}
+    try:
+        plain = span._attributes._dict  # type: ignore[attr-defined]
+    except AttributeError:
+        return span.attributes or {}
+    return plain if type(plain) is dict else (span.attributes or {})
 
 
 def _ms(budget_ms: float) -> str:

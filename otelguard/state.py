@@ -122,6 +122,11 @@ class OpenSpans(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    @property
+    def items(self) -> dict[K, V]:
+        """The underlying dict (for a cheap emptiness test on the hot path); do not modify it."""
+        return self._items
+
     def get(self, key: K) -> V | None:
         return self._items.get(key)
 

@@ -20,18 +20,25 @@ from .. import semconv as sc
 from ..records import AgentRun, Classification, Content, ModelCall, SpanKind, SpanView, ToolCall
 from . import genai, openinference, openllmetry
 
-__all__ = ["classify", "read"]
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "classify", "read"]
 
 _log = logging.getLogger(__name__)
 
-_NAMED_SPANS = genai.LEGACY_SPAN_NAMES | openllmetry.NAMED_MODEL_SPANS
+NAMED_SPANS = genai.LEGACY_SPAN_NAMES | openllmetry.NAMED_MODEL_SPANS
+# Any of these keys makes a span worth a closer look; a span with none of them (and no known name)
+# is rejected by one C-level set test.
+MARKER_KEYS = frozenset(
+    {sc.OPENINFERENCE_SPAN_KIND, sc.GEN_AI_OPERATION_NAME, sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE}
+)
 
 
 def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
     """The kind and convention of a span, or None when it is not an agent, model or tool span."""
     try:
+        if MARKER_KEYS.isdisjoint(attributes) and name not in NAMED_SPANS:
+            return None
         get = attributes.get
-    except AttributeError:
+    except (AttributeError, TypeError):
         return None
     span_kind = get(sc.OPENINFERENCE_SPAN_KIND)
     if span_kind is not None:
@@ -46,7 +53,7 @@ def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
     request_type = get(sc.LLM_REQUEST_TYPE)
     if request_type is not None:
         return openllmetry.classify_request_type(request_type)
-    if isinstance(name, str) and name in _NAMED_SPANS:
+    if isinstance(name, str) and name in NAMED_SPANS:
         return _classify_name(name, attributes)
     return None
 
