@@ -192,7 +192,8 @@ def bound(agents: int, max_agents: int) -> bool:
     growth = (full - half) / half
     print(f"  {agents:,} agents / {spans:,} spans, max_agents {max_agents:,} ({elapsed:.0f} s): "
           f"tracked at end {processor.engine.tracked_agents:,}, peak {peak_tracked:,}")
-    print(f"  evictions counted: {dict(sorted(evictions.items()))} (agent evictions expected {expected:,})")
+    counted = {f"{what}/{reason}": n for (what, reason), n in sorted(evictions.items()) if n}
+    print(f"  evictions counted: {counted} (agent evictions expected {expected:,})")
     print("  RSS: " + ", ".join(f"{i:,} agents {r / 2**20:.1f} MiB" for i, r in sorted(rss.items()))
           + f"; growth over the second half {growth * 100:+.1f}%")
     checks = {
@@ -210,18 +211,21 @@ def bound(agents: int, max_agents: int) -> bool:
 def main() -> int:
     args = arguments(__doc__.splitlines()[0], rounds=1)
     n = 300 if args.quick else 2000
+    # The bound first: RSS is only meaningful before the per-agent runs below leave freed memory to
+    # the allocator.
+    agents, max_agents = (20_000, 2_000) if args.quick else (100_000, 10_000)
+    print(f"state_memory: {agents:,} agents through max_agents {max_agents:,}")
+    ok = bound(agents, max_agents)
     print("state_memory: bytes per tracked agent")
     short = [prose(120, seed=s) for s in range(4)]
     long = [prose(3000, seed=100 + s) for s in range(4)]
     tool_bytes, _ = per_agent_bytes("tool-using agent", short, n)
     long_bytes, _ = per_agent_bytes("long-reasoning agent", long, max(100, n // 4))
     args_bytes, _ = per_agent_bytes("agent with 20 KB tool args", short, max(100, n // 4), payload=prose(20_000, 7))
-    ok = tool_bytes <= BYTES_TARGET and long_bytes <= BYTES_TARGET and args_bytes <= BYTES_TARGET
-    agents, max_agents = (20_000, 2_000) if args.quick else (100_000, 10_000)
-    print(f"state_memory: {agents:,} agents through max_agents {max_agents:,}")
-    ok &= bound(agents, max_agents)
-    print(f"  worst case at the bound: max_agents {max_agents:,} x {long_bytes:,.0f} B = "
-          f"{max_agents * long_bytes / 2**20:,.0f} MiB of agent state")
+    ok &= tool_bytes <= BYTES_TARGET and long_bytes <= BYTES_TARGET and args_bytes <= BYTES_TARGET
+    worst = max(long_bytes, args_bytes)
+    print(f"  worst case at the bound: max_agents {max_agents:,} x {worst:,.0f} B = "
+          f"{max_agents * worst / 2**20:,.0f} MiB of agent state")
     print("state_memory:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -14,7 +14,13 @@ __version__ = "0.1.0"
 
 from .config import GuardConfig
 from .control import AgentControl, GuardMessage, Mailbox, bind_control
-from .errors import AgentCancelled, ConfigError, OtelGuardError, RepetitiveOutputError, ToolTimeoutError
+from .errors import (
+    AgentCancelled,
+    ConfigError,
+    OtelGuardError,
+    RepetitiveOutputError,
+    ToolTimeoutError,
+)
 from .processor import GuardSpanProcessor
 from .records import Verdict
 from .signals import ToolSignal

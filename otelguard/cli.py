@@ -102,7 +102,11 @@ _KNOBS = {
 
 def _add_analyze_parser(subparsers: Any) -> None:
     from .analyzer.replay import DEFAULT_FLUSH_AFTER_RECORDS, DEFAULT_MAX_BUFFERED_SPANS
-    from .analyzer.results import DEFAULT_MAX_QUIET_AGENTS, DEFAULT_MAX_QUIET_ROWS, FAIL_ON_CHOICES
+    from .analyzer.results import (
+        DEFAULT_MAX_QUIET_AGENTS,
+        DEFAULT_MAX_QUIET_ROWS,
+        FAIL_ON_CHOICES,
+    )
 
     parser = subparsers.add_parser(
         "analyze",

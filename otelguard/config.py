@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from .errors import ConfigError
@@ -65,6 +73,13 @@ class RepeatToolReminderConfig(_Settings):
     def _patterns_shape(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
 
+    @field_validator("include", "exclude")
+    @classmethod
+    def _patterns_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not pattern for pattern in value):
+            raise ValueError(f"patterns must be non-empty strings, got {list(value)}")
+        return value
+
 
 class ThinkingLoopGuardConfig(_Settings):
     max_thinking_steps: int = Field(3, ge=2)
@@ -103,19 +118,18 @@ class GuardRow(BaseModel):
     name: str | None = None
     config: Union[TimeoutPolicyConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig, None] = None
 
-    @model_validator(mode="before")
+    @field_validator("config", mode="before")
     @classmethod
-    def _typed_config(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("id") in _CONFIG_MODELS:
-            raw = data.get("config")
-            model = _CONFIG_MODELS[data["id"]]
-            if raw is None:
-                raw = {}
-            if not isinstance(raw, (dict, BaseModel)):
-                raise ValueError(f"config must be a mapping, got {type(raw).__name__}")
-            if isinstance(raw, dict):
-                data = {**data, "config": model.model_validate(raw)}
-        return data
+    def _typed_config(cls, raw: Any, info: ValidationInfo) -> Any:
+        # A field validator (not a model one): errors inside the row's config are located under `config`.
+        model = _CONFIG_MODELS.get(info.data.get("id"))
+        if model is None or isinstance(raw, BaseModel):
+            return raw
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"config must be a mapping, got {type(raw).__name__}")
+        return model.model_validate(raw)
 
     @model_validator(mode="after")
     def _config_matches_id(self) -> "GuardRow":
@@ -204,9 +218,6 @@ def _field_path(location: list[Any], source: dict[str, Any]) -> str:
                 if isinstance(row, dict) and "id" in row:
                     label += f" ({row['id']})"
             parts.append(label)
-            rest = location[index + 1 : index + 2]
-            if parts[0] == "guards" and rest and rest[0] not in ("id", "name", "config"):
-                parts.append(".config")
         elif part in ("TimeoutPolicyConfig", "RepeatToolReminderConfig", "ThinkingLoopGuardConfig"):
             pass  # union member name: noise to a reader
         else:

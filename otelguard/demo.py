@@ -337,7 +337,9 @@ def _otlp_exporters(base_url: str) -> tuple[Any, Any, Any]:
     _probe_collector(base_url)
     # We report a failed export in one line ourselves; the exporters' retry warnings would bury it.
     logging.getLogger("opentelemetry.exporter.otlp").setLevel(logging.CRITICAL)
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+        OTLPMetricExporter,
+    )
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 

@@ -7,10 +7,23 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import weakref
 from typing import Callable
 
 MAX_PENDING = 1000
 WORKERS = 2
+
+
+_instances: "weakref.WeakSet[ControlDispatcher]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for instance in list(_instances):
+        instance._init()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class ControlDispatcher:
@@ -21,8 +34,7 @@ class ControlDispatcher:
         self._on_error = on_error
         self._workers = workers
         self._init()
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._init)
+        _instances.add(self)  # re-initialised in a forked child, without being kept alive by the hook
 
     def _init(self) -> None:
         self._queue: queue.Queue = queue.Queue(MAX_PENDING)
@@ -40,6 +52,8 @@ class ControlDispatcher:
         self._ensure_workers()
         done = threading.Event()
         with self._idle:
+            # Every worker is still on an earlier (slow) call: waiting cannot get this one run sooner.
+            busy = self._pending >= self._workers
             self._pending += 1
         try:
             self._queue.put_nowait((action, hook, done))
@@ -47,7 +61,7 @@ class ControlDispatcher:
             self._finished()
             self._on_outcome(action, "dropped")
             return
-        if not done.wait(self._wait_s):
+        if busy or not done.wait(self._wait_s):
             self._on_outcome(action, "slow")
 
     def _ensure_workers(self) -> None:

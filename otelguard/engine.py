@@ -16,7 +16,16 @@ from typing import Any, Callable, Mapping
 from . import conventions
 from .config import GuardConfig
 from .guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
-from .records import AgentRun, Classification, ModelCall, Record, SpanKind, SpanView, ToolCall, Verdict
+from .records import (
+    AgentRun,
+    Classification,
+    ModelCall,
+    Record,
+    SpanKind,
+    SpanView,
+    ToolCall,
+    Verdict,
+)
 from .state import BoundedMap, OpenSpans
 
 DEFAULT_MAX_AGENTS = 10_000

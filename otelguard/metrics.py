@@ -12,6 +12,7 @@ from .records import Verdict
 
 OTHER = "_other"
 MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
+MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
 INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_end", "control_hook",
                          "watchdog", "deliver")
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
@@ -31,6 +32,8 @@ class LabelCap:
     def __call__(self, value: str | None) -> str:
         if not value:
             return ""
+        if len(value) > MAX_LABEL_CHARS:
+            value = value[:MAX_LABEL_CHARS]
         if value in self._seen:
             return value
         with self._lock:

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
+from . import fastjson
 from .errors import OtelGuardError
 from .records import SpanEvent, SpanView, Status
-from . import fastjson
 
 __all__ = ["ReadProblem", "UnreadableInput", "iter_spans"]
 

@@ -11,6 +11,7 @@ hook and adds an `otelguard.verdict` event to the still-open agent-run span.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from dataclasses import dataclass
@@ -22,11 +23,18 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 
 from .config import GuardConfig
-from .conventions import MARKER_KEYS, NAMED_SPANS, classify
 from .containment import Containment
 from .control import AgentControl, bound_control, deliver, needs_delivery
+from .conventions import MARKER_KEYS, NAMED_SPANS, classify
 from .dispatch import ControlDispatcher
-from .engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged
+from .engine import (
+    DEFAULT_IDLE_TTL_S,
+    DEFAULT_MAX_AGENTS,
+    AgentRef,
+    GuardEngine,
+    Judged,
+)
+from .errors import ConfigError
 from .metrics import GuardMetrics
 from .records import ModelCall, SpanEvent, SpanKind, SpanView, Status, Verdict
 from .signals import TOOL_TIMEOUT, ToolSignal
@@ -102,8 +110,9 @@ class GuardSpanProcessor(SpanProcessor):
         meter_provider: MeterProvider | None = None,
         max_agents: int = DEFAULT_MAX_AGENTS,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
-        hook_wait_s: float = 0.05,
+        hook_wait_s: float = 0.045,  # plus timer overshoot: the span thread waits at most ~50 ms
     ):
+        _check_settings(max_agents=max_agents, idle_ttl_s=idle_ttl_s, hook_wait_s=hook_wait_s)
         self.metrics = GuardMetrics(meter_provider)
         self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
                                   on_evict=self.metrics.evicted)
@@ -322,6 +331,20 @@ class GuardSpanProcessor(SpanProcessor):
             return
         for verdict in verdicts:
             run.span.add_event("otelguard.verdict", verdict.attributes())
+
+
+def _check_settings(*, max_agents: Any, idle_ttl_s: Any, hook_wait_s: Any) -> None:
+    """The processor's own settings fail at construction, naming the setting, like the guard config."""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    if isinstance(max_agents, bool) or not isinstance(max_agents, int) or max_agents < 1:
+        raise ConfigError(f"max_agents: must be an integer >= 1 (got {max_agents!r})")
+    if idle_ttl_s is not None and not (number(idle_ttl_s) and idle_ttl_s > 0):
+        raise ConfigError(f"idle_ttl_s: must be a number of seconds > 0, or None (got {idle_ttl_s!r})")
+    if not (number(hook_wait_s) and hook_wait_s >= 0):
+        raise ConfigError(f"hook_wait_s: must be a number of seconds >= 0 (got {hook_wait_s!r})")
 
 
 def _plain(span: ReadableSpan) -> Mapping[str, Any]:

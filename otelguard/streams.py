@@ -6,7 +6,15 @@ the agent is steered (when `break_correction`) and the consumer gets `Repetitive
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, overload
+from typing import (
+    Any,
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    overload,
+)
 
 from opentelemetry import trace as trace_api
 
@@ -109,8 +117,17 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
 
 
 def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
+    breaker = watch.breaker
+    # Plain text deltas, nothing recorded: push straight to the breaker (the per-chunk hot path).
+    push = breaker.push if breaker is not None and watch.text_of is default_text_of and not watch.record_chunks else None
+    feed = watch.feed
     for item in stream:
-        watch.feed(item)
+        if push is not None and type(item) is str:
+            trip = push(item)
+            if trip is not None:
+                watch._tripped(watch.guard.break_verdict(trip, cut=True))
+        else:
+            feed(item)
         yield item
         if watch.error is not None:
             _close(stream)

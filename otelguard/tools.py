@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -42,8 +43,9 @@ def budget(*, timeout_ms: float) -> Callable[[F], F]:
     TOOL_TIMEOUT error (also when the tool raised on abort). A caller's own cancellation stands.
     Without an installed GuardSpanProcessor the tool runs untouched.
     """
-    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)) or timeout_ms <= 0:
-        raise ConfigError(f"budget timeout_ms: must be a number > 0 (got {timeout_ms!r})")
+    if (isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float))
+            or not math.isfinite(timeout_ms) or timeout_ms <= 0):
+        raise ConfigError(f"budget timeout_ms: must be a finite number > 0 (got {timeout_ms!r})")
 
     def decorate(function: F) -> F:
         name = getattr(function, "__name__", "tool")

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import os
 import threading
 import time
+import weakref
 from typing import Callable
+
+# Longest single wait (and longest deadline): Condition.wait overflows near threading.TIMEOUT_MAX, and a
+# deadline further out than this never fires in practice.
+_MAX_WAIT_S = 3600.0
+_MAX_DELAY_S = 10 * 365 * 24 * 3600.0
 
 
 class Deadline:
@@ -22,6 +29,18 @@ class Deadline:
         self.cancelled = True
 
 
+_instances: "weakref.WeakSet[Watchdog]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for instance in list(_instances):
+        instance._init_state()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Watchdog:
     """Fires callbacks at deadlines. Sleeps on a Condition; survives fork; joins on shutdown.
 
@@ -34,8 +53,7 @@ class Watchdog:
         self._clock = clock
         self._on_error = on_error
         self._init_state()
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=self._init_state)
+        _instances.add(self)  # re-initialised in a forked child, without being kept alive by the hook
 
     def _init_state(self) -> None:
         self._cond = threading.Condition(threading.Lock())
@@ -46,6 +64,9 @@ class Watchdog:
 
     def arm(self, delay_s: float, callback: Callable[[], None]) -> Deadline:
         deadline = Deadline(self._clock() + delay_s, callback)
+        if math.isnan(delay_s) or delay_s > _MAX_DELAY_S:  # NaN, infinite or absurdly far: it never fires
+            deadline.cancelled = True
+            return deadline
         with self._cond:
             if self._stopped:
                 deadline.cancelled = True
@@ -75,7 +96,7 @@ class Watchdog:
                             due.append(deadline)
                     if due:
                         break
-                    timeout = self._heap[0][0] - now if self._heap else None
+                    timeout = min(self._heap[0][0] - now, _MAX_WAIT_S) if self._heap else None
                     self._cond.wait(timeout)
             for deadline in due:
                 try:

@@ -356,3 +356,76 @@ def test_forked_child_uses_the_inherited_processor():
                 if s.name == "execute_tool probe"] == [None, 2, 3]
     finally:
         g.shutdown()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="os.fork on Linux")
+def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
+    """Forking while two threads end guarded spans never leaves a child stuck on one of otelguard's locks.
+
+    The guard's metrics go to the no-op meter here: the SDK's own metric aggregation locks are not
+    fork-safe (open-telemetry/opentelemetry-python#4345), which is not what this test is about.
+    """
+    from opentelemetry.metrics import NoOpMeterProvider
+
+    exporter = InMemorySpanExporter()
+    processor = otelguard.GuardSpanProcessor(REPEAT, downstream=[SimpleSpanProcessor(exporter)],
+                                             control=otelguard.Mailbox(), meter_provider=NoOpMeterProvider())
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    g = Guarded.__new__(Guarded)
+    g.tracer, g.processor, g.exporter = provider.get_tracer("fork"), processor, exporter
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            _repeat_run(g, calls=3)
+            exporter.clear()
+
+    workers = [threading.Thread(target=busy, name=f"busy-{i}") for i in range(2)]
+    for worker in workers:
+        worker.start()
+    outcomes: Counter = Counter()
+    try:
+        for _ in range(30):
+            pid = os.fork()
+            if pid == 0:
+                status = CHILD_RAISED
+                try:
+                    _repeat_run(g, calls=3)
+                    status = CHILD_OK if processor.force_flush(5_000) else CHILD_WRONG
+                finally:
+                    os._exit(status)
+            deadline = time.monotonic() + 10
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    outcomes[os.waitstatus_to_exitcode(status)] += 1
+                    break
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    os.waitpid(pid, 0)
+                    outcomes["hung"] += 1
+                    break
+                time.sleep(0.002)
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(JOIN_TIMEOUT_S)
+        provider.shutdown()
+    assert outcomes == Counter({CHILD_OK: 30})
+
+
+def test_a_dropped_processor_is_collected_and_leaves_the_registry():
+    """A processor dropped without shutdown is garbage-collected (its fork hooks do not keep it alive),
+    so it no longer counts as an active guard."""
+    import gc
+    import weakref
+
+    from otelguard.processor import active_processors
+
+    processor = otelguard.GuardSpanProcessor(REPEAT)
+    ref = weakref.ref(processor)
+    del processor
+    gc.collect()
+    assert ref() is None
+    assert not [p for p in active_processors() if p is ref()]

@@ -11,10 +11,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..otlp_json import BAD_SPAN, BLANK, LOG_RECORDS, METRICS, NOT_A_REQUEST, ReadProblem
+from .. import fastjson
+from ..otlp_json import (
+    BAD_SPAN,
+    BLANK,
+    LOG_RECORDS,
+    METRICS,
+    NOT_A_REQUEST,
+    ReadProblem,
+)
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
 from .replay import IDLE, MEMORY, TraceBuffer
-from .. import fastjson
 
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"

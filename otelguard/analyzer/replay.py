@@ -26,8 +26,8 @@ that arrives again (an export retried, overlapping files) is a duplicate and ski
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..containment import Containment
 from ..conventions import classify

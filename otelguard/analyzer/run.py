@@ -16,11 +16,18 @@ from typing import Any
 from ..config import GuardConfig
 from ..containment import Containment
 from ..engine import GuardEngine, Judged
-from ..otlp_json import BAD_SPAN, BLANK, NOT_A_REQUEST, ReadProblem, UnreadableInput, iter_spans
+from ..otlp_json import (
+    BAD_SPAN,
+    BLANK,
+    NOT_A_REQUEST,
+    ReadProblem,
+    UnreadableInput,
+    iter_spans,
+)
 from ..records import SpanView
 from .coverage import Coverage, FileCoverage
 from .inputs import InputError, open_input
-from .replay import Batch, ReplayLimits, Replayer, TraceBuffer
+from .replay import Batch, Replayer, ReplayLimits, TraceBuffer
 from .results import (
     DEFAULT_MAX_QUIET_AGENTS,
     DEFAULT_MAX_QUIET_ROWS,
@@ -29,6 +36,7 @@ from .results import (
     action_reaches,
     is_counting,
 )
+
 
 @dataclass(frozen=True, slots=True)
 class AnalyzerOptions:

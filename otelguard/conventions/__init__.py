@@ -17,7 +17,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import semconv as sc
-from ..records import AgentRun, Classification, Content, ModelCall, SpanKind, SpanView, ToolCall
+from ..records import (
+    AgentRun,
+    Classification,
+    Content,
+    ModelCall,
+    SpanKind,
+    SpanView,
+    ToolCall,
+)
 from . import genai, openinference, openllmetry
 
 __all__ = ["MARKER_KEYS", "NAMED_SPANS", "classify", "read"]

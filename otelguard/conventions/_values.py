@@ -15,10 +15,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..records import Chunk, Content, ModelCall, RequestedToolCall, SpanEvent, Status
-from .. import fastjson
 
 # A broken instrumentation may nest absurdly; deeper payloads are not worth walking.
 _MAX_WALK_DEPTH = 16

@@ -16,7 +16,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import semconv as sc
-from ..records import AgentRun, Classification, Content, ModelCall, SpanKind, SpanView, ToolCall
+from ..records import (
+    AgentRun,
+    Classification,
+    Content,
+    ModelCall,
+    SpanKind,
+    SpanView,
+    ToolCall,
+)
 from . import genai
 from ._values import (
     Output,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -37,13 +38,27 @@ class RepeatChain:
 
     def observe(self, tool_name: str, canonical_arguments: str) -> int:
         """Record one tracked call; return its position in the run of identical calls (1 = first)."""
-        key = (tool_name, canonical_arguments)
+        key = (tool_name, _compact(canonical_arguments))
         if key == self.key:
             self.count += 1
         else:
             self.key, self.count = key, 1
         return self.count
 
+    def matches(self, tool_name: str, canonical_arguments: str) -> bool:
+        """Whether a call with these arguments would continue the current run."""
+        return self.key == (tool_name, _compact(canonical_arguments))
+
     def reset(self) -> None:
         """A new user prompt starts a new chain."""
         self.key, self.count = None, 0
+
+
+_VERBATIM_UP_TO = 64
+
+
+def _compact(arguments: str) -> str | bytes:
+    """Arguments as the chain keeps them: short ones verbatim, long ones as a 128-bit digest (bounded state)."""
+    if len(arguments) <= _VERBATIM_UP_TO:
+        return arguments
+    return hashlib.blake2b(arguments.encode("utf-8", "surrogatepass"), digest_size=16).digest()

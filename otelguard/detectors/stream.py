@@ -41,19 +41,28 @@ def periodic_period(text: str, max_period: int, min_span: int) -> int:
     max(min_span, 2p) characters are exactly p-periodic.
     """
     n = len(text)
-    for period in range(1, max_period + 1):
+    if n < 2 or max_period < 1:
+        return 0
+    # A qualifying p repeats the last k characters p characters earlier (the periodic span covers
+    # p + k characters), so only the occurrences of that suffix found by rfind are candidates.
+    k = max(1, min(8, min_span - max_period, n - 1))
+    suffix = text[n - k:]
+    lo = max(0, n - k - max_period)
+    hi = n - 1  # an occurrence must end before the text does
+    while True:
+        start = text.rfind(suffix, lo, hi)
+        if start < 0:
+            return 0
+        period = n - k - start  # rfind from the right: smallest period first
         span = max(min_span, 2 * period)
         if span > n:
             if 2 * period > n:
-                break
-            continue
-        # Cheap reject before the slice comparison.
-        if text[-1] != text[-1 - period]:
-            continue
-        tail = text[-span:]
-        if tail[period:] == tail[:-period] and len(set(text[-period:])) >= 2:
-            return period
-    return 0
+                return 0
+        else:
+            tail = text[-span:]
+            if tail[period:] == tail[:-period] and len(set(text[-period:])) >= 2:
+                return period
+        hi = start + k - 1
 
 
 def trailing_periodic_span(text: str, max_period: int, min_span: int) -> int:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import heapq
+from array import array
 from dataclasses import dataclass
 from enum import StrEnum
 
-from .text import containment, grams, repeat_ratio
+from .text import gram_hashes, grams, repeat_ratio_of
+
+SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: 1 KB, containment sd ~0.04 at 0.6
 
 
 class Step(StrEnum):
@@ -33,7 +37,7 @@ class ThinkingLoopDetector:
 
     __slots__ = (
         "max_thinking_steps", "min_reasoning_chars", "repeat_ratio_threshold",
-        "similarity_threshold", "max_fires", "_previous", "stalled", "fires",
+        "similarity_threshold", "max_fires", "_previous", "_previous_size", "stalled", "fires",
     )
 
     def __init__(
@@ -50,7 +54,8 @@ class ThinkingLoopDetector:
         self.repeat_ratio_threshold = repeat_ratio
         self.similarity_threshold = similarity_threshold
         self.max_fires = max_fires
-        self._previous: frozenset[str] | None = None
+        self._previous: array | None = None  # bottom-k hashes of the previous judged call's 4-grams
+        self._previous_size = 0
         self.stalled = 0
         self.fires = 0
 
@@ -58,14 +63,17 @@ class ThinkingLoopDetector:
         """Judge one ended model call. None when its reasoning is too short to judge (no state change)."""
         if len(reasoning) < self.min_reasoning_chars:
             return None
-        current = grams(reasoning)
+        windows = grams(reasoning)
+        hashes = gram_hashes(windows)
         overlap: float | None = None
         repeated = False
         if self._previous is not None and self.similarity_threshold > 0:
-            overlap = containment(current, self._previous)
+            overlap = _estimated_containment(self._previous, self._previous_size, hashes, len(windows))
             repeated = overlap >= self.similarity_threshold
-        self._previous = current
-        ratio = repeat_ratio(reasoning)
+        # Keep a bounded sample of this call's windows (a bottom-k sketch), not the windows themselves.
+        self._previous = array("L", heapq.nsmallest(SKETCH_SIZE, hashes))
+        self._previous_size = len(windows)
+        ratio = repeat_ratio_of(len(reasoning), len(windows))  # the window set is already built
 
         if not has_output:
             step = Step.REASONING_ONLY
@@ -88,6 +96,15 @@ class ThinkingLoopDetector:
             else:
                 capped = True
         return ThinkingJudgement(step, stalled, fire, capped, overlap, ratio)
+
+
+def _estimated_containment(sketch: array, size: int, current: set[int], current_size: int) -> float:
+    """|previous ∩ current| / min(|previous|, |current|), the intersection estimated from the previous
+    call's bottom-k sketch (exact when the previous call had at most SKETCH_SIZE distinct grams)."""
+    if not sketch or not current:
+        return 0.0
+    found = sum(1 for h in sketch if h in current)
+    return min(1.0, size * found / len(sketch) / min(size, current_size))
 
 
 DETAILS = {

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from ..config import REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY, GuardConfig
+from ..config import (
+    REPEAT_TOOL_REMINDER,
+    THINKING_LOOP_GUARD,
+    TIMEOUT_POLICY,
+    GuardConfig,
+)
 from .base import Guard, ModelFacts, ToolStart
 from .repeat_tool_reminder import RepeatToolReminder
 from .thinking_loop_guard import ThinkingLoopGuard

@@ -60,7 +60,7 @@ class RepeatToolReminder(Guard):
         key = self._key(call)
         if key is None:
             return
-        upcoming = state.count + 1 if key == state.key else 1
+        upcoming = state.count + 1 if state.matches(*key) else 1
         if upcoming >= stop:
             decision.block = self._verdict(key, upcoming)
 

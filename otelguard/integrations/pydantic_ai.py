@@ -38,7 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 try:
-    from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering, Instrumentation
+    from pydantic_ai.capabilities import (
+        AbstractCapability,
+        CapabilityOrdering,
+        Instrumentation,
+    )
     from pydantic_ai.exceptions import ModelRetry
     from pydantic_ai.messages import (
         ModelRequest,
