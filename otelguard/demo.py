@@ -16,6 +16,7 @@ missing extra). The message is one line on stderr.
 from __future__ import annotations
 
 import argparse
+import re
 import asyncio
 import logging
 import signal
@@ -173,12 +174,12 @@ class _Demo:
         _require("pydantic_ai", "pydantic-ai", "demo")
         from .processor import GuardSpanProcessor
 
-        readers: list[Any] = []
+        # Always read the metrics as Prometheus would: the run ends by printing them (and serves them).
+        reader, registry = _prometheus_reader()
+        readers: list[Any] = [reader]
         server = None
         span_exporter = metric_exporter = otlp_reader = None
         if serve is not None:
-            reader, registry = _prometheus_reader()
-            readers.append(reader)
             server = _PrometheusServer(registry, *serve)  # binds now: fail before the scenarios run
         try:
             if otlp is not None:
@@ -202,6 +203,7 @@ class _Demo:
                 outcomes = asyncio.run(self._scenarios(tracer_provider, printer))
                 self._summary(outcomes, printer, time.perf_counter() - started)
                 tracer_provider.force_flush()
+                self._metrics(registry, serving=server is not None)
                 if otlp_reader is not None:
                     otlp_reader.force_flush()  # not the provider: a Prometheus reader would queue a stale copy
                 if span_exporter is not None:
@@ -248,6 +250,23 @@ class _Demo:
         spans = ", ".join(f"{kind} {printer.spans[kind]}" for kind in ("invoke_agent", "chat", "execute_tool"))
         self.write(f"  {len(results)} scenarios, {len(printer.alerts)} alerts ({by_action}); "
                    f"spans judged: {spans}; {elapsed:.1f} s")
+
+
+    def _metrics(self, registry: Any, *, serving: bool) -> None:
+        from prometheus_client import generate_latest
+
+        shown = ("otelguard_verdicts_total", "otelguard_loop_tokens_total", "otelguard_control_calls_total",
+                 "otelguard_spans_total")
+        samples = [line for line in generate_latest(registry).decode().splitlines()
+                   if line.startswith(shown) and not line.endswith(" 0.0")]
+        self.write()
+        where = "served below" if serving else "add --serve 127.0.0.1:9464 to serve them"
+        self.write(f"metrics (what Prometheus scrapes; {where})")
+        for line in samples:
+            self.write(f"  {_SCOPE_LABELS.sub('', line).replace(',}', '}')}")
+
+
+_SCOPE_LABELS = re.compile(r'otel_scope_[a-z_]+="[^"]*",?')  # the same on every line: noise when printed
 
 
 # --- options -----------------------------------------------------------------------------------------

@@ -87,6 +87,16 @@ def test_demo_prints_a_summary(default_run):
     assert "4 scenarios, 4 alerts (abort 1, break 1, remind 1, steer 1)" in default_run[1]
 
 
+def test_demo_prints_the_guard_metrics_as_prometheus_scrapes_them(default_run):
+    """Without --serve the run still ends with the guard's metrics, counted from the loops it judged."""
+    _, out, _ = default_run
+    block = out.split("metrics (what Prometheus scrapes", 1)[1]
+    assert 'otelguard_verdicts_total{gen_ai_agent_name="weather-agent",gen_ai_tool_name="get_weather",' \
+           'otelguard_action="remind",otelguard_guard="repeat-tool-reminder",otelguard_rule="repeat-threshold"} 1.0' \
+           in block
+    assert 'otelguard_spans_total{otelguard_convention="genai",otelguard_span_kind="tool"} 4.0' in block
+
+
 def test_demo_alerts_come_in_scenario_order(default_run):
     """Alerts are printed as they fire, in scenario order."""
     out = default_run[1]
