@@ -283,7 +283,7 @@ class GuardSpanProcessor(SpanProcessor):
         if not shown:
             return span
         if not self._downstream:
-            self._mark_run(judged.agent, shown, run)
+            self._mark_run(judged.agent, shown, run, context.span_id)
             return span
         return _enriched(span, shown)
 
@@ -325,12 +325,13 @@ class GuardSpanProcessor(SpanProcessor):
                 else:
                     self._dispatcher.call(verdict.action, lambda: deliver(control, verdict))
 
-    def _mark_run(self, agent: AgentRef, verdicts: list[Verdict], ended_run: _Run | None) -> None:
+    def _mark_run(self, agent: AgentRef, verdicts: list[Verdict], ended_run: _Run | None, span_id: int) -> None:
         run = ended_run or (self._runs.get(agent.run_span_id) if agent.run_span_id is not None else None)
         if run is None or not run.span.is_recording():
             return
+        judged = f"{span_id:016x}"  # which span the verdict is about: the event sits on the agent run
         for verdict in verdicts:
-            run.span.add_event("otelguard.verdict", verdict.attributes())
+            run.span.add_event("otelguard.verdict", {**verdict.attributes(), "otelguard.span_id": judged})
 
 
 def _check_settings(*, max_agents: Any, idle_ttl_s: Any, hook_wait_s: Any) -> None:

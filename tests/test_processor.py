@@ -71,9 +71,12 @@ def test_sibling_mode_adds_verdict_event_to_open_agent_run(span_exporter, meter_
             _tool(tracer)
     finally:
         provider.shutdown()
-    agent = next(s for s in span_exporter.get_finished_spans() if s.name.startswith("invoke_agent"))
+    spans = span_exporter.get_finished_spans()
+    agent = next(s for s in spans if s.name.startswith("invoke_agent"))
+    second_tool = [s for s in spans if s.name == "execute_tool probe"][1]
     events = [e for e in agent.events if e.name == "otelguard.verdict"]
     assert len(events) == 1 and events[0].attributes["otelguard.action"] == "remind"
+    assert events[0].attributes["otelguard.span_id"] == f"{second_tool.context.span_id:016x}"
     assert [m.rule for m in mailbox.drain()] == ["repeat-threshold"]
 
 
