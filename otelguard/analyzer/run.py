@@ -122,34 +122,26 @@ def analyze(
         lines_with_items = 0
         try:
             for item in iter_spans(source):
-                if type(item) is SpanView:
-                    line = source.lines
-                    if line != current_line:
-                        if current_line >= 0:
-                            replay(buffer.ready(record))
-                        current_line = line
-                        lines_with_items += 1
-                        record += 1
-                    if line != record_line:
-                        record_line = line
-                        file.span_records += 1
-                    file.spans += 1
-                    coverage.spans_read += 1
-                    batches = buffer.add(item, record)
-                    if batches:
-                        replay(batches)
-                    continue
-                problem: ReadProblem = item  # type: ignore[assignment]
-                line = problem.line
-                if line != current_line:
+                is_span = type(item) is SpanView
+                line = source.lines if is_span else item.line  # type: ignore[union-attr]
+                if line != current_line:  # a new line: traces complete by now can be replayed
                     if current_line >= 0:
                         replay(buffer.ready(record))
                     current_line = line
                     lines_with_items += 1
                     record += 1
-                if problem.reason == BAD_SPAN and line != record_line:  # a trace request all the same
+                # A line with spans, or with a span too broken to read, was a trace request all the same.
+                if line != record_line and (is_span or item.reason == BAD_SPAN):  # type: ignore[union-attr]
                     record_line = line
                     file.span_records += 1
+                if is_span:
+                    file.spans += 1
+                    coverage.spans_read += 1
+                    batches = buffer.add(item, record)  # type: ignore[arg-type]
+                    if batches:
+                        replay(batches)
+                    continue
+                problem: ReadProblem = item  # type: ignore[assignment]
                 if first_problem is None and problem.reason != BLANK:
                     first_problem = problem
                 coverage.problem(file, problem, source.last if line == source.lines else None)
