@@ -4,26 +4,14 @@ a slow or stuck one finishes in the background after at most `wait_s`.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
-import weakref
 from typing import Callable
+
+from .forksafe import reinit_after_fork
 
 MAX_PENDING = 1000
 WORKERS = 2
-
-
-_instances: "weakref.WeakSet[ControlDispatcher]" = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for instance in list(_instances):
-        instance._init()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class ControlDispatcher:
@@ -34,7 +22,7 @@ class ControlDispatcher:
         self._on_error = on_error
         self._workers = workers
         self._init()
-        _instances.add(self)  # re-initialised in a forked child, without being kept alive by the hook
+        reinit_after_fork(self, "_init")
 
     def _init(self) -> None:
         self._queue: queue.Queue = queue.Queue(MAX_PENDING)

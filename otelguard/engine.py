@@ -211,10 +211,6 @@ class GuardEngine:
         """The agent of an open span inside an agent run, if known."""
         return self._open.get(span_id)
 
-    def new_breaker(self):
-        """A standalone breaker with this engine's settings (for streams outside any model span)."""
-        return self.thinking.new_breaker() if self.thinking is not None else None
-
     # --- agents ----------------------------------------------------------------------------------
     def _state(self, agent: AgentRef) -> AgentState:
         return self._agents.get_or_create(

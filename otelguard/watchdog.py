@@ -5,11 +5,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import os
 import threading
 import time
-import weakref
 from typing import Callable
+
+from .forksafe import reinit_after_fork
 
 # Longest single wait (and longest deadline): Condition.wait overflows near threading.TIMEOUT_MAX, and a
 # deadline further out than this never fires in practice.
@@ -29,18 +29,6 @@ class Deadline:
         self.cancelled = True
 
 
-_instances: "weakref.WeakSet[Watchdog]" = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for instance in list(_instances):
-        instance._init_state()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 class Watchdog:
     """Fires callbacks at deadlines. Sleeps on a Condition; survives fork; joins on shutdown.
 
@@ -53,7 +41,7 @@ class Watchdog:
         self._clock = clock
         self._on_error = on_error
         self._init_state()
-        _instances.add(self)  # re-initialised in a forked child, without being kept alive by the hook
+        reinit_after_fork(self, "_init_state")
 
     def _init_state(self) -> None:
         self._cond = threading.Condition(threading.Lock())

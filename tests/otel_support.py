@@ -31,17 +31,30 @@ def metric_points(reader: InMemoryMetricReader, name: str, *, include_zero: bool
     return points
 
 
-def output_messages(text: str = "", reasoning: str = "", tool_calls: list[dict] | None = None) -> str:
-    """A `gen_ai.output.messages` value as pydantic-ai writes it."""
+def output_messages(text: str = "", reasoning: str = "", tool: str | None = None,
+                    tool_calls: list[dict] | None = None) -> str:
+    """A `gen_ai.output.messages` value as pydantic-ai writes it; `tool` is a call with {"city": "Paris"}."""
     parts: list[dict[str, Any]] = []
     if reasoning:
         parts.append({"type": "thinking", "content": reasoning})
     if text:
         parts.append({"type": "text", "content": text})
+    if tool:
+        parts.append({"type": "tool_call", "id": "call", "name": tool, "arguments": {"city": "Paris"}})
     for call in tool_calls or []:
         parts.append({"type": "tool_call", "id": call.get("id", "c"), "name": call["name"],
                       "arguments": call.get("arguments", {})})
     return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "stop"}])
+
+
+def tool_span(tracer: Any, name: str = "probe", arguments: str = '{"q":"same"}', result: str = "ok") -> None:
+    """One `execute_tool` span with GenAI semconv attributes, its result set before it ends."""
+    with tracer.start_as_current_span(
+        f"execute_tool {name}",
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.arguments": arguments},
+    ) as span:
+        span.set_attribute("gen_ai.tool.call.result", result)
 
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"

@@ -20,6 +20,7 @@ import pytest
 from otelguard.analyzer import ACTION_ORDER, FAIL_ON_CHOICES, AnalyzerOptions, ReplayLimits, action_reaches, analyze
 from otelguard.cli import main
 from vectors_support import SHORT_REMINDER
+from otel_support import output_messages
 
 TRACE = "5b8efff798038103d269b633813fc60c"
 OTHER_TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -84,14 +85,7 @@ def agent(span_id: str, start: int, end: int, *, name: str = "weather", parent: 
 def model(span_id: str, parent: str | None, start: int, end: int, *, text: str = "", reasoning: str = "",
           tool: str | None = None, trace: str = TRACE, events: list[dict[str, Any]] | None = None,
           **extra: Any) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = []
-    if reasoning:
-        parts.append({"type": "thinking", "content": reasoning})
-    if text:
-        parts.append({"type": "text", "content": text})
-    if tool:
-        parts.append({"type": "tool_call", "id": "c1", "name": tool, "arguments": {"city": "Paris"}})
-    messages = json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "stop"}])
+    messages = output_messages(text=text, reasoning=reasoning, tool=tool)
     return span("chat fake-model", span_id, start=start, end=end, parent=parent, trace=trace, events=events,
                 attrs={"gen_ai.operation.name": "chat", "gen_ai.request.model": "fake-model",
                        "gen_ai.output.messages": messages}, **extra)

@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 
 import otelguard
 from otelguard.analyzer import analyze
+from otel_support import output_messages, tool_span
 from vectors_support import R
 
 
@@ -50,17 +51,6 @@ class OtlpJsonLinesExporter(SpanExporter):
         pass
 
 
-def output_messages(text: str = "", reasoning: str = "", tool: str | None = None) -> str:
-    parts: list[dict[str, Any]] = []
-    if reasoning:
-        parts.append({"type": "thinking", "content": reasoning})
-    if text:
-        parts.append({"type": "text", "content": text})
-    if tool:
-        parts.append({"type": "tool_call", "id": "call", "name": tool, "arguments": {"city": "Paris"}})
-    return json.dumps([{"role": "assistant", "parts": parts, "finish_reason": "stop"}])
-
-
 CHAT = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted"}
 
 
@@ -77,15 +67,6 @@ def model_call(tracer, **output: Any) -> None:
         span.set_attribute("gen_ai.output.messages", output_messages(**output))
 
 
-def tool_call(tracer, name: str, arguments: str, result: str = "sunny") -> None:
-    with tracer.start_as_current_span(
-        f"execute_tool {name}",
-        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                    "gen_ai.tool.call.arguments": arguments},
-    ) as span:
-        span.set_attribute("gen_ai.tool.call.result", result)
-
-
 @otelguard.budget(timeout_ms=50)
 def slow_lookup() -> str:
     otelguard.tool_signal().wait(5)
@@ -97,10 +78,10 @@ def scripted_agent(tracer) -> None:
     with agent_run(tracer, "weather", "conversation-1"):
         for _ in range(5):  # same call, same arguments (spacing differs): remind at 3 and 5
             model_call(tracer, tool="get_weather")
-            tool_call(tracer, "get_weather", '{"city": "Paris"}')
+            tool_span(tracer, "get_weather", '{"city": "Paris"}')
         with agent_run(tracer, "researcher", "conversation-1"):  # a sub-agent with its own chain
             for _ in range(3):
-                tool_call(tracer, "probe", '{"q":"same"}')
+                tool_span(tracer, "probe", '{"q":"same"}')
         for seed in ("angle one", "angle two", "angle three"):  # reasoning-only x3: steer
             model_call(tracer, reasoning=R(seed, 3000))
         with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:  # cut mid-stream
@@ -122,7 +103,7 @@ def scripted_agent(tracer) -> None:
     with agent_run(tracer, "weather", "conversation-1"):  # a new prompt: the repeat chain restarts
         for _ in range(2):
             model_call(tracer, tool="get_weather")
-            tool_call(tracer, "get_weather", '{"city":"Paris"}')
+            tool_span(tracer, "get_weather", '{"city":"Paris"}')
 
 
 VerdictKey = tuple[str, str, str, str, str, Any, Any, Any, Any]

@@ -93,7 +93,7 @@ def test_an_invalid_row_field_is_named(row, field):
     """An unknown, missing or mistyped row id or name raises ConfigError naming it."""
     with pytest.raises(ConfigError) as caught:
         GuardConfig.load({"guards": [row]})
-    assert f"guards[0]" in str(caught.value) and f".{field}" in str(caught.value)
+    assert "guards[0]" in str(caught.value) and f".{field}" in str(caught.value)
 
 
 def test_an_unknown_row_key_is_named_as_a_row_key():

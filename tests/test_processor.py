@@ -8,10 +8,9 @@ import time
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
-from otel_support import metric_points, output_messages
+from otel_support import metric_points, output_messages, tool_span
 
 REPEAT_ONLY = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
 
@@ -22,21 +21,12 @@ def _agent(tracer, name="agent-a", **attributes):
                                             **attributes})
 
 
-def _tool(tracer, name="probe", arguments='{"q":"same"}', result="ok"):
-    with tracer.start_as_current_span(
-        f"execute_tool {name}",
-        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                    "gen_ai.tool.call.arguments": arguments},
-    ) as span:
-        span.set_attribute("gen_ai.tool.call.result", result)
-
-
 def test_exported_tool_span_carries_verdict_attributes(guard_factory, span_exporter):
     """The downstream exporter receives the judged span with the otelguard.* attributes and a verdict event."""
     tracer, _ = guard_factory(REPEAT_ONLY)
     with _agent(tracer):
-        _tool(tracer)
-        _tool(tracer)
+        tool_span(tracer)
+        tool_span(tracer)
     second = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool probe"][1]
     assert second.attributes["otelguard.verdict"] == "repeated_tool_call"
     assert second.attributes["otelguard.rule"] == "repeat-threshold"
@@ -52,7 +42,7 @@ def test_first_call_and_unrelated_spans_pass_through_unchanged(guard_factory, sp
     with _agent(tracer):
         with tracer.start_as_current_span("http GET", attributes={"http.method": "GET"}):
             pass
-        _tool(tracer)
+        tool_span(tracer)
     spans = {s.name: s for s in span_exporter.get_finished_spans()}
     assert "otelguard.verdict" not in spans["http GET"].attributes
     assert "otelguard.verdict" not in spans["execute_tool probe"].attributes
@@ -67,8 +57,8 @@ def test_sibling_mode_adds_verdict_event_to_open_agent_run(span_exporter, meter_
     tracer = provider.get_tracer("tests")
     try:
         with _agent(tracer):
-            _tool(tracer)
-            _tool(tracer)
+            tool_span(tracer)
+            tool_span(tracer)
     finally:
         provider.shutdown()
     spans = span_exporter.get_finished_spans()
@@ -86,8 +76,8 @@ def test_reminder_reaches_bound_control_with_plugin_source(guard_factory):
     bound = otelguard.Mailbox()
     with otelguard.bind_control(bound):
         with _agent(tracer):
-            _tool(tracer)
-            _tool(tracer)
+            tool_span(tracer)
+            tool_span(tracer)
     (message,) = bound.drain()
     assert message.source == {"kind": "plugin", "plugin": "repeat-tool-reminder"}
     assert message.text.startswith("You are repeating the exact same tool call")
@@ -97,8 +87,8 @@ def test_verdict_metrics_are_recorded(guard_factory, metric_reader):
     """Verdicts and judged spans are counted with their documented attributes."""
     tracer, _ = guard_factory(REPEAT_ONLY)
     with _agent(tracer, name="metered"):
-        _tool(tracer)
-        _tool(tracer)
+        tool_span(tracer)
+        tool_span(tracer)
     verdicts = metric_points(metric_reader, "otelguard.verdicts")
     assert verdicts == [({"otelguard.guard": "repeat-tool-reminder", "otelguard.rule": "repeat-threshold",
                           "otelguard.action": "remind", "gen_ai.agent.name": "metered",
@@ -133,8 +123,8 @@ def test_raising_control_hook_is_contained_and_counted(guard_factory, metric_rea
     """A hook that raises never reaches the agent; the failure is counted as an error outcome."""
     tracer, processor = guard_factory(REPEAT_ONLY, control=_RaisingControl())
     with _agent(tracer):
-        _tool(tracer)
-        _tool(tracer)
+        tool_span(tracer)
+        tool_span(tracer)
     processor.force_flush()
     outcomes = metric_points(metric_reader, "otelguard.control.calls")
     assert outcomes == [({"otelguard.action": "remind", "outcome": "error"}, 1)]
@@ -163,9 +153,9 @@ def test_blocking_control_hook_does_not_hold_the_span_thread(guard_factory, metr
     control = _BlockingControl()
     tracer, processor = guard_factory(REPEAT_ONLY, control=control)
     with _agent(tracer):
-        _tool(tracer)
+        tool_span(tracer)
         started = time.perf_counter()
-        _tool(tracer)
+        tool_span(tracer)
         elapsed = time.perf_counter() - started
     assert control.called.wait(5)
     control.release.set()
@@ -180,7 +170,7 @@ def test_agent_state_is_bounded_and_evictions_counted(guard_factory, metric_read
     tracer, processor = guard_factory(REPEAT_ONLY, max_agents=2)
     for index in range(3):
         with _agent(tracer, name=f"agent-{index}"):
-            _tool(tracer)
+            tool_span(tracer)
     assert processor.engine.tracked_agents == 2
     evictions = metric_points(metric_reader, "otelguard.state.evictions")
     assert ({"otelguard.state": "agent", "reason": "capacity"}, 1) in evictions
@@ -190,8 +180,8 @@ def test_malformed_arguments_still_make_a_chain(guard_factory, span_exporter):
     """Arguments that are not JSON are compared verbatim rather than dropped."""
     tracer, _ = guard_factory(REPEAT_ONLY)
     with _agent(tracer):
-        _tool(tracer, arguments="{not json")
-        _tool(tracer, arguments="{not json")
+        tool_span(tracer, arguments="{not json")
+        tool_span(tracer, arguments="{not json")
     second = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool probe"][1]
     assert second.attributes["otelguard.repeat.count"] == 2
 
@@ -235,7 +225,7 @@ def test_json_arguments_with_other_spacing_are_one_key(guard_factory, span_expor
     """The same arguments as differently spaced JSON strings count as one repeated call."""
     tracer, _ = guard_factory(REPEAT_ONLY)
     with _agent(tracer):
-        _tool(tracer, arguments=json.dumps({"b": 1, "a": [1, 2]}))
-        _tool(tracer, arguments='{ "a" : [1,2],  "b":1 }')
+        tool_span(tracer, arguments=json.dumps({"b": 1, "a": [1, 2]}))
+        tool_span(tracer, arguments='{ "a" : [1,2],  "b":1 }')
     second = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool probe"][1]
     assert second.attributes["otelguard.repeat.count"] == 2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..records import ModelCall, SpanView, ToolCall, Verdict
@@ -21,7 +21,6 @@ class ModelFacts:
     """What the live side saw of a model call besides its record (a breaker fed mid-stream)."""
 
     live_trip: Verdict | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Guard:
