@@ -6,13 +6,10 @@ the agent is steered (when `break_correction`) and the consumer gets `Repetitive
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from itertools import chain, islice, tee
 from typing import (
     Any,
-    AsyncIterable,
-    AsyncIterator,
-    Callable,
-    Iterable,
-    Iterator,
     overload,
 )
 
@@ -117,17 +114,46 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
 
 
 def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
+    if watch.breaker is not None and watch.text_of is default_text_of and not watch.record_chunks:
+        return chain.from_iterable(_text_batches(stream, watch))
+    return _watch_items(stream, iter(stream), watch)
+
+
+def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any]]:
+    """The hot path for plain text deltas: hand the consumer `budget` deltas at a time, untouched.
+
+    Each batch goes out through a tee (C code, no Python per delta); its copy is judged when the
+    consumer asks for the delta after it. The breaker's budget guarantees no delta before the
+    batch's last could trip, so the consumer gets exactly the deltas up to the tripping one.
+    """
     breaker = watch.breaker
-    # Plain text deltas, nothing recorded: push straight to the breaker (the per-chunk hot path).
-    push = breaker.push if breaker is not None and watch.text_of is default_text_of and not watch.record_chunks else None
-    feed = watch.feed
-    for item in stream:
-        if push is not None and type(item) is str:
-            trip = push(item)
-            if trip is not None:
+    judge = breaker.push_many
+    items = iter(stream)
+    while True:
+        served, kept = tee(islice(items, breaker.budget))
+        yield served
+        batch = list(kept)
+        if not batch:
+            return
+        try:
+            trip = judge(batch)
+        except TypeError:  # not text after all (framework events): judge item by item from here on
+            for item in batch:
+                watch.feed(item)
+            if watch.error is None:
+                yield _watch_items(stream, items, watch)
+                return
+            trip = None
+        if trip is not None or watch.error is not None:
+            if watch.error is None:
                 watch._tripped(watch.guard.break_verdict(trip, cut=True))
-        else:
-            feed(item)
+            _close(stream)
+            raise watch.error
+
+
+def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> Iterator[Any]:
+    for item in items:
+        watch.feed(item)
         yield item
         if watch.error is not None:
             _close(stream)
@@ -135,8 +161,17 @@ def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
 
 
 async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
+    breaker = watch.breaker
+    # Plain text deltas, nothing recorded: straight to the breaker, which only collects them until
+    # its budget runs out (an async generator cannot hand items through in C, as the sync path does).
+    push = breaker.push if breaker is not None and watch.text_of is default_text_of and not watch.record_chunks else None
     async for item in stream:
-        watch.feed(item)
+        if push is not None and type(item) is str:
+            trip = push(item)
+            if trip is not None:
+                watch._tripped(watch.guard.break_verdict(trip, cut=True))
+        else:
+            watch.feed(item)
         yield item
         if watch.error is not None:
             closer = getattr(stream, "aclose", None) or getattr(stream, "close", None)

@@ -2,6 +2,18 @@
 
 Two rules share one breaker: a trailing run of identical (trimmed) deltas, and an exact short cycle
 at the character level (a cycle of short lines never makes identical deltas).
+
+The rules are not evaluated on every delta. The breaker keeps a `budget`: how many deltas may arrive
+before either rule could possibly trip. Deltas inside the budget are only collected; the rules run
+on the delta that exhausts it. That lets `watch_stream` hand deltas through untouched, in C, and
+judge them a batch at a time, and it is why the breaker costs a few nanoseconds a delta.
+- Identical chunks: a run of r needs max_repeated_text - r more deltas, so the identical rule trips
+  on exactly the delta a per-delta judge would.
+- Repeating cycle: a periodic tail grows by at most one character a character, so `cycle_scan`
+  bounds how far off a trip is (about 185 characters of prose, with the defaults). The rule is due
+  no later than CYCLE_CHECK_EVERY - 1 characters after that bound, the design's cadence; the budget
+  turns those characters into deltas at the average delta length, so with uneven deltas an
+  evaluation may land a little late (never early: a trip is only ever reported on a periodic tail).
 """
 
 from __future__ import annotations
@@ -10,7 +22,10 @@ from dataclasses import dataclass
 
 IDENTICAL_CHUNKS = "identical-chunks"
 REPEATING_CYCLE = "repeating-cycle"
-CYCLE_CHECK_EVERY = 32  # characters between cycle checks: bounds the per-character cost
+CYCLE_CHECK_EVERY = 32  # a forming cycle is caught within this many characters (the design's cadence)
+SUFFIX_PROBE = 8  # characters of the tail searched for earlier in the text: a cycle must repeat them
+REFUTING_WINDOWS = (32, 64, 96, 128)  # tail lengths tried, shortest first, to bound a candidate's periodic tail
+MAX_BUDGET = 4096  # deltas collected at most before an evaluation: bounds the memory held
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,29 +55,64 @@ def periodic_period(text: str, max_period: int, min_span: int) -> int:
     p qualifies when the last p characters hold at least two distinct characters and the last
     max(min_span, 2p) characters are exactly p-periodic.
     """
+    return cycle_scan(text, max_period, min_span)[0]
+
+
+def cycle_scan(text: str, max_period: int, min_span: int) -> tuple[int, int]:
+    """`(periodic_period, headroom)`: headroom is how many characters must still arrive (at least 1)
+    before the tail could become periodic, so the rule need not be evaluated before then.
+
+    A p-periodic tail grows by at most one character per character appended, so a trip needs at
+    least min_span minus the longest periodic tail there is now. That length is bounded without
+    computing it: at a period where the last k characters do not recur it is shorter than p + k,
+    and where the last w characters are not periodic (w from REFUTING_WINDOWS), shorter than w. A
+    period periodic over every window may be forming a cycle: nothing bounds it then but 1.
+    """
     n = len(text)
     if n < 2 or max_period < 1:
-        return 0
+        return 0, max(1, min_span - n)
     # A qualifying p repeats the last k characters p characters earlier (the periodic span covers
     # p + k characters), so only the occurrences of that suffix found by rfind are candidates.
-    k = max(1, min(8, min_span - max_period, n - 1))
+    # (Plain comparisons below, not min/max: this runs on every evaluation of every stream.)
+    k = SUFFIX_PROBE
+    if min_span - max_period < k:
+        k = min_span - max_period if min_span - max_period > 1 else 1
+    if n - 1 < k:
+        k = n - 1
     suffix = text[n - k:]
-    lo = max(0, n - k - max_period)
-    hi = n - 1  # an occurrence must end before the text does
-    while True:
-        start = text.rfind(suffix, lo, hi)
-        if start < 0:
-            return 0
+    lo = n - k - max_period if n - k > max_period else 0
+    start = text.rfind(suffix, lo, n - 1)  # an occurrence must end before the text does
+    longest = max_period + SUFFIX_PROBE - 1
+    if start < 0:  # the common case: nothing recurs, no cycle can be near
+        headroom = min_span - (longest if longest < n else n)
+        return 0, headroom if headroom > 1 else 1
+    longest = min(n, longest)
+    forming = False
+    while start >= 0:
         period = n - k - start  # rfind from the right: smallest period first
-        span = max(min_span, 2 * period)
-        if span > n:
-            if 2 * period > n:
-                return 0
+        refuted = 0
+        for size in REFUTING_WINDOWS:  # no longer than min_span, so a refuted window refutes a trip
+            if size > min_span or size >= n:
+                break
+            # the last `size` characters are p-periodic iff they equal themselves shifted by p
+            if period < size and not text.startswith(text[n - size : n - period], n - size + period):
+                refuted = size
+                break
+        if refuted:
+            if refuted - 1 > longest:
+                longest = refuted - 1
         else:
-            tail = text[-span:]
-            if tail[period:] == tail[:-period] and len(set(text[-period:])) >= 2:
-                return period
-        hi = start + k - 1
+            span = max(min_span, 2 * period)
+            if span <= n:
+                tail = text[-span:]
+                if tail[period:] == tail[:-period] and len(set(text[-period:])) >= 2:
+                    return period, 0
+            elif 2 * period > n:
+                break  # every later candidate is longer still
+            forming = True
+        start = text.rfind(suffix, lo, start + k - 1)
+    headroom = 1 if forming else min_span - longest
+    return 0, max(1, headroom, min_span - n)
 
 
 def trailing_periodic_span(text: str, max_period: int, min_span: int) -> int:
@@ -72,11 +122,29 @@ def trailing_periodic_span(text: str, max_period: int, min_span: int) -> int:
 
 
 class StreamBreaker:
-    """Fed the visible text deltas of one model call; trips at most once. Not thread-safe."""
+    """Fed the visible text deltas of one model call; trips at most once. Not thread-safe.
+
+    Feed it with `push(delta)`, or with `push_many(deltas)` (the same as pushing each in turn), and
+    call `finish()` when the stream ends. `budget` is how many deltas may still arrive before the
+    next evaluation: a caller that hands over exactly that many at a time sees a trip on the last
+    delta of the batch.
+    """
 
     __slots__ = (
-        "max_repeated_text", "max_cycle", "min_cycle_span", "_keep",
-        "_last", "_run", "_pending", "_tail", "_since_check", "chars", "trip",
+        "_cycle_due",
+        "_keep",
+        "_last",
+        "_pending",
+        "_probe",
+        "_quiet_due",
+        "_run",
+        "_tail",
+        "budget",
+        "chars",
+        "max_cycle",
+        "max_repeated_text",
+        "min_cycle_span",
+        "trip",
     )
 
     def __init__(self, *, max_repeated_text: int = 60, max_repeated_cycle_chars: int = 64,
@@ -84,54 +152,113 @@ class StreamBreaker:
         self.max_repeated_text = max_repeated_text
         self.max_cycle = max_repeated_cycle_chars
         self.min_cycle_span = min_repeated_cycle_chars
-        self._keep = max(min_repeated_cycle_chars, 2 * max_repeated_cycle_chars) + CYCLE_CHECK_EVERY
+        self._keep = keep = max(min_repeated_cycle_chars, 2 * max_repeated_cycle_chars)
+        # cycle_scan's common case, precomputed for a full tail: the last `_probe` characters do
+        # not recur within max_cycle, so no cycle is nearer than `_quiet_due` characters.
+        self._probe = max(1, min(SUFFIX_PROBE, min_repeated_cycle_chars - max_repeated_cycle_chars))
+        quiet = min_repeated_cycle_chars - min(max_repeated_cycle_chars + SUFFIX_PROBE - 1, keep)
+        self._quiet_due = max(1, quiet) + CYCLE_CHECK_EVERY - 1
+        self._pending: list[str] = []
         self._last: str | None = None
         self._run = 0
-        self._pending: list[str] = []
         self._tail = ""
-        self._since_check = 0
-        self.chars = 0
+        self._cycle_due = min_repeated_cycle_chars  # no cycle can trip on fewer characters
+        self.chars = 0  # characters judged so far (deltas still pending are not counted yet)
         self.trip: Trip | None = None
+        self.budget = 1  # the first delta is judged alone: it tells the breaker how long deltas are
 
     def push(self, delta: str) -> Trip | None:
         """Feed one delta. Returns the Trip on the delta that trips, else None (also after a trip)."""
-        if self.trip is not None:
+        pending = self._pending
+        pending.append(delta)
+        if len(pending) < self.budget:
             return None
-        self.chars += len(delta)
-        if self.max_repeated_text:
-            trimmed = delta.strip()
-            if trimmed == self._last:
-                self._run += 1
-            else:
-                self._last, self._run = trimmed, 1
-            if self._run >= self.max_repeated_text:
-                self.trip = Trip(IDENTICAL_CHUNKS, self.chars, run=self._run)
-                return self.trip
-        if self.max_cycle:
-            self._pending.append(delta)
-            self._since_check += len(delta)
-            if self._since_check >= CYCLE_CHECK_EVERY:
-                return self._check_cycle()
+        self._pending = []
+        return self.push_many(pending)
+
+    def push_many(self, deltas: list[str]) -> Trip | None:
+        """Feed deltas in order, as `push` would one by one; returns the trip, if one of them trips.
+
+        A batch of exactly `budget` deltas (nothing pending) is judged at once, after its last delta:
+        the budget guarantees no earlier delta of it could trip. That is the hot path of a stream,
+        so it is one method, no helper calls, plain comparisons instead of min/max.
+        """
+        count = len(deltas)
+        if count != self.budget or self._pending:  # (a tripped breaker's budget is 0)
+            if self.trip is not None:
+                return None
+            "".join(deltas)  # a batch that is not all text fails here, before any state changes
+            for delta in deltas:
+                trip = self.push(delta)
+                if trip is not None:
+                    return trip
+            return None
+        text = "".join(deltas)  # a batch that is not all text fails here, before any state changes
+        size = len(text)
+        chars = self.chars = self.chars + size
+        budget = MAX_BUDGET
+        limit = self.max_repeated_text
+        if limit:
+            last = deltas[-1].strip()
+            run = 1
+            index = count - 2
+            while index >= 0 and deltas[index].strip() == last:
+                run += 1
+                index -= 1
+            if index < 0 and last == self._last:
+                run += self._run
+            self._last = last
+            self._run = run
+            if run >= limit:
+                return self._tripped(Trip(IDENTICAL_CHUNKS, chars, run=run))
+            if limit - run < budget:
+                budget = limit - run  # a run grows by at most one a delta
+        cycle = self.max_cycle
+        if cycle:
+            keep = self._keep
+            self._tail = tail = (self._tail + text)[-keep:]
+            if chars >= self._cycle_due:
+                # Due again no sooner than the headroom allows, and at most CYCLE_CHECK_EVERY - 1
+                # characters later than that, so a forming cycle is caught as the design's cadence
+                # would. The common case, nothing recurring in a full tail, is cycle_scan's first
+                # test done inline.
+                probe = self._probe
+                if len(tail) == keep and tail.rfind(tail[keep - probe:], keep - probe - cycle, keep - 1) < 0:
+                    self._cycle_due = chars + self._quiet_due
+                else:
+                    period, headroom = cycle_scan(tail, cycle, self.min_cycle_span)
+                    if period:
+                        return self._tripped(Trip(REPEATING_CYCLE, chars, period=period))
+                    self._cycle_due = chars + headroom + CYCLE_CHECK_EVERY - 1
+            # Characters to deltas at this batch's average delta length (at least 1): the next
+            # evaluation lands on the delta that reaches `_cycle_due` while deltas keep their size.
+            # Never planned past as many characters as seen so far, so early batches stay small
+            # until the average rests on enough deltas.
+            left = self._cycle_due - chars
+            if left > chars:
+                left = chars
+            deltas_left = -(-left * count // size) if size > count else left
+            if deltas_left < budget:
+                budget = deltas_left
+        self.budget = budget if budget > 1 else 1
         return None
 
     def finish(self) -> Trip | None:
-        """Run the cycle rule once more on what arrived since the last check (end of the stream)."""
-        if self.trip is None and self.max_cycle and self._since_check:
-            return self._check_cycle()
-        return None
-
-    def _check_cycle(self) -> Trip | None:
-        self._tail = (self._tail + "".join(self._pending))[-self._keep :]
-        self._pending.clear()
-        self._since_check = 0
-        period = periodic_period(self._tail, self.max_cycle, self.min_cycle_span)
-        if period:
-            self.trip = Trip(REPEATING_CYCLE, self.chars, period=period)
-        return self.trip
+        """The stream ended: judge what arrived since the last evaluation (only a cycle can trip on it)."""
+        pending, self._pending = self._pending, []
+        if self.trip is not None or not pending:
+            return None
+        self.budget = len(pending)  # judge them now, as if the budget ran out on the last
+        return self.push_many(pending)
 
     @property
     def identical_run(self) -> int:
         return self._run
+
+    def _tripped(self, trip: Trip) -> Trip:
+        self.trip = trip
+        self.budget = 0  # every later delta is dropped on arrival
+        return trip
 
 
 def judge_final_text(text: str, *, max_repeated_cycle_chars: int, min_repeated_cycle_chars: int) -> Trip | None:

@@ -1,0 +1,185 @@
+"""The breaker's budget: judging deltas a batch at a time must report what judging each would.
+
+Reference: a breaker written the obvious way, evaluating both rules on every delta. The real one
+evaluates only when its budget runs out; these properties pin what that may and may not change.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otelguard.detectors.stream import (
+    CYCLE_CHECK_EVERY,
+    IDENTICAL_CHUNKS,
+    REPEATING_CYCLE,
+    StreamBreaker,
+    periodic_period,
+    trailing_identical_run,
+)
+
+MAX_CYCLE, MIN_CYCLE = 64, 256
+WORDS = ["the", "model", "reads", "a", "file", "then", "checks", "the", "value", "and", "plans", "the", "next", "tool", "call", "because"]
+
+
+def reference_identical_trip(deltas: list[str], limit: int) -> int | None:
+    """Index of the delta on which the trailing identical run first reaches `limit`."""
+    for index in range(len(deltas)):
+        if trailing_identical_run(deltas[: index + 1]) >= limit:
+            return index
+    return None
+
+
+def reference_cycle_trip(deltas: list[str]) -> tuple[int, int] | None:
+    """(index, chars) of the first delta after which the text's tail is periodic."""
+    text = ""
+    for index, delta in enumerate(deltas):
+        text += delta
+        if periodic_period(text[-2 * MIN_CYCLE:], MAX_CYCLE, MIN_CYCLE):
+            return index, len(text)
+    return None
+
+
+def trip_index(breaker: StreamBreaker, deltas: list[str]) -> int | None:
+    for index, delta in enumerate(deltas):
+        if breaker.push(delta) is not None:
+            return index
+    return None
+
+
+def prose(rng: random.Random, chars: int) -> str:
+    words: list[str] = []
+    while sum(map(len, words)) + len(words) < chars:
+        words.append(rng.choice(WORDS) + rng.choice(["", "", "", str(rng.randint(0, 999))]))
+    return " ".join(words)[:chars]
+
+
+def cut(text: str, rng: random.Random, sizes: tuple[int, int]) -> list[str]:
+    deltas, at = [], 0
+    while at < len(text):
+        size = rng.randint(*sizes)
+        deltas.append(text[at : at + size])
+        at += size
+    return deltas
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    limit=st.integers(2, 70),
+    pieces=st.lists(st.sampled_from(["tick", " tick", "tick ", "\n", "", "  ", "tock", "x"]), max_size=400),
+)
+def test_identical_rule_trips_on_exactly_the_delta_a_per_delta_judge_would(seed, limit, pieces):
+    """Cycle rule off: the batched breaker trips on the same delta, with the same run, as the reference."""
+    breaker = StreamBreaker(max_repeated_text=limit, max_repeated_cycle_chars=0)
+    index = trip_index(breaker, pieces)
+    assert index == reference_identical_trip(pieces, limit)
+    if index is not None:
+        assert breaker.trip.rule == IDENTICAL_CHUNKS
+        assert breaker.trip.run == limit
+        assert breaker.trip.chars == sum(map(len, pieces[: index + 1]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    prefix=st.integers(0, 3_000),
+    period=st.integers(2, MAX_CYCLE),
+    size=st.integers(1, 9),
+)
+def test_cycle_trips_soon_after_the_tail_first_becomes_periodic(seed, prefix, period, size):
+    """Prose, then a cycle that never ends, cut in equal deltas: the breaker trips by the cycle rule
+    no later than the design's cadence allows (CYCLE_CHECK_EVERY - 1 characters, plus the rest of
+    the delta) after a per-delta judge would, and never before the tail is periodic."""
+    rng = random.Random(seed)
+    unit = "".join(rng.choice("abcdefgh ,.\n") for _ in range(period))
+    if len(set(unit)) < 2:
+        unit = "ab" + unit[2:]
+    text = prose(rng, prefix) + unit * (2 * MIN_CYCLE // period + 40)
+    deltas = [text[at : at + size] for at in range(0, len(text), size)]
+    expected = reference_cycle_trip(deltas)
+    assert expected is not None
+    breaker = StreamBreaker()
+    index = trip_index(breaker, deltas)
+    assert index is not None and breaker.trip.rule in (REPEATING_CYCLE, IDENTICAL_CHUNKS)
+    if breaker.trip.rule == IDENTICAL_CHUNKS:  # a whole-delta cycle makes identical deltas too
+        assert index == reference_identical_trip(deltas, 60)
+        return
+    chars = breaker.trip.chars
+    assert chars == sum(map(len, deltas[: index + 1]))
+    assert index >= expected[0]
+    assert chars - expected[1] <= CYCLE_CHECK_EVERY - 1 + size
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 10_000), chars=st.integers(0, 6_000), low=st.integers(1, 4), spread=st.integers(0, 12))
+def test_prose_never_trips_whatever_the_delta_sizes(seed, chars, low, spread):
+    """Prose cut into deltas of any sizes never trips, at any delta or at the end."""
+    rng = random.Random(seed)
+    text = prose(rng, chars)
+    deltas = cut(text, rng, (low, low + spread))
+    breaker = StreamBreaker()
+    assert trip_index(breaker, deltas) is None
+    assert breaker.finish() is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 10_000), low=st.integers(1, 4), spread=st.integers(0, 12), prefix=st.integers(0, 2_000))
+def test_uneven_deltas_still_trip_on_a_cycle_and_only_where_the_tail_is_periodic(seed, low, spread, prefix):
+    """Deltas of uneven size: the budget is an estimate, so the trip may land later than the cadence,
+    but it lands, and only on a periodic tail."""
+    rng = random.Random(seed)
+    unit = "".join(rng.choice("abcdefgh ,.\n") for _ in range(rng.randint(2, MAX_CYCLE)))
+    if len(set(unit)) < 2:
+        unit = "ab" + unit[2:]
+    text = prose(rng, prefix) + unit * (4 * MIN_CYCLE // len(unit) + 40)
+    deltas = cut(text, rng, (low, low + spread))
+    expected = reference_cycle_trip(deltas)
+    breaker = StreamBreaker()
+    index = trip_index(breaker, deltas)
+    assert index is not None and expected is not None
+    if breaker.trip.rule == IDENTICAL_CHUNKS:
+        assert index == reference_identical_trip(deltas, 60)
+    else:
+        assert index >= expected[0]
+        seen = "".join(deltas[: index + 1])
+        assert periodic_period(seen[-2 * MIN_CYCLE:], MAX_CYCLE, MIN_CYCLE) == breaker.trip.period
+        assert breaker.trip.chars - expected[1] <= MIN_CYCLE
+
+
+def test_push_many_equals_pushing_each_delta():
+    """push_many over any split of a stream reports the same trip as push, delta by delta."""
+    rng = random.Random(7)
+    text = prose(rng, 1_500) + "loop again. " * 60
+    deltas = cut(text, rng, (1, 9))
+    one_by_one = StreamBreaker()
+    expected = trip_index(one_by_one, deltas)
+    batched = StreamBreaker()
+    at, trip_at = 0, None
+    while at < len(deltas) and trip_at is None:
+        step = rng.choice([1, batched.budget, batched.budget, 3, 50])
+        if batched.push_many(deltas[at : at + step]) is not None:
+            trip_at = at + step  # the trip is on one of these
+        at += step
+    assert batched.trip == one_by_one.trip
+    assert expected is not None and trip_at is not None and expected < trip_at
+
+
+def test_a_tripped_breaker_holds_no_more_deltas():
+    """After the trip, pushed deltas are dropped: memory stays bounded however long the stream runs."""
+    breaker = StreamBreaker(max_repeated_text=3)
+    for _ in range(3):
+        breaker.push("tick")
+    for _ in range(10_000):
+        assert breaker.push("tick") is None
+    assert len(breaker._pending) <= 1
+
+
+def test_a_breaker_with_both_rules_off_holds_a_bounded_batch():
+    """Nothing to judge still means nothing kept without bound."""
+    breaker = StreamBreaker(max_repeated_text=0, max_repeated_cycle_chars=0)
+    for index in range(20_000):
+        assert breaker.push(f"delta {index} ") is None
+    assert len(breaker._pending) <= 4096

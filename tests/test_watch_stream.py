@@ -1,0 +1,146 @@
+"""`watch_stream` hands items through untouched and cuts exactly where the breaker trips.
+
+The sync path over plain text hands deltas to the consumer a batch at a time through C iterators
+and judges each batch afterwards; these tests pin that the consumer still sees exactly the deltas
+up to the tripping one, for text, for framework chunk objects, for a mix, and for async streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openai.types.chat import ChatCompletionChunk
+from test_stream_budget import reference_identical_trip
+
+import otelguard
+from otelguard import RepetitiveOutputError
+
+PIECES = ["tick", " tick", "tick ", "\n", "", "tock", "x", "the plan is ", "to read the file. "]
+
+
+def guard(limit: int) -> otelguard.GuardSpanProcessor:
+    """A processor whose thinking-loop guard cuts at `limit` identical deltas (cycle rule off)."""
+    config = {"guards": [{"id": "thinking-loop-guard",
+                          "config": {"max_repeated_text": limit, "max_repeated_cycle_chars": 0}}]}
+    return otelguard.GuardSpanProcessor(config)
+
+
+def received_until_cut(stream, **kwargs) -> tuple[list, RepetitiveOutputError | None]:
+    received: list = []
+    try:
+        received.extend(otelguard.watch_stream(stream, **kwargs))  # keeps what arrived before a raise
+    except RepetitiveOutputError as error:
+        return received, error
+    return received, None
+
+
+async def received_until_cut_async(stream, **kwargs) -> tuple[list, RepetitiveOutputError | None]:
+    received = []
+    try:
+        async for item in otelguard.watch_stream(stream, **kwargs):
+            received.append(item)
+    except RepetitiveOutputError as error:
+        return received, error
+    return received, None
+
+
+def chat_chunk(text: str) -> ChatCompletionChunk:
+    return ChatCompletionChunk.model_validate({
+        "id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+    })
+
+
+@settings(max_examples=150, deadline=None)
+@given(limit=st.integers(2, 40), pieces=st.lists(st.sampled_from(PIECES), max_size=300))
+def test_the_consumer_gets_exactly_the_deltas_up_to_the_trip(limit, pieces):
+    """Every delta before the trip and the tripping one arrive, in order, then the error; none after."""
+    expected = reference_identical_trip(pieces, limit)
+    received, error = received_until_cut(iter(pieces), processor=guard(limit))
+    if expected is None:
+        assert (received, error) == (pieces, None)
+    else:
+        assert received == pieces[: expected + 1]
+        assert error is not None and error.rule == "identical-chunks"
+        assert error.chars == sum(map(len, pieces[: expected + 1]))
+
+
+def test_framework_chunk_objects_are_judged_by_their_text():
+    """OpenAI chat chunks pass through as the same objects; the chant in their deltas is cut."""
+    chunks = [chat_chunk("Let me check. ")] + [chat_chunk("Checking again. ") for _ in range(20)]
+    received, error = received_until_cut(iter(chunks), processor=guard(5))
+    assert received == chunks[:6] and all(a is b for a, b in zip(received, chunks))
+    assert error is not None and error.chars == len("Let me check. ") + 5 * len("Checking again. ")
+
+
+def test_text_then_objects_switches_to_judging_item_by_item():
+    """A stream that starts as text and goes on as chunk objects is still judged, and still cut."""
+    items = ["Plan: ", "read the file. "] + [chat_chunk("again ") for _ in range(30)]
+    received, error = received_until_cut(iter(items), processor=guard(4))
+    assert error is not None and error.rule == "identical-chunks"
+    assert received[:2] == items[:2] and len(received) >= 6
+    assert all(item is items[index] for index, item in enumerate(received))
+
+
+def test_the_upstream_stream_is_closed_on_the_cut():
+    """Cutting the stream closes the generator it came from (the model call stops producing)."""
+    closed = []
+
+    def chanting():
+        try:
+            while True:
+                yield "tick"
+        finally:
+            closed.append(True)
+
+    received, error = received_until_cut(chanting(), processor=guard(3))
+    assert received == ["tick"] * 3 and error is not None
+    assert closed == [True]
+
+
+def test_a_consumer_may_stop_early():
+    """Breaking out of the loop before any trip raises nothing and leaves the stream usable by gc."""
+    stream = iter(["a ", "b ", "c "] * 100)
+    for index, _ in enumerate(otelguard.watch_stream(stream, processor=guard(10))):
+        if index == 5:
+            break
+    assert next(stream) == "a "  # the 7th item: nothing was read ahead of what the consumer took
+
+
+def test_nothing_is_read_ahead_of_the_consumer():
+    """Each delta is pulled from upstream only when the consumer asks for it (streaming latency)."""
+    pulled = []
+
+    def upstream():
+        for index in range(200):
+            pulled.append(index)
+            yield f"word{index} "
+
+    for index, _ in enumerate(otelguard.watch_stream(upstream(), processor=guard(60))):
+        assert pulled[-1] == index
+
+
+@settings(max_examples=60, deadline=None)
+@given(limit=st.integers(2, 30), pieces=st.lists(st.sampled_from(PIECES), max_size=200))
+def test_async_streams_are_cut_on_the_same_delta(limit, pieces):
+    async def source():
+        for piece in pieces:
+            yield piece
+
+    expected = reference_identical_trip(pieces, limit)
+    received, error = asyncio.run(received_until_cut_async(source(), processor=guard(limit)))
+    assert received == (pieces if expected is None else pieces[: expected + 1])
+    assert (error is None) == (expected is None)
+
+
+@pytest.mark.parametrize("size", [1, 4, 7])
+def test_a_cycle_of_short_lines_is_cut_within_the_cadence(size):
+    """The default guard cuts a chant of short lines by the cycle rule, before 400 characters."""
+    text = "Emitting.\n好。\n发。\n好。\n好。\n" * 40
+    deltas = [text[i : i + size] for i in range(0, len(text), size)]
+    received, error = received_until_cut(iter(deltas), processor=otelguard.GuardSpanProcessor())
+    assert error is not None and error.rule == "repeating-cycle"
+    assert len("".join(received)) == error.chars < 400
