@@ -137,6 +137,8 @@ class StreamBreaker:
         "_pending",
         "_probe",
         "_quiet_due",
+        "_recent_chars",
+        "_recent_deltas",
         "_run",
         "_tail",
         "budget",
@@ -163,6 +165,7 @@ class StreamBreaker:
         self._run = 0
         self._tail = ""
         self._cycle_due = min_repeated_cycle_chars  # no cycle can trip on fewer characters
+        self._recent_chars = self._recent_deltas = 0
         self.chars = 0  # characters judged so far (deltas still pending are not counted yet)
         self.trip: Trip | None = None
         self.budget = 1  # the first delta is judged alone: it tells the breaker how long deltas are
@@ -230,14 +233,17 @@ class StreamBreaker:
                     if period:
                         return self._tripped(Trip(REPEATING_CYCLE, chars, period=period))
                     self._cycle_due = chars + headroom + CYCLE_CHECK_EVERY - 1
-            # Characters to deltas at this batch's average delta length (at least 1): the next
-            # evaluation lands on the delta that reaches `_cycle_due` while deltas keep their size.
-            # Never planned past as many characters as seen so far, so early batches stay small
-            # until the average rests on enough deltas.
+            # Characters to deltas at the recent average delta length (at least 1; weighted by
+            # deltas, older batches halved each time, so one short batch does not swing it): the
+            # next evaluation lands on the delta that reaches `_cycle_due` while deltas keep their
+            # size. Never planned past as many characters as seen so far, so early batches stay
+            # small until the average rests on enough deltas.
+            recent_chars = self._recent_chars = (self._recent_chars >> 1) + size
+            recent_deltas = self._recent_deltas = (self._recent_deltas >> 1) + count
             left = self._cycle_due - chars
             if left > chars:
                 left = chars
-            deltas_left = -(-left * count // size) if size > count else left
+            deltas_left = -(-left * recent_deltas // recent_chars) if recent_chars > recent_deltas else left
             if deltas_left < budget:
                 budget = deltas_left
         self.budget = budget if budget > 1 else 1
