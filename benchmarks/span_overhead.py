@@ -1,17 +1,30 @@
 """Span overhead: a guarded pipeline against the same pipeline without the guard.
 
-Baseline: TracerProvider + SimpleSpanProcessor(no-op exporter).
-Guarded:  TracerProvider + GuardSpanProcessor(downstream=[SimpleSpanProcessor(no-op exporter)]).
+Two pipelines, each case timed against its own baseline:
+
+1. No-op pipeline (the cheapest possible, so the guard's share is the largest):
+   baseline: TracerProvider + SimpleSpanProcessor(no-op exporter);
+   guarded:  TracerProvider + GuardSpanProcessor(downstream=[SimpleSpanProcessor(no-op exporter)]).
+   Cost: wall time (perf_counter) of the batch.
+2. Realistic pipeline (what users run):
+   baseline: TracerProvider + BatchSpanProcessor(OTLPSpanExporter over HTTP/protobuf) sending to a sink
+             in a subprocess (a tiny http.server answering 200 with an empty body on /v1/traces);
+   guarded:  TracerProvider + GuardSpanProcessor(downstream=[that BatchSpanProcessor]).
+   Cost: this process's CPU time (time.process_time, which counts the exporter's background thread and
+   not the sink) for the batch plus force_flush, so all export work is inside the measurement. The
+   queue is sized to hold a whole batch: a full queue drops spans, which would make exporting cheaper.
 
 Cases (each timed in the same round as its baseline, order alternating; median of per-round ratios):
 
-- plain spans, no agent anywhere (HTTP client spans, a web app's own spans): target <= 1.03x;
+- plain spans, no agent anywhere (HTTP client spans, a web app's own spans): target <= 1.03x
+  (no-op and realistic pipelines);
 - plain spans nested inside an open `invoke_agent` span (HTTP client spans a tool makes during an
-  agent run; the agent span itself is opened once, outside the clock): target <= 1.03x;
+  agent run; the agent span itself is opened once, outside the clock): target <= 1.03x (no-op pipeline);
 - agent runs: `invoke_agent` around chat model spans (real `gen_ai.output.messages` JSON with text,
   short reasoning and tool_call parts) and `execute_tool` spans (`gen_ai.tool.name`,
   `gen_ai.tool.call.arguments`, result), distinct arguments so no verdict fires: target <= 1.25x,
-  with the guard's metrics going to the no-op API meter and to an SDK MeterProvider.
+  with the guard's metrics going to the no-op API meter and to an SDK MeterProvider (no-op pipeline),
+  and to the no-op API meter (realistic pipeline).
 
 Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--quick]
 """
@@ -19,17 +32,20 @@ Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--quick]
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
-from typing import Sequence
+import time
+from typing import Callable, Sequence
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind
 
 import otelguard
-from _bench import arguments, interleaved, ratios, report_ratio, timed
+from _bench import Timed, arguments, interleaved, ratios, report_ratio, timed
 
 PLAIN_TARGET = 1.03
 GENAI_TARGET = 1.25
@@ -56,6 +72,56 @@ def guarded_tracer(meter_provider=None):
     )
     provider.add_span_processor(processor)
     return provider, provider.get_tracer("bench")
+
+
+# --- the realistic pipeline: OTLP/HTTP to a sink in another process ------------------------------
+# The sink answers every POST with 200 and an empty body (an empty ExportTraceServiceResponse),
+# keeping connections alive as a collector does (a thread each). It prints its port, then serves until killed.
+SINK = r"""
+import http.server, sys
+
+class Sink(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def start_sink() -> tuple[subprocess.Popen, str]:
+    sink = subprocess.Popen([sys.executable, "-c", SINK], stdout=subprocess.PIPE, text=True)
+    port = int(sink.stdout.readline())
+    return sink, f"http://127.0.0.1:{port}/v1/traces"
+
+
+def otlp_tracer(endpoint: str, queue_size: int, guarded: bool):
+    batch = BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint), max_queue_size=queue_size)
+    provider = TracerProvider()
+    provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=[batch]) if guarded else batch)
+    return provider, provider.get_tracer("bench")
+
+
+def cpu_timed(batch: Callable[[], object], provider: TracerProvider) -> Timed:
+    """Process CPU seconds of the batch and of exporting it (force_flush waits for the export thread)."""
+
+    def run() -> float:
+        started = time.process_time()
+        batch()
+        provider.force_flush()
+        return time.process_time() - started
+
+    return run
 
 
 # --- workloads ------------------------------------------------------------------------------------
@@ -150,33 +216,53 @@ def main() -> int:
     base_nested, base_agent = http_inside_agent(base, n_plain)
     guard_nested, guard_agent = http_inside_agent(guard, n_plain)
 
-    times = interleaved({
-        "plain/base": timed(lambda: http_spans(base, n_plain)),
-        "plain/guard": timed(lambda: http_spans(guard, n_plain)),
-        "nested/base": timed(base_nested),
-        "nested/guard": timed(guard_nested),
-        "agent/base": timed(lambda: agent_runs(base, n_runs)),
-        "agent/guard": timed(lambda: agent_runs(guard, n_runs)),
-        "agent/guard+sdk-metrics": timed(lambda: agent_runs(guard_sdk, n_runs)),
-    }, rounds=rounds)
-    base_agent.end()
-    guard_agent.end()
+    sink, endpoint = start_sink()
+    queue_size = 2 * max(n_plain, n_runs * 8)
+    otlp_base_provider, otlp_base = otlp_tracer(endpoint, queue_size, guarded=False)
+    otlp_guard_provider, otlp_guard = otlp_tracer(endpoint, queue_size, guarded=True)
+    try:
+        times = interleaved({
+            "plain/base": timed(lambda: http_spans(base, n_plain)),
+            "plain/guard": timed(lambda: http_spans(guard, n_plain)),
+            "nested/base": timed(base_nested),
+            "nested/guard": timed(guard_nested),
+            "agent/base": timed(lambda: agent_runs(base, n_runs)),
+            "agent/guard": timed(lambda: agent_runs(guard, n_runs)),
+            "agent/guard+sdk-metrics": timed(lambda: agent_runs(guard_sdk, n_runs)),
+            "otlp-plain/base": cpu_timed(lambda: http_spans(otlp_base, n_plain), otlp_base_provider),
+            "otlp-plain/guard": cpu_timed(lambda: http_spans(otlp_guard, n_plain), otlp_guard_provider),
+            "otlp-agent/base": cpu_timed(lambda: agent_runs(otlp_base, n_runs), otlp_base_provider),
+            "otlp-agent/guard": cpu_timed(lambda: agent_runs(otlp_guard, n_runs), otlp_guard_provider),
+        }, rounds=rounds)
+        base_agent.end()
+        guard_agent.end()
+    finally:
+        for provider in (base_provider, guard_provider, sdk_provider, otlp_base_provider, otlp_guard_provider):
+            provider.shutdown()
+        meter_provider.shutdown()
+        sink.kill()
+        sink.wait()
 
     per_span_base = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
     print(f"span_overhead: {rounds} interleaved rounds; median of per-round ratios (guarded / baseline)")
-    print(f"  baseline per span: plain {per_span_base['plain/base'] / n_plain * 1e6:.2f} us, "
+    print(f"  no-op pipeline, baseline wall time per span: plain {per_span_base['plain/base'] / n_plain * 1e6:.2f} us, "
           f"agent-run span {per_span_base['agent/base'] / (n_runs * 8) * 1e6:.2f} us (context only)")
+    print(f"  OTLP/HTTP pipeline, baseline CPU time per span: plain "
+          f"{per_span_base['otlp-plain/base'] / n_plain * 1e6:.2f} us, agent-run span "
+          f"{per_span_base['otlp-agent/base'] / (n_runs * 8) * 1e6:.2f} us (context only)")
     ok = True
-    ok &= report_ratio("plain spans, no agent", ratios(times, "plain/guard", "plain/base"), PLAIN_TARGET)
-    ok &= report_ratio("plain spans nested in an invoke_agent span",
+    print("no-op pipeline (SimpleSpanProcessor, no-op exporter), wall time:")
+    ok &= report_ratio("  plain spans, no agent", ratios(times, "plain/guard", "plain/base"), PLAIN_TARGET)
+    ok &= report_ratio("  plain spans nested in an invoke_agent span",
                        ratios(times, "nested/guard", "nested/base"), PLAIN_TARGET)
-    ok &= report_ratio("agent runs: chat + execute_tool spans (API no-op meter)",
+    ok &= report_ratio("  agent runs: chat + execute_tool spans (API no-op meter)",
                        ratios(times, "agent/guard", "agent/base"), GENAI_TARGET)
-    ok &= report_ratio("agent runs: chat + execute_tool spans (SDK MeterProvider)",
+    ok &= report_ratio("  agent runs: chat + execute_tool spans (SDK MeterProvider)",
                        ratios(times, "agent/guard+sdk-metrics", "agent/base"), GENAI_TARGET)
-    for provider in (base_provider, guard_provider, sdk_provider):
-        provider.shutdown()
-    meter_provider.shutdown()
+    print("OTLP/HTTP pipeline (BatchSpanProcessor, OTLPSpanExporter to a subprocess sink), process CPU time:")
+    ok &= report_ratio("  plain spans, no agent", ratios(times, "otlp-plain/guard", "otlp-plain/base"), PLAIN_TARGET)
+    ok &= report_ratio("  agent runs: chat + execute_tool spans (API no-op meter)",
+                       ratios(times, "otlp-agent/guard", "otlp-agent/base"), GENAI_TARGET)
     print("span_overhead:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -8,6 +8,7 @@ same verdict on the same spans.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -56,6 +57,12 @@ def _agent_key(run: AgentRun, span: SpanView, parent: AgentRef | None) -> str:
     return f"span:{span.trace_id:032x}:{span.span_id:016x}"
 
 
+def _implementing(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
+    """(index, guard) of the guards whose class overrides `hook`, in composition order."""
+    base = getattr(Guard, hook)
+    return tuple((index, guard) for index, guard in enumerate(guards) if getattr(type(guard), hook) is not base)
+
+
 @dataclass(slots=True)
 class AgentState:
     lock: threading.Lock
@@ -95,9 +102,23 @@ class GuardEngine:
         max_open_spans: int = DEFAULT_MAX_OPEN_SPANS,
         clock: Callable[[], float] = time.monotonic,
         on_evict: Callable[[str, str, int], None] | None = None,
+        full_records: bool = True,
     ):
+        """`full_records` False (the live processor): model output too short for any guard to judge
+        is left unread, its record marked `Content.UNREAD`. The analyzer reports on the records and
+        keeps the default."""
         self.config = GuardConfig.load(config)
         self.guards: list[Guard] = build_guards(self.config)
+        self._output_floor = None if full_records else conventions.OutputFloor(
+            text_chars=min((guard.judged_text_chars for guard in self.guards), default=math.inf),
+            reasoning_chars=min((guard.judged_reasoning_chars for guard in self.guards), default=math.inf),
+        )
+        # Per hook, the guards that implement it, with their index into an agent's guard states:
+        # most guards leave most hooks as the base no-op, and every span would call them.
+        self._on_agent_run = _implementing(self.guards, "on_agent_run")
+        self._on_tool_start = _implementing(self.guards, "on_tool_start")
+        self._on_tool_end = _implementing(self.guards, "on_tool_end")
+        self._on_model_end = _implementing(self.guards, "on_model_end")
         # Reading a tool span at start costs a JSON parse; only a pre-emptive block needs the record.
         self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
         self.thinking: ThinkingLoopGuard | None = next(
@@ -152,8 +173,8 @@ class GuardEngine:
             self._open.put(span.span_id, agent)
             state = self._state(agent)
             with state.lock:
-                for guard, guard_state in zip(self.guards, state.guard_states):
-                    guard.on_agent_run(guard_state)
+                for index, guard in self._on_agent_run:
+                    guard.on_agent_run(state.guard_states[index])
             return Started(classification, agent)
         agent = parent or self._trace_agent(span)
         if parent is not None:
@@ -165,8 +186,8 @@ class GuardEngine:
             decision = ToolStart()
             state = self._state(agent)
             with state.lock:
-                for guard, guard_state in zip(self.guards, state.guard_states):
-                    guard.on_tool_start(guard_state, call, span, decision)
+                for index, guard in self._on_tool_start:
+                    guard.on_tool_start(state.guard_states[index], call, span, decision)
             started.tool = decision
         return started
 
@@ -187,20 +208,20 @@ class GuardEngine:
         live_trip = self._live_trips.pop(span.span_id)
         if agent is None:
             agent = self._agent_of_parent(span)
-        record = conventions.read(span, classification, parent)
+        record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
         if classification.kind is SpanKind.AGENT:
             return judged
         state = self._state(agent)
         with state.lock:
             if isinstance(record, ToolCall):
-                for guard, guard_state in zip(self.guards, state.guard_states):
-                    judged.verdicts.extend(guard.on_tool_end(guard_state, record, span, timed_out_ms))
+                for index, guard in self._on_tool_end:
+                    judged.verdicts.extend(guard.on_tool_end(state.guard_states[index], record, span, timed_out_ms))
             elif isinstance(record, ModelCall):
                 facts = ModelFacts(live_trip=live_trip)
                 judged.stream_verdict = facts.live_trip
-                for guard, guard_state in zip(self.guards, state.guard_states):
-                    judged.verdicts.extend(guard.on_model_end(guard_state, record, span, facts))
+                for index, guard in self._on_model_end:
+                    judged.verdicts.extend(guard.on_model_end(state.guard_states[index], record, span, facts))
         return judged
 
     def record_stream_trip(self, span_id: int, verdict: Verdict) -> None:

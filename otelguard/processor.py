@@ -12,6 +12,7 @@ hook and adds an `otelguard.verdict` event to the still-open agent-run span.
 from __future__ import annotations
 
 import math
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -35,10 +36,10 @@ from .engine import (
     Judged,
 )
 from .errors import ConfigError
-from .metrics import GuardMetrics
+from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
 from .records import ModelCall, SpanEvent, SpanKind, SpanView, Status, Verdict
 from .signals import TOOL_TIMEOUT, ToolSignal
-from .state import BoundedMap
+from .state import OpenSpans
 from .watchdog import Deadline, Watchdog
 
 _STATUS = {
@@ -89,8 +90,30 @@ class _Run:
 
 @dataclass(slots=True)
 class _ArmedTool:
-    signal: ToolSignal
-    deadline: Deadline | None
+    """An open tool span's budget and block. Its signal (a threading.Event and a lock: a few
+    microseconds to make) is made only when a tool asks for it or a deadline needs it."""
+
+    budget_ms: float | None
+    block_message: str | None = None
+    signal: ToolSignal | None = None
+    deadline: Deadline | None = None
+
+    def signal_now(self) -> ToolSignal:
+        if self.signal is None:
+            with _SIGNAL_MAKING:  # two threads asking at once must get the same signal
+                if self.signal is None:
+                    signal = ToolSignal(self.budget_ms)
+                    signal.block_message = self.block_message
+                    self.signal = signal
+        return self.signal
+
+    @property
+    def timed_out(self) -> bool:
+        return self.signal is not None and self.signal.timed_out
+
+
+_SIGNAL_MAKING = threading.Lock()
+_no_marker_key = MARKER_KEYS.isdisjoint  # bound once: the first test every span of the application meets
 
 
 class GuardSpanProcessor(SpanProcessor):
@@ -115,17 +138,22 @@ class GuardSpanProcessor(SpanProcessor):
         _check_settings(max_agents=max_agents, idle_ttl_s=idle_ttl_s, hook_wait_s=hook_wait_s)
         self.metrics = GuardMetrics(meter_provider)
         self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
-                                  on_evict=self.metrics.evicted)
+                                  on_evict=self.metrics.evicted, full_records=False)
         self.config = self.engine.config
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
+        # Bound once: on_start/on_end run for every span of the application.
+        self._downstream_starts = tuple(processor.on_start for processor in self._downstream)
+        self._downstream_ends = tuple(processor.on_end for processor in self._downstream)
         self._default_control = control
         self._containment = Containment(self.metrics.internal_error)
         self._watchdog = Watchdog(on_error=lambda exc: self._containment.record("watchdog"))
         self._dispatcher = ControlDispatcher(
             wait_s=hook_wait_s, on_outcome=self.metrics.control, on_error=self._containment.record
         )
-        self._tools: BoundedMap[int, _ArmedTool] = BoundedMap(100_000, on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n))
-        self._runs: BoundedMap[int, _Run] = BoundedMap(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
+        # Open tool and agent-run spans, bounded (spans that never end are evicted oldest first).
+        self._tools: OpenSpans[int, _ArmedTool] = OpenSpans(100_000, on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n))
+        self._runs: OpenSpans[int, _Run] = OpenSpans(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
+        self._judged_spans = 0  # counts judged spans to pick the timed ones (races only shift the sample)
         # The engine's dict of open spans inside agent runs: empty (falsy) while no agent run is open.
         self._open_spans = self.engine.open_span_ids
         self._shutdown = False
@@ -133,25 +161,29 @@ class GuardSpanProcessor(SpanProcessor):
         _active[next(_registrations)] = self
 
     # --- SpanProcessor ---------------------------------------------------------------------------
-    # Plain try/except rather than a context manager: these run for every span of the application.
-    # The first test lets a span with no marker attribute and no known name through at the cost of
-    # one C-level set test; only inside an agent run does it also note the span's agent.
+    # These run for every span of the application, so they are written flat: plain try/except rather
+    # than a context manager, and the SDK span's own fields read directly (each property is a call;
+    # the public accessors are the fallback for other spans). A span with no marker attribute and no
+    # known name costs one C-level set test; only inside an agent run does it also note its agent.
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if not self._shutdown:
             try:
-                attributes = _plain(span)
-                if MARKER_KEYS.isdisjoint(attributes) and span.name not in NAMED_SPANS:
+                try:
+                    attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
+                except AttributeError:
+                    attributes, name = _public_attributes(span), span.name
+                if _no_marker_key(attributes) and name not in NAMED_SPANS:
                     if self._open_spans:
                         parent = span.parent
                         if parent is not None:
                             self.engine.inherit(span.get_span_context().span_id, parent.span_id)
                 else:
-                    self._start(span, attributes)
+                    self._start(span, name, attributes)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
-        for processor in self._downstream:
+        for on_start in self._downstream_starts:
             try:
-                processor.on_start(span, parent_context=parent_context)
+                on_start(span, parent_context=parent_context)
             except Exception:
                 self._containment.record_and_maybe_raise("downstream.on_start")
 
@@ -159,17 +191,20 @@ class GuardSpanProcessor(SpanProcessor):
         exported = span
         if not self._shutdown:
             try:
-                attributes = _plain(span)
-                if MARKER_KEYS.isdisjoint(attributes) and span.name not in NAMED_SPANS:
+                try:
+                    attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
+                except AttributeError:
+                    attributes, name = _public_attributes(span), span.name
+                if _no_marker_key(attributes) and name not in NAMED_SPANS:
                     if self._open_spans:
                         self.engine.forget(span.get_span_context().span_id)
                 else:
-                    exported = self._end(span, attributes)
+                    exported = self._end(span, name, attributes)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
-        for processor in self._downstream:
+        for on_end in self._downstream_ends:
             try:
-                processor.on_end(exported)
+                on_end(exported)
             except Exception:
                 self._containment.record_and_maybe_raise("downstream.on_end")
 
@@ -194,17 +229,17 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- start -------------------------------------------------------------------------------------
-    def _start(self, span: Span, attributes: Mapping[str, Any]) -> None:
-        classification = classify(span.name, attributes)
+    def _start(self, span: Span, name: str, attributes: Mapping[str, Any]) -> None:
+        classification = classify(name, attributes)
         parent = span.parent
-        if classification is None:  # the hot path: almost every span
-            if parent is not None:
-                self.engine.inherit(span.get_span_context().span_id, parent.span_id)
-            return
         context = span.get_span_context()
+        if classification is None:  # a marker attribute, but none of ours (an OpenInference CHAIN, say)
+            if parent is not None:
+                self.engine.inherit(context.span_id, parent.span_id)
+            return
         parent_id = parent.span_id if parent is not None else None
         started = self.engine.span_started(
-            SpanView(span.name, context.trace_id, context.span_id, parent_id, attributes), classification
+            SpanView(name, context.trace_id, context.span_id, parent_id, attributes), classification
         )
         if started is None:
             return
@@ -213,13 +248,12 @@ class GuardSpanProcessor(SpanProcessor):
             self._runs.put(context.span_id, _Run(span, bound_control()))
         elif kind is SpanKind.TOOL:
             decision = started.tool
-            signal = ToolSignal(decision.budget_ms if decision else None)
-            armed = _ArmedTool(signal, None)
+            armed = _ArmedTool(decision.budget_ms if decision else None)
             if decision is not None:
                 if decision.block is not None:
-                    signal.block_message = decision.block.message
+                    armed.block_message = decision.block.message
                 if decision.budget_ms is not None:
-                    armed.deadline = self._arm_deadline(signal, decision.budget_ms)
+                    armed.deadline = self._arm_deadline(armed.signal_now(), decision.budget_ms)
             self._tools.put(context.span_id, armed)
 
     def _arm_deadline(self, signal: ToolSignal, budget_ms: float) -> Deadline:
@@ -229,7 +263,7 @@ class GuardSpanProcessor(SpanProcessor):
     # --- the tool signal API (used by otelguard.tool_signal / budget) -------------------------------
     def signal_for(self, span_id: int) -> ToolSignal | None:
         armed = self._tools.get(span_id)
-        return armed.signal if armed is not None else None
+        return armed.signal_now() if armed is not None else None
 
     def standalone_budget(self, budget_ms: float) -> ToolSignal | None:
         """A budget for a call with no span of ours around it: a signal on our watchdog, nothing stored."""
@@ -249,39 +283,46 @@ class GuardSpanProcessor(SpanProcessor):
         armed = self._tools.get(span_id)
         if armed is None:  # not a tool span this guard saw start: arm without storing anything
             return self.standalone_budget(budget_ms)
+        signal = armed.signal_now()
         if armed.deadline is None:
-            armed.signal.budget_ms = budget_ms
-            armed.deadline = self._arm_deadline(armed.signal, budget_ms)
-        return armed.signal
+            signal.budget_ms = budget_ms
+            armed.deadline = self._arm_deadline(signal, budget_ms)
+        return signal
 
     # --- end ---------------------------------------------------------------------------------------
-    def _end(self, span: ReadableSpan, attributes: Mapping[str, Any]) -> ReadableSpan:
-        classification = classify(span.name, attributes)
-        if classification is None:  # the hot path: almost every span
-            self.engine.forget(span.get_span_context().span_id)
-            return span
+    def _end(self, span: ReadableSpan, name: str, attributes: Mapping[str, Any]) -> ReadableSpan:
+        classification = classify(name, attributes)
         context = span.get_span_context()
-        started_at = time.perf_counter()
+        if classification is None:  # a marker attribute, but none of ours
+            self.engine.forget(context.span_id)
+            return span
+        self._judged_spans += 1
+        started_at = time.perf_counter() if self._judged_spans % PROCESSING_SAMPLE_EVERY == 1 else None
         timed_out_ms = None
         if classification.kind is SpanKind.TOOL:
             armed = self._tools.pop(context.span_id)
             if armed is not None:
                 if armed.deadline is not None:
                     armed.deadline.cancel()
-                if armed.signal.timed_out:
-                    timed_out_ms = armed.signal.budget_ms
-        judged = self.engine.span_ended(_view(span), timed_out_ms=timed_out_ms, classification=classification)
+                if armed.timed_out:
+                    timed_out_ms = armed.signal.budget_ms  # type: ignore[union-attr]
+        judged = self.engine.span_ended(
+            _view(span, name, context, attributes), timed_out_ms=timed_out_ms, classification=classification
+        )
         if judged is None:
             return span
-        run = self._runs.pop(context.span_id) if judged.classification.kind is SpanKind.AGENT else None
-        self.metrics.span(judged.classification.kind.value, judged.classification.convention)
-        self._record(judged)
-        self.metrics.processing.record(time.perf_counter() - started_at)
+        kind = judged.classification.kind
+        run = self._runs.pop(context.span_id) if kind is SpanKind.AGENT else None
+        self.metrics.span(kind.value, judged.classification.convention)
+        if judged.verdicts:
+            self._record(judged)
+        if started_at is not None:
+            self.metrics.processing.record(time.perf_counter() - started_at)
+        if not judged.verdicts and judged.stream_verdict is None:
+            return span
         shown = list(judged.verdicts)
         if judged.stream_verdict is not None:
             shown.append(judged.stream_verdict)
-        if not shown:
-            return span
         if not self._downstream:
             self._mark_run(judged.agent, shown, run, context.span_id)
             return span
@@ -348,35 +389,29 @@ def _check_settings(*, max_agents: Any, idle_ttl_s: Any, hook_wait_s: Any) -> No
         raise ConfigError(f"hook_wait_s: must be a number of seconds >= 0 (got {hook_wait_s!r})")
 
 
-def _plain(span: ReadableSpan) -> Mapping[str, Any]:
-    """The span's attributes as a plain dict, read without copying.
-
-    `ReadableSpan.attributes` wraps them in a MappingProxy over BoundedAttributes, whose `get` costs a
-    KeyError per miss; on the hot path we read the SDK's underlying dict (public API as the fallback).
-    """
-    try:
-        plain = span._attributes._dict  # type: ignore[attr-defined]
-    except AttributeError:
-        return span.attributes or {}
-    return plain if type(plain) is dict else (span.attributes or {})
+def _public_attributes(span: ReadableSpan) -> Mapping[str, Any]:
+    """The attributes of a span that is not the SDK's own (the hot path reads the SDK's dict)."""
+    attributes = span.attributes
+    return attributes if attributes is not None else {}
 
 
 def _ms(budget_ms: float) -> str:
     return str(int(budget_ms)) if float(budget_ms).is_integer() else f"{budget_ms:g}"
 
 
-def _view(span: ReadableSpan) -> SpanView:
-    context = span.get_span_context()
+def _view(span: ReadableSpan, name: str, context: Any, attributes: Mapping[str, Any]) -> SpanView:
+    """The ended span as the engine reads it; `attributes` is the span's own dict (no copy)."""
     parent = span.parent
     status = span.status
     scope = span.instrumentation_scope
+    events = span.events
     return SpanView(
-        name=span.name,
+        name=name,
         trace_id=context.trace_id,
         span_id=context.span_id,
         parent_span_id=parent.span_id if parent is not None else None,
-        attributes=span.attributes or {},
-        events=tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in span.events),
+        attributes=attributes,
+        events=tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
         status=_STATUS.get(status.status_code, Status.UNSET),
         status_message=status.description,
         scope=scope.name if scope is not None else None,

@@ -2,6 +2,10 @@
 
 Conventions turn spans into these; detectors and guards read only these. Nothing here imports
 OpenTelemetry, so the live processor and the offline analyzer share every layer above.
+
+The views and records made for every agent, model and tool span are plain slots dataclasses, not
+frozen ones: a frozen dataclass sets each field through `object.__setattr__`, which made building
+them about 6x slower (1.4 us against 0.24 us for a SpanView). Treat them as read-only all the same.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ class Content(StrEnum):
     ABSENT = "absent"  # not captured (content capture off, attribute missing)
     MALFORMED = "malformed"  # present but unparsable (bad JSON, wrong type)
     TRUNCATED = "truncated"  # present but cut (span limits): read what there is
+    # Present but not decoded: the live guard skips output too short for any rule to judge (the
+    # offline analyzer always reads it). Says nothing about whether there was output.
+    UNREAD = "unread"
 
 
 class Status(StrEnum):
@@ -32,14 +39,14 @@ class Status(StrEnum):
     ERROR = "error"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanEvent:
     name: str
     attributes: Mapping[str, Any] = field(default_factory=dict)
     time_ns: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SpanView:
     """A span as any source gives it: a live SDK span or a line of OTLP JSON.
 
@@ -67,7 +74,7 @@ class Classification:
     convention: str  # "genai" | "openinference" | "openllmetry"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AgentRun:
     """One agent run (a user prompt reaching an agent)."""
 
@@ -85,7 +92,7 @@ class AgentRun:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCall:
     name: str | None
     arguments: str | None  # canonical JSON (or the raw text when it is not JSON)
@@ -97,7 +104,7 @@ class ToolCall:
     denied: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestedToolCall:
     """A tool call the model asked for in its output."""
 
@@ -105,13 +112,13 @@ class RequestedToolCall:
     arguments: str | None  # canonical
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Chunk:
     text: str
     kind: str = "text"  # "text" | "reasoning"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ModelCall:
     text: str = ""  # visible output text, parts joined
     reasoning: str = ""
@@ -131,7 +138,7 @@ class ModelCall:
         """Any visible text or tool call; None when the output was not captured."""
         if self.text.strip() or self.tool_calls:
             return True
-        if self.output_content in (Content.ABSENT, Content.MALFORMED):
+        if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.UNREAD):
             return None  # no evidence either way
         return False
 

@@ -69,6 +69,8 @@ class BoundedMap(Generic[K, V]):
         self._report(evicted)
 
     def pop(self, key: K) -> V | None:
+        if not self._items:  # the usual case for some maps (live stream trips): skip the lock
+            return None
         with self._lock:
             entry = self._items.pop(key, None)
         return None if entry is None else entry[0]

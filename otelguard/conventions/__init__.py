@@ -6,6 +6,8 @@ Two calls, used by the live processor and the offline analyzer alike:
   It costs a few dictionary lookups for a span that is none of ours.
 - `read(span, classification, parent)` normalises a classified span into an `AgentRun`, `ToolCall`
   or `ModelCall`. It never raises: what it could not read is said by the record's `Content` fields.
+  The live guard passes an `OutputFloor` too: model output shorter than any rule judges is then
+  measured, not read (`Content.UNREAD`).
 
 Nothing here imports OpenTelemetry; spans come as `SpanView`s.
 """
@@ -27,8 +29,9 @@ from ..records import (
     ToolCall,
 )
 from . import genai, openinference, openllmetry
+from ._values import OutputFloor
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "classify", "read"]
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "read"]
 
 _log = logging.getLogger(__name__)
 
@@ -91,14 +94,19 @@ _MAX_REPORTED_FAILURES = 64  # bounded: a flood of distinct failures is still lo
 
 
 def read(
-    span: SpanView, classification: Classification, parent: SpanView | None = None
+    span: SpanView,
+    classification: Classification,
+    parent: SpanView | None = None,
+    *,
+    output_floor: OutputFloor | None = None,
 ) -> AgentRun | ToolCall | ModelCall:
     """Normalise a classified span. `parent` is its parent span when the caller has it (LangChain
-    tool arguments live there); without it, a tool call has whatever its own span carries."""
+    tool arguments live there); without it, a tool call has whatever its own span carries.
+    `output_floor`: model output that cannot reach it is left unread (None reads everything)."""
     kind = classification.kind if isinstance(classification.kind, SpanKind) else SpanKind.MODEL
     reader = _READERS.get(classification.convention, genai.read)
     try:
-        return reader(span, kind, parent)
+        return reader(span, kind, parent, output_floor)
     except Exception as error:  # a reading bug must not cost the agent its span: say so, once
         _report_failure(classification, kind, error)
         return _unreadable(kind)

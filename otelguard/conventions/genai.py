@@ -11,7 +11,7 @@ arguments and results in `tool_arguments` / `tool_response`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import semconv as sc
@@ -26,6 +26,7 @@ from ..records import (
 )
 from ._values import (
     Output,
+    OutputFloor,
     as_name,
     as_str_tuple,
     as_text,
@@ -83,12 +84,14 @@ def classify_legacy_name(name: str, attributes: Mapping[str, Any]) -> Classifica
     return None
 
 
-def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
+def read(
+    span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
+) -> AgentRun | ToolCall | ModelCall:
     if kind is SpanKind.AGENT:
         return read_agent(span)
     if kind is SpanKind.TOOL:
         return read_tool(span)
-    return read_model(span)
+    return read_model(span, floor)
 
 
 # --- agent ----------------------------------------------------------------------------------------
@@ -131,10 +134,11 @@ def _tool_name_from_span(name: str) -> str | None:
 # --- model ----------------------------------------------------------------------------------------
 
 
-def read_model(span: SpanView) -> ModelCall:
+def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
+    """`floor`: output shorter than it is left undecoded (see `read_output_messages`)."""
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-    output = read_output_messages(messages) if messages is not None else None
+    output = read_output_messages(messages, floor) if messages is not None else None
     return model_call(
         span,
         output,
@@ -157,55 +161,84 @@ def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_output_messages(value: Any) -> Output:
-    """Decode `gen_ai.output.messages` (JSON text, or already-decoded messages) into an Output."""
+def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
+    """Decode `gen_ai.output.messages` (JSON text, or already-decoded messages) into an Output.
+
+    With a `floor`, output whose visible text and reasoning both stay under it is measured, not
+    read: the Output is empty and marked UNREAD (no rule judges output that short).
+    """
     decoded, content = load_json(value)
-    output = Output(content=content)
     if decoded is None:
-        return output
-    for message in decoded if isinstance(decoded, list) else [decoded]:
-        _read_message(message, output)
+        return Output(content=content)
+    if floor is not None and not _may_reach(decoded, floor):
+        return Output(content=Content.UNREAD)
+    output = Output(content=content)
+    for role, piece in _output_parts(decoded):
+        if role is _TEXT:
+            output.add_text(piece)
+        elif role is _REASONING:
+            output.add_reasoning(piece)
+        elif role is _TOOL_CALL:
+            output.add_tool_call(piece.get("name"), piece.get("arguments"))
+        elif role is _CONTENT_DROPPED:
+            # Capture off keeps the part's type but drops its content: what it said is unknown.
+            # (In JSON cut by a length limit, the last part may have lost its content to the cut.)
+            output.note(Content.TRUNCATED if output.content is Content.TRUNCATED else Content.ABSENT)
+        else:
+            output.note(Content.MALFORMED)
     return output
 
 
-def _read_message(message: Any, output: Output) -> None:
-    if not isinstance(message, Mapping):
-        output.note(Content.MALFORMED)
-        return
-    parts = message.get("parts")
-    if isinstance(parts, (list, tuple)):
-        for part in parts:
-            _read_part(part, output)
-    elif "content" in message:  # a plain {"role", "content"} message, as some producers write
-        output.add_text(message["content"])
-    else:
-        output.note(Content.MALFORMED)
+# What each piece of decoded output is, as `_output_parts` yields it with its value.
+_TEXT = "text"  # the visible text: a string part, a text/refusal/untyped part's content, a plain message's content
+_REASONING = "reasoning"  # a reasoning part's content
+_TOOL_CALL = "tool_call"  # the tool_call part itself
+_CONTENT_DROPPED = "content dropped"  # a text or reasoning part without its content
+_MALFORMED = "malformed"  # a message or part of the wrong shape
 
 
-def _read_part(part: Any, output: Output) -> None:
-    if isinstance(part, str):
-        output.add_text(part)
-        return
-    if not isinstance(part, Mapping):
-        output.note(Content.MALFORMED)
-        return
-    part_type = part.get("type")
-    if part_type == sc.PART_TOOL_CALL:
-        output.add_tool_call(part.get("name"), part.get("arguments"))
-    elif part_type in _REASONING_PARTS:
-        _read_content_part(part, output, output.add_reasoning)
-    elif part_type in _TEXT_PARTS or part_type is None:
-        _read_content_part(part, output, output.add_text)
-    # other parts (tool_call_response, blob, uri, file, ...) are not model output we judge
+def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
+    """The output's pieces in document order; other parts (tool_call_response, blob, uri, file, ...)
+    are not model output we judge and are skipped."""
+    for message in decoded if isinstance(decoded, list) else [decoded]:
+        if not isinstance(message, Mapping):
+            yield _MALFORMED, None
+            continue
+        parts = message.get("parts")
+        if isinstance(parts, (list, tuple)):
+            for part in parts:
+                if isinstance(part, str):
+                    yield _TEXT, part
+                elif not isinstance(part, Mapping):
+                    yield _MALFORMED, None
+                else:
+                    part_type = part.get("type")
+                    if part_type == sc.PART_TOOL_CALL:
+                        yield _TOOL_CALL, part
+                    elif part_type in _REASONING_PARTS or part_type in _TEXT_PARTS or part_type is None:
+                        if "content" not in part:
+                            yield _CONTENT_DROPPED, None
+                        else:
+                            yield (_REASONING if part_type in _REASONING_PARTS else _TEXT), part["content"]
+        elif "content" in message:  # a plain {"role", "content"} message, as some producers write
+            yield _TEXT, message["content"]
+        else:
+            yield _MALFORMED, None
 
 
-def _read_content_part(part: Mapping[str, Any], output: Output, add) -> None:
-    if "content" not in part:
-        # Capture off keeps the part's type but drops its content: what it said is unknown.
-        # (In JSON cut by a length limit, the last part may have lost its content to the cut.)
-        output.note(Content.TRUNCATED if output.content is Content.TRUNCATED else Content.ABSENT)
-        return
-    add(part["content"])
+def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
+    """Whether the read output's text or reasoning could reach the floor: string content reads to at
+    most its own length (text parts joined by one character); other content is read to find out."""
+    text = reasoning = 0
+    for role, value in _output_parts(decoded):
+        if role is _TEXT or role is _REASONING:
+            if not isinstance(value, str):
+                return True
+            if role is _TEXT:
+                text += len(value) + 1
+            else:
+                reasoning += len(value) + 1
+    return text > floor.text_chars or reasoning > floor.reasoning_chars
 
 
 def _strip_prefix(name: str, prefix: str) -> str | None:

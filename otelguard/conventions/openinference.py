@@ -28,6 +28,7 @@ from ..records import (
 from . import genai
 from ._values import (
     Output,
+    OutputFloor,
     as_name,
     as_str_tuple,
     as_text,
@@ -64,7 +65,10 @@ def classify_span_kind(value: Any) -> Classification | None:
     return _CLASSIFICATIONS[kind] if kind else None
 
 
-def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
+def read(
+    span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
+) -> AgentRun | ToolCall | ModelCall:
+    """`floor` is not applied: the output spreads over many flattened attributes, read whole."""
     if kind is SpanKind.AGENT:
         return read_agent(span)
     if kind is SpanKind.TOOL:

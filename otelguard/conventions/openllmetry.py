@@ -31,6 +31,7 @@ from ..records import (
 from . import genai
 from ._values import (
     Output,
+    OutputFloor,
     as_name,
     as_str_tuple,
     as_text,
@@ -80,12 +81,14 @@ def classification(kind: SpanKind) -> Classification:
     return _CLASSIFICATIONS[kind]
 
 
-def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
+def read(
+    span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
+) -> AgentRun | ToolCall | ModelCall:
     if kind is SpanKind.AGENT:
         return read_agent(span)
     if kind is SpanKind.TOOL:
         return read_tool(span)
-    return read_model(span)
+    return read_model(span, floor)
 
 
 def read_agent(span: SpanView) -> AgentRun:
@@ -110,7 +113,8 @@ def read_tool(span: SpanView) -> ToolCall:
     return dataclasses.replace(call, **changes) if changes else call
 
 
-def read_model(span: SpanView) -> ModelCall:
+def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
+    """`floor` applies to `gen_ai.output.messages`; the legacy indexed completions are read whole."""
     attributes = attributes_of(span)
     if attributes.get(sc.GEN_AI_OUTPUT_MESSAGES) is None:
         legacy = _indexed_completions(attributes)
@@ -122,7 +126,7 @@ def read_model(span: SpanView) -> ModelCall:
                 finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)) or finish_reasons,
                 **genai.model_facts(attributes),
             )
-    return genai.read_model(span)
+    return genai.read_model(span, floor)
 
 
 def _indexed_completions(attributes: Mapping[str, Any]) -> tuple[Output, tuple[str, ...]] | None:

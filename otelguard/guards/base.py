@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,11 @@ class Guard:
 
     id: str = ""
     reads_tool_start: bool = False  # on_tool_start needs the ToolCall read from the span's start attributes
+    # The shortest model output on_model_end can judge, in characters of visible text and of
+    # reasoning: the live guard leaves output shorter than every guard's floor unread. The base
+    # hook judges nothing.
+    judged_text_chars: float = math.inf
+    judged_reasoning_chars: float = math.inf
 
     def new_state(self) -> Any:
         """Fresh per-agent state (kept for the agent's lifetime, bounded by the engine's map)."""

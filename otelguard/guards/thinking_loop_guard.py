@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..config import THINKING_LOOP_GUARD, ThinkingLoopGuardConfig
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector
@@ -25,6 +27,9 @@ class ThinkingLoopGuard(Guard):
 
     def __init__(self, config: ThinkingLoopGuardConfig):
         self.config = config
+        # Shorter final text cannot hold the cycle rule's span; shorter reasoning is not judged.
+        self.judged_text_chars = config.min_repeated_cycle_chars if config.max_repeated_cycle_chars else math.inf
+        self.judged_reasoning_chars = config.min_reasoning_chars
 
     def new_state(self) -> ThinkingLoopDetector:
         c = self.config
