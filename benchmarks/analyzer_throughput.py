@@ -11,7 +11,7 @@ calls), tool calls, and filler spans (HTTP client, database) that are none of th
 one trace in ten loops on the same tool call, so the guards have work to do.
 
 Measured in the same run:
-- baseline: bare `json.loads` of every line of the big file;
+- baseline: bare `json.loads` of every line of the big file (default garbage-collector settings);
 - analyzer: `otelguard.analyzer.analyze` of the same file (read, replay, judge, report data);
 - ratio = analyzer throughput / baseline throughput (target >= 0.5);
 - peak memory (ru_maxrss of a fresh subprocess that only analyses) for the small and the big file:
@@ -206,30 +206,49 @@ def bare_json(path: Path) -> float:
     return time.perf_counter() - started
 
 
-def reader_only(path: Path) -> float:
-    """otlp_json.iter_spans consumed: parsing and building every SpanView, nothing else."""
-    from otelguard.otlp_json import iter_spans
+def parse_only(path: Path) -> float:
+    """What the analyzer's own line parsing costs (`fastjson.loads`: orjson), nothing else. (Under the
+    analyzer's garbage-collector setting, as the stages below, so that they add up to the whole.)"""
+    from otelguard import fastjson
+    from otelguard.analyzer.run import _collecting_less_often
 
-    started = time.perf_counter()
-    for _ in iter_spans(path):
-        pass
-    return time.perf_counter() - started
+    with _collecting_less_often():
+        started = time.perf_counter()
+        with path.open("r", encoding="utf-8") as handle:
+            for line in handle:
+                fastjson.loads(line)
+        return time.perf_counter() - started
+
+
+def reader_only(path: Path) -> float:
+    """otlp_json.iter_lazy_spans consumed, as the analyzer reads: parsing, every span's ids and times."""
+    from otelguard.analyzer.run import _collecting_less_often
+    from otelguard.otlp_json import iter_lazy_spans
+
+    with _collecting_less_often():
+        started = time.perf_counter()
+        for _ in iter_lazy_spans(path):
+            pass
+        return time.perf_counter() - started
 
 
 def analyzer_without_engine(path: Path) -> float:
-    """The analyzer with a stub engine: reading, trace buffering, event ordering, no judging."""
+    """The analyzer with a stub engine: reading, trace buffering, event ordering, classifying and
+    decoding the agent/model/tool spans, the findings' bookkeeping; no judging."""
     from otelguard.analyzer import run as run_module
+    from otelguard.engine import AgentRef, Judged
 
     class _StubEngine:
         def __init__(self, config=None, **kwargs):
             from otelguard.config import GuardConfig
             self.config = GuardConfig()
+            self.agent = AgentRef("stub", None)
 
         def span_started(self, span, classification=None):
             return None
 
-        def span_ended(self, span, **kwargs):
-            return None
+        def span_ended(self, span, *, classification, **kwargs):
+            return Judged(classification, self.agent, None)
 
         def inherit(self, span_id, parent_span_id):
             return None
@@ -303,14 +322,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{found:,} findings)")
         ratio = baseline / analyzer
         print(f"throughput ratio analyzer/bare json: {ratio:.2f}x (target >= 0.5x)")
+        parse = min(parse_only(big) for _ in range(args.repeat))
         reader = min(reader_only(big) for _ in range(args.repeat))
         replay = min(analyzer_without_engine(big) for _ in range(args.repeat))
         print("where the time goes (share of the full analyzer):")
-        print(f"  json.loads of the lines               {baseline:6.2f} s  {baseline / analyzer:4.0%}")
-        for label, seconds in (("otlp_json: building SpanViews", reader - baseline),
-                               ("analyzer: buffering and event order", replay - reader),
-                               ("engine, conventions, guards, findings", analyzer - replay)):
-            print(f"  {label:<37} {seconds:6.2f} s  {seconds / analyzer:4.0%}")
+        for label, seconds in (("reading and parsing the lines (orjson)", parse),
+                               ("otlp_json: ids and times of every span", reader - parse),
+                               ("analyzer: buffering, order, spans decoded", replay - reader),
+                               ("engine, conventions, guards", analyzer - replay)):
+            print(f"  {label:<42} {seconds:6.3f} s  {seconds / analyzer:4.0%}")
         for label, path in (("small", small), ("big", big)):
             before, peak, traced, buffered, read = peak_memory(path)
             print(f"peak memory, {label:5} file ({path.stat().st_size / 2**20:6.1f} MiB, {read:,} spans): "

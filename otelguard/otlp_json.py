@@ -8,6 +8,9 @@ decimal strings or numbers, lowerCamelCase or snake_case field names.
 
 Nothing on a line is fatal: whatever is skipped comes out as a `ReadProblem`, in order, so a reader can
 count it. Only an unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
+
+`iter_lazy_spans` reads the same, but hands out `LazySpan`s: ids, name and times decoded and checked,
+attributes and events decoded only when a span turns out to matter (the analyzer skips most spans).
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import IO, Any
 
 from . import fastjson
 from .errors import OtelGuardError
 from .records import SpanEvent, SpanView, Status
 
-__all__ = ["ReadProblem", "UnreadableInput", "iter_spans"]
+__all__ = ["LazySpan", "ReadProblem", "UnreadableInput", "iter_lazy_spans", "iter_spans"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _TRACE_ID_BYTES = 16
@@ -70,7 +74,18 @@ def iter_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Iterator
     """
     label = _label(source)
     lines = _open_lines(source, label)
-    return _read_lines(lines, label)
+    return _read_lines(lines, label, _span)
+
+
+def iter_lazy_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Iterator[LazySpan | ReadProblem]:
+    """As `iter_spans`, with each span's attributes and events decoded only by `LazySpan.view()`.
+
+    The same spans and the same problems, in the same order: a span is checked as fully as
+    `iter_spans` checks it, only the decoding of what cannot fail is put off.
+    """
+    label = _label(source)
+    lines = _open_lines(source, label)
+    return _read_lines(lines, label, _lazy_span)
 
 
 # --- input ---------------------------------------------------------------------------------------
@@ -140,22 +155,26 @@ def _lines(stream: IO[str], label: str, release: Callable[[], None]) -> Iterator
 # --- documents -----------------------------------------------------------------------------------
 
 
-def _read_lines(lines: Iterator[str], label: str) -> Iterator[SpanView | ReadProblem]:
+# Builds one span from its JSON object; raises (see `_read_resource_spans`) when it cannot be read.
+_SpanBuilder = Callable[[Any, "str | None"], Any]
+
+
+def _read_lines(lines: Iterator[str], label: str, build: _SpanBuilder) -> Iterator[Any]:
     json_lines = False  # once a line parsed on its own, the file is JSON Lines: never read it whole
     for line_number, line in enumerate(lines, 1):
-        if not line.strip():
+        if not line or line.isspace():  # not `strip()`: that copies the whole line
             yield ReadProblem(label, line_number, BLANK)
             continue
         try:
             document = fastjson.loads(line)
         except (ValueError, RecursionError):
             if not json_lines and _opens_multiline_document(line):
-                yield from _read_whole(line, lines, label, line_number)
+                yield from _read_whole(line, lines, label, line_number, build)
                 return
             yield ReadProblem(label, line_number, NOT_JSON, _excerpt(line))
             continue
         json_lines = True
-        yield from _read_document(document, label, line_number)
+        yield from _read_document(document, label, line_number, build)
 
 
 def _opens_multiline_document(line: str) -> bool:
@@ -164,7 +183,7 @@ def _opens_multiline_document(line: str) -> bool:
     return stripped.startswith("{") and not stripped.endswith("}")
 
 
-def _read_whole(first: str, rest: Iterator[str], label: str, first_number: int) -> Iterator[SpanView | ReadProblem]:
+def _read_whole(first: str, rest: Iterator[str], label: str, first_number: int, build: _SpanBuilder) -> Iterator[Any]:
     """A single (pretty-printed) document may be read whole; if it is not one, fall back to lines."""
     text_lines = [first, *rest]
     try:
@@ -176,20 +195,20 @@ def _read_whole(first: str, rest: Iterator[str], label: str, first_number: int) 
                 yield ReadProblem(label, number, BLANK)
                 continue
             try:
-                yield from _read_document(fastjson.loads(line), label, number)
+                yield from _read_document(fastjson.loads(line), label, number, build)
             except (ValueError, RecursionError):
                 yield ReadProblem(label, number, NOT_JSON, _excerpt(line))
         return
-    yield from _read_document(document, label, first_number)
+    yield from _read_document(document, label, first_number, build)
 
 
-def _read_document(document: Any, label: str, line: int) -> Iterator[SpanView | ReadProblem]:
+def _read_document(document: Any, label: str, line: int, build: _SpanBuilder) -> Iterator[Any]:
     if not isinstance(document, Mapping):
         yield ReadProblem(label, line, NOT_A_REQUEST, f"a JSON {type(document).__name__}")
         return
     resource_spans = _field(document, "resourceSpans", "resource_spans")
     if resource_spans is not None:
-        yield from _read_resource_spans(resource_spans, label, line)
+        yield from _read_resource_spans(resource_spans, label, line, build)
         return
     if _field(document, "resourceLogs", "resource_logs") is not None:
         yield ReadProblem(label, line, LOG_RECORDS)
@@ -199,13 +218,18 @@ def _read_document(document: Any, label: str, line: int) -> Iterator[SpanView | 
         yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(sorted(map(str, document))[:5]))
 
 
-def _read_resource_spans(resource_spans: Any, label: str, line: int) -> Iterator[SpanView | ReadProblem]:
+def _read_resource_spans(resource_spans: Any, label: str, line: int, build: _SpanBuilder) -> Iterator[Any]:
     malformed: list[str] = []
     for resource in _objects(resource_spans, "resourceSpans", malformed):
         for scope_spans in _objects(_field(resource, "scopeSpans", "scope_spans"), "scopeSpans", malformed):
             scope_name = _field(_field(scope_spans, "scope", "scope"), "name", "name")
+            scope = scope_name if isinstance(scope_name, str) else None
             for raw in _entries(_field(scope_spans, "spans", "spans"), "spans", malformed):
-                yield _read_span(raw, scope_name if isinstance(scope_name, str) else None, label, line)
+                try:
+                    item = build(raw, scope)
+                except (_BadSpan, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
+                    item = ReadProblem(label, line, BAD_SPAN, str(error) or type(error).__name__)
+                yield item
     for what in malformed:
         yield ReadProblem(label, line, NOT_A_REQUEST, f"malformed {what}")
 
@@ -234,11 +258,142 @@ class _BadSpan(ValueError):
     pass
 
 
-def _read_span(raw: Any, scope: str | None, label: str, line: int) -> SpanView | ReadProblem:
-    try:
-        return _span(raw, scope)
-    except (_BadSpan, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
-        return ReadProblem(label, line, BAD_SPAN, str(error) or type(error).__name__)
+_KEY = itemgetter("key")
+
+
+class LazySpan:
+    """A span whose ids, name and times are decoded, and whose attributes and events are decoded on
+    the first `view()`. Reading it checked everything that can be wrong with it, so `view()` cannot
+    fail: it only puts off work that a span none of the guard's business never needs."""
+
+    __slots__ = ("_raw", "_scope", "_view", "end_ns", "name", "parent_span_id", "span_id", "start_ns", "trace_id")
+
+    def __init__(self, name: str, trace_id: int, span_id: int, parent_span_id: int | None, start_ns: int,
+                 end_ns: int | None, scope: str | None, raw: dict[str, Any] | None, view: SpanView | None = None):
+        self.name = name
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.parent_span_id = parent_span_id
+        self.start_ns = start_ns
+        self.end_ns = end_ns
+        self._scope = scope
+        self._raw = raw  # the span's JSON object until `view()` decodes it
+        self._view = view
+
+    @classmethod
+    def decoded(cls, view: SpanView) -> LazySpan:
+        return cls(view.name, view.trace_id, view.span_id, view.parent_span_id, view.start_ns, view.end_ns,
+                   view.scope, None, view)
+
+    def view(self) -> SpanView:
+        view = self._view
+        if view is None:
+            # Read as `_span` reads it; what `_usual_span` checked needs no second look.
+            raw = self._raw
+            attributes, unreadable = _attributes(raw.get("attributes"))
+            status = raw.get("status")
+            status_code, status_message = _status(status) if status else (Status.UNSET, None)
+            dropped_attributes = raw.get("droppedAttributesCount")
+            if dropped_attributes is None:
+                dropped_attributes = raw.get("dropped_attributes_count")
+            dropped_events = raw.get("droppedEventsCount")
+            if dropped_events is None:
+                dropped_events = raw.get("dropped_events_count")
+            view = self._view = SpanView(
+                name=self.name,
+                trace_id=self.trace_id,
+                span_id=self.span_id,
+                parent_span_id=self.parent_span_id,
+                attributes=attributes,
+                status=status_code,
+                status_message=status_message,
+                scope=self._scope,
+                start_ns=self.start_ns,
+                end_ns=self.end_ns,
+                dropped_events=dropped_events or 0,
+                dropped_attributes=(dropped_attributes or 0) + unreadable,  # unreadable values count as dropped
+            )
+            self._raw = None
+        return view
+
+    def may_have_attribute(self, keys: frozenset[str]) -> bool:
+        """Whether any of `keys` can be among the attributes (their values are not decoded, so one may
+        still turn out unreadable). Decodes nothing when the attribute list has its usual shape."""
+        if self._view is None:
+            try:
+                return not keys.isdisjoint(map(_KEY, self._raw.get("attributes") or ()))
+            except (KeyError, TypeError):  # an entry without a key, or with a list for one: decode
+                pass
+        return not keys.isdisjoint(self.view().attributes)
+
+
+def _lazy_span(raw: Any, scope: str | None) -> LazySpan:
+    """A span read as `_span` reads it, its attributes left for `LazySpan.view()`. The usual shape
+    (hex ids, no events, counts that are numbers) is checked here; anything else, and anything
+    wrong, is read by `_span` itself, so the checks and the first error found are the same."""
+    if type(raw) is dict:
+        try:
+            span = _usual_span(raw, scope)
+        except (ValueError, TypeError, OverflowError):
+            span = None
+        if span is not None:
+            return span
+    return LazySpan.decoded(_span(raw, scope))
+
+
+def _usual_span(raw: dict[str, Any], scope: str | None) -> LazySpan | None:
+    """`raw` read lazily when it has the usual shape (see `_lazy_span`); None when not."""
+    get = raw.get
+    name = get("name")
+    trace_hex = get("traceId")
+    if trace_hex is None:
+        trace_hex = get("trace_id")
+    span_hex = get("spanId")
+    if span_hex is None:
+        span_hex = get("span_id")
+    if type(name) is not str or type(trace_hex) is not str or type(span_hex) is not str \
+            or len(trace_hex) != 2 * _TRACE_ID_BYTES or len(span_hex) != 2 * _SPAN_ID_BYTES:
+        return None
+    trace_id = int(trace_hex, 16)
+    span_id = int(span_hex, 16)
+    if not trace_id or not span_id:
+        return None
+    status = get("status")
+    if status:
+        _status(status)  # only checked here: `view()` decodes it
+    attributes = get("attributes")
+    events = get("events")
+    if (attributes is not None and type(attributes) is not list) or (events is not None and events != []):
+        return None
+    dropped_attributes = get("droppedAttributesCount")
+    if dropped_attributes is None:
+        dropped_attributes = get("dropped_attributes_count")
+    dropped_events = get("droppedEventsCount")
+    if dropped_events is None:
+        dropped_events = get("dropped_events_count")
+    if (dropped_attributes is not None and (type(dropped_attributes) is not int or dropped_attributes < 0)) \
+            or (dropped_events is not None and (type(dropped_events) is not int or dropped_events < 0)):
+        return None
+    parent_hex = get("parentSpanId")
+    if parent_hex is None:
+        parent_hex = get("parent_span_id")
+    if parent_hex is None or parent_hex == "":
+        parent_span_id = None
+    elif type(parent_hex) is str and len(parent_hex) == 2 * _SPAN_ID_BYTES:
+        parent_span_id = int(parent_hex, 16) or None
+    else:
+        return None
+    start = get("startTimeUnixNano")
+    if start is None:
+        start = get("start_time_unix_nano")
+    end = get("endTimeUnixNano")
+    if end is None:
+        end = get("end_time_unix_nano")
+    start_ns = int(start) if type(start) is str else _uint(start) or 0
+    end_ns = int(end) if type(end) is str else _uint(end)
+    if start_ns < 0 or (end_ns is not None and end_ns < 0):
+        return None
+    return LazySpan(name, trace_id, span_id, parent_span_id, start_ns, end_ns, scope, raw)
 
 
 def _span(raw: Any, scope: str | None) -> SpanView:
@@ -305,13 +460,13 @@ _STATUS_CODES = {
 
 
 def _status(raw: Any) -> tuple[Status, str | None]:
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         return Status.UNSET, None
-    code = _field(raw, "code", "code")
+    code = raw.get("code")
     if isinstance(code, str):
         code = int(code) if code.strip().isdigit() else code.strip().upper()
     status = _STATUS_CODES.get(code, Status.UNSET) if isinstance(code, (int, str)) else Status.UNSET
-    message = _field(raw, "message", "message")
+    message = raw.get("message")
     return status, message if isinstance(message, str) and message else None
 
 
@@ -341,6 +496,13 @@ def _attributes(raw: Any) -> tuple[dict[str, Any], int]:
                 if type(text) is str:
                     attributes[key] = text
                     continue
+                number = value_raw.get("intValue")
+                if type(number) is str and len(value_raw) == 1:  # the usual int64: a decimal string
+                    try:
+                        attributes[key] = int(number)
+                        continue
+                    except ValueError:
+                        pass  # read (and counted as dropped) below
         key = entry.get("key") if isinstance(entry, Mapping) else None
         try:
             value = _any_value(entry.get("value")) if isinstance(key, str) else None

@@ -128,11 +128,8 @@ class Coverage:
         self.internal_errors[where] += 1
 
     # --- judging ---------------------------------------------------------------------------------
-    def judged_span(self, span: SpanView, kind: SpanKind | None, convention: str | None,
-                    record: Any, late: bool) -> None:
-        if kind is None:
-            self.not_ours += 1
-            return
+    def judged_span(self, span: SpanView, kind: SpanKind, convention: str, record: Any, late: bool) -> None:
+        """An agent, model or tool span was judged (the others are counted in `not_ours` by the replay)."""
         self.judged[(kind.value, convention)] += 1
         if late and kind is not SpanKind.AGENT:
             self.late_judged += 1

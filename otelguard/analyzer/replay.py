@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..containment import Containment
-from ..conventions import classify
+from ..conventions import MARKER_KEYS, NAMED_SPANS, classify
 from ..engine import GuardEngine, Judged
+from ..otlp_json import LazySpan
 from ..records import SpanView, Verdict
 from ..semconv import (
     OTELGUARD_ACTION,
@@ -84,7 +85,8 @@ class ReplayLimits:
 class Batch:
     """Spans of one or more traces to replay together; `late_traces`: those replayed before."""
 
-    spans: list[SpanView]
+    spans: list[LazySpan]
+    traces: dict[int, dict[int, LazySpan]]  # trace id -> span id -> span, the same spans
     late_traces: frozenset[int] = frozenset()
 
 
@@ -95,13 +97,13 @@ class _Trace:
 
     def __init__(self, trace_id: int, record: int, late: bool):
         self.trace_id = trace_id
-        self.spans: dict[int, SpanView] = {}
+        self.spans: dict[int, LazySpan] = {}
         self.last_record = record
         self.late = late  # this trace had already been replayed once
         self.roots = 0
         self.missing: set[int] = set()  # parent ids referenced but not (yet) buffered
 
-    def add(self, span: SpanView) -> None:
+    def add(self, span: LazySpan) -> None:
         self.spans[span.span_id] = span
         self.missing.discard(span.span_id)
         parent = span.parent_span_id
@@ -139,7 +141,7 @@ class TraceBuffer:
         self.flushed: dict[str, int] = {COMPLETE: 0, IDLE: 0, MEMORY: 0, END_OF_INPUT: 0}
         self.traces_seen = 0
 
-    def add(self, span: SpanView, record: int) -> list[Batch]:
+    def add(self, span: LazySpan, record: int) -> list[Batch] | tuple[()]:
         """Buffer one span. Returns batches that must be replayed now to stay within memory."""
         trace_id = span.trace_id
         trace = self._traces.get(trace_id)
@@ -147,27 +149,28 @@ class TraceBuffer:
             late = trace_id in self._replayed
             if late and (trace_id << 64 | span.span_id) in self._replayed_spans:
                 self.duplicates += 1  # replayed already: the same span exported twice
-                return []
+                return ()
             if late:
                 self.late_traces += 1
             else:
                 self.traces_seen += 1
             trace = self._traces[trace_id] = _Trace(trace_id, record, late)
+            self._touched.add(trace_id)
         elif span.span_id in trace.spans or (trace.late and (trace_id << 64 | span.span_id) in self._replayed_spans):
             self.duplicates += 1  # the same span exported twice (retries, overlapping files)
-            return []
+            return ()
         elif trace.last_record != record:
             trace.last_record = record
             self._traces.move_to_end(trace_id)
+            self._touched.add(trace_id)  # (a trace already seen in this record is in there)
         trace.add(span)
         if trace.late:
             self.late_spans += 1
-        self._touched.add(trace_id)
-        self.buffered += 1
-        if self.buffered > self.peak_buffered:
-            self.peak_buffered = self.buffered
-        if self.buffered <= self.limits.max_buffered_spans:
-            return []
+        buffered = self.buffered = self.buffered + 1
+        if buffered > self.peak_buffered:
+            self.peak_buffered = buffered
+        if buffered <= self.limits.max_buffered_spans:
+            return ()
         batches = []
         while self.buffered > self.limits.max_buffered_spans and len(self._traces) > 1:
             oldest = next(iter(self._traces))
@@ -212,13 +215,15 @@ class TraceBuffer:
         return [self._take(list(self._traces), END_OF_INPUT)]
 
     def _take(self, trace_ids: list[int], reason: str) -> Batch:
-        spans: list[SpanView] = []
+        spans: list[LazySpan] = []
+        traces: dict[int, dict[int, LazySpan]] = {}
         late: list[int] = []
         recent = self._replayed_spans
         for trace_id in trace_ids:
             trace = self._traces.pop(trace_id)
             self._complete.pop(trace_id, None)
             spans.extend(trace.spans.values())
+            traces[trace_id] = trace.spans
             if trace.late:
                 late.append(trace_id)
             for span_id in trace.spans:
@@ -231,81 +236,147 @@ class TraceBuffer:
             self._replayed.move_to_end(trace_id)
             if len(self._replayed) > _RECENT_TRACES:
                 self._replayed.popitem(last=False)
-        return Batch(spans, frozenset(late))
+        return Batch(spans, traces, frozenset(late))
 
 
-OnJudged = Callable[[SpanView, "Judged | None"], None]
+OnJudged = Callable[[SpanView, Judged], None]
+
+
+class ReplayClock:
+    """The engine's clock during a replay: trace time in seconds, as far as the replay has got, so
+    idle TTLs count as they did live. The replayer moves it; the engine only reads it."""
+
+    __slots__ = ("ns",)
+
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def __call__(self) -> float:
+        return self.ns / 1e9
 
 
 class Replayer:
     """Feeds batches of spans to one engine as start and end events, in time order.
 
-    `on_judged(span, judged)` is called at every span end, with None for a span that is not an
-    agent, model or tool span. `clock_s` follows the replayed time, so the engine's idle TTL for
-    agent state counts trace time, as it counted wall time live. An internal error on one event is
-    contained (counted, logged once, re-raised under pytest) and the replay goes on.
+    `on_judged(span, judged)` is called at the end of every agent, model and tool span; the spans
+    that are none of those are only counted (`not_ours`). `clock`, the engine's, follows the
+    replayed time, so the engine's idle TTL for agent state counts trace time, as it counted wall
+    time live. An internal error on one event is contained (counted, logged once, re-raised under
+    pytest) and the replay goes on.
     """
 
-    def __init__(self, engine: GuardEngine, on_judged: OnJudged, *, contain: Containment | None = None):
+    def __init__(self, engine: GuardEngine, on_judged: OnJudged, clock: ReplayClock, *,
+                 contain: Containment | None = None):
         self.engine = engine
         self.on_judged = on_judged
+        self.clock = clock
         self.contain = contain or Containment(lambda where: None)
-        self._clock_ns = 0
+        self.not_ours = 0  # spans that are not agent, model or tool spans
         self.recorded_used = 0  # verdicts taken from the live run's record (see recorded_* below)
 
-    @property
-    def clock_s(self) -> float:
-        return self._clock_ns / 1e9
-
-    def replay(self, spans: list[SpanView]) -> None:
+    def replay(self, batch: Batch) -> None:
+        spans = batch.spans
         if not spans:
             return
-        by_key = {(span.trace_id, span.span_id): span for span in spans}
-        get = by_key.get
-        started = self.engine.span_started
-        ended = self.engine.span_ended
+        # Classify each span once for both of its events (None: none of ours). Only a span that may
+        # be ours has its attributes decoded.
+        kinds = [
+            classify(span.name, span.view().attributes)
+            if span.name in NAMED_SPANS or span.may_have_attribute(MARKER_KEYS) else None
+            for span in spans
+        ]
+        # A span that is none of ours matters only to its descendants, which find their agent through
+        # it (the engine's `inherit`); one without any is counted and skipped. (Parent ids are
+        # compared across the batch's traces: a span kept for another trace's child is replayed as
+        # it always was.) The clock still passes its times, as it did when it was replayed.
+        parent_ids = {span.parent_span_id for span in spans}
+        kept: list[int] = []
+        latest_skipped = 0
+        for index, span in enumerate(spans):
+            if kinds[index] is not None or span.span_id in parent_ids:
+                kept.append(index)
+            else:
+                end = span.end_ns or 0
+                latest = span.start_ns if span.start_ns > end else end
+                if latest > latest_skipped:
+                    latest_skipped = latest
+        self.not_ours += kinds.count(None)
+        traces = batch.traces
+        engine = self.engine
+        started = engine.span_started
+        ended = engine.span_ended
         on_judged = self.on_judged
-        # Classify each span once for both of its events (None: none of ours).
-        kinds = [classify(span.name, span.attributes) for span in spans]
-        for time_ns, phase, _, index in _event_order(spans, by_key):
+        clock = self.clock
+        for time_ns, phase, _, index in _event_order(spans, kept, traces):
             span = spans[index]
             classification = kinds[index]
-            if time_ns > self._clock_ns:
-                self._clock_ns = time_ns
+            if time_ns > clock.ns:
+                clock.ns = time_ns
             try:
                 if classification is None:
                     if phase == _START:
-                        self.engine.inherit(span.span_id, span.parent_span_id)
+                        engine.inherit(span.span_id, span.parent_span_id)
                     else:
-                        self.engine.forget(span.span_id)
-                        on_judged(span, None)
+                        engine.forget(span.span_id)
                     continue
+                view = span.view()
                 if phase == _START:
-                    started(span, classification)
+                    started(view, classification)
                     continue
-                parent = get((span.trace_id, span.parent_span_id)) if span.parent_span_id is not None else None
+                parent_id = span.parent_span_id
+                parent = traces[span.trace_id].get(parent_id) if parent_id is not None else None
                 timed_out_ms = None
-                if OTELGUARD_VERDICT in span.attributes:  # written by a live guard: facts only it knew
-                    timed_out_ms = recorded_timeout_ms(span)
-                    trip = recorded_stream_cut(span)
+                if OTELGUARD_VERDICT in view.attributes:  # written by a live guard: facts only it knew
+                    timed_out_ms = recorded_timeout_ms(view)
+                    trip = recorded_stream_cut(view)
                     if trip is not None:
-                        self.engine.record_stream_trip(span.span_id, trip)
+                        engine.record_stream_trip(span.span_id, trip)
                     if timed_out_ms is not None or trip is not None:
                         self.recorded_used += 1
-                on_judged(span, ended(span, parent=parent, timed_out_ms=timed_out_ms, classification=classification))
+                on_judged(view, ended(view, parent=parent.view() if parent is not None else None,
+                                      timed_out_ms=timed_out_ms, classification=classification))
             except Exception:
                 self.contain.record_and_maybe_raise("span_started" if phase == _START else "span_ended")
+        if latest_skipped > clock.ns:
+            clock.ns = latest_skipped
 
 
-def _event_order(spans: list[SpanView], by_key: dict[tuple[int, int], SpanView]) -> list[tuple[int, int, int, int]]:
-    """(time, phase, tie-break, index) for every start and end, sorted."""
+def _event_order(spans: list[LazySpan], kept: list[int],
+                 traces: dict[int, dict[int, LazySpan]]) -> list[tuple[int, int, int, int]]:
+    """(time, phase, tie-break, index) for every start and end of the spans at `kept` indexes, sorted.
+
+    `kept` holds every parent of a kept span, so depths and clamped starts are those of the whole
+    batch. Only a cycle of parent ids, or a chain past `_MAX_DEPTH`, makes them depend on where the
+    walks up the chains start; then they start, as they always did, at every span in batch order.
+    """
     depth: dict[int, int] = {}  # id(span) -> depth in its trace (0: root or orphan)
     start: dict[int, int] = {}  # id(span) -> start, clamped to be no earlier than its parent's
-    for span in spans:
-        _place(span, by_key, depth, start)
     events: list[tuple[int, int, int, int]] = []
     append = events.append
-    for index, span in enumerate(spans):
+    irregular = False
+    for index in kept:
+        span = spans[index]
+        key = id(span)
+        if key in depth:
+            continue
+        parent_id = span.parent_span_id
+        parent = traces[span.trace_id].get(parent_id) if parent_id is not None else None
+        if parent is None:  # a root, or its parent is not here
+            depth[key] = 0
+            start[key] = span.start_ns
+        elif id(parent) in depth:
+            depth[key] = depth[id(parent)] + 1
+            floor = start[id(parent)]
+            start[key] = span.start_ns if span.start_ns > floor else floor
+        else:
+            irregular |= _place(span, traces[span.trace_id], depth, start)
+    if irregular:
+        depth.clear()
+        start.clear()
+        for span in spans:
+            _place(span, traces[span.trace_id], depth, start)
+    for index in kept:
+        span = spans[index]
         key = id(span)
         d = depth[key]
         begin = start[key]
@@ -316,25 +387,28 @@ def _event_order(spans: list[SpanView], by_key: dict[tuple[int, int], SpanView])
     return events
 
 
-def _place(span: SpanView, by_key: dict[tuple[int, int], SpanView], depth: dict[int, int],
-           start: dict[int, int]) -> None:
-    """Depth and clamped start of `span`, computing its ancestors first (iteratively)."""
+def _place(span: LazySpan, trace: dict[int, LazySpan], depth: dict[int, int], start: dict[int, int]) -> bool:
+    """Depth and clamped start of `span` (of `trace`: span id -> span), computing its ancestors first
+    (iteratively). True when the walk met a cycle of parent ids or the depth cap."""
     if id(span) in depth:
-        return
+        return False
     chain = [span]
     seen = {id(span)}
     node = span
+    cycle = False
     while node.parent_span_id is not None and len(chain) < _MAX_DEPTH:
-        parent = by_key.get((node.trace_id, node.parent_span_id))
+        parent = trace.get(node.parent_span_id)
         if parent is None or id(parent) in depth:
             break
         if id(parent) in seen:  # a cycle of parent ids: broken data, treat the chain as rootless
+            cycle = True
             break
         seen.add(id(parent))
         chain.append(parent)
         node = parent
+    irregular = cycle or len(chain) >= _MAX_DEPTH
     top = chain[-1]
-    above = by_key.get((top.trace_id, top.parent_span_id)) if top.parent_span_id is not None else None
+    above = trace.get(top.parent_span_id) if top.parent_span_id is not None else None
     if above is not None and id(above) in depth:
         d, floor = depth[id(above)] + 1, start[id(above)]
     else:
@@ -344,6 +418,7 @@ def _place(span: SpanView, by_key: dict[tuple[int, int], SpanView], depth: dict[
         depth[id(node)] = d
         start[id(node)] = begin
         d, floor = d + 1, begin
+    return irregular
 
 
 def _recorded_verdicts(span: SpanView) -> list[dict]:

@@ -177,9 +177,9 @@ class Findings:
         if kind is SpanKind.AGENT:
             agent.runs += 1
             return
-        shown = list(judged.verdicts)
+        shown = judged.verdicts
         if judged.stream_verdict is not None:
-            shown.append(judged.stream_verdict)
+            shown = [*shown, judged.stream_verdict]
         if kind is SpanKind.MODEL:
             agent.model_calls += 1
         else:
@@ -225,11 +225,12 @@ class Findings:
 def describe(record: Any) -> tuple[str, dict[str, Any]]:
     """What a step was, as one short line and as JSON facts."""
     if isinstance(record, ToolCall):
+        status = record.status.value
         facts: dict[str, Any] = {
             "tool": record.name,
             "arguments": arguments_preview(record.arguments, _FACT_PREVIEW_CHARS) if record.arguments else None,
             "arguments_content": record.arguments_content.value,
-            "status": record.status.value,
+            "status": status,
         }
         name = record.name or "(unnamed tool)"
         if record.arguments is None:
@@ -239,41 +240,46 @@ def describe(record: Any) -> tuple[str, dict[str, Any]]:
         if record.denied:
             what += " · denied"
             facts["denied"] = True
-        elif record.status.value == "error":
+        elif status == "error":
             what += " · error"
         return what, facts
     if isinstance(record, ModelCall):
         has_output = record.has_output
+        reasoning_chars = len(record.reasoning)
+        text_chars = len(record.text)
+        tool_calls = record.tool_calls
+        chunks = record.chunks
+        text_chunks = sum(1 for chunk in chunks if chunk.kind == "text") if chunks else 0
+        status = record.status.value
         facts = {
             "model": record.model,
-            "reasoning_chars": len(record.reasoning),
-            "text_chars": len(record.text),
-            "tool_calls_requested": [call.name for call in record.tool_calls],
+            "reasoning_chars": reasoning_chars,
+            "text_chars": text_chars,
+            "tool_calls_requested": [call.name for call in tool_calls],
             "has_output": has_output,
             "output_content": record.output_content.value,
-            "text_chunks": sum(1 for chunk in record.chunks if chunk.kind == "text"),
+            "text_chunks": text_chunks,
             "chunk_events": record.chunk_events,
             "dropped_events": record.dropped_events,
-            "status": record.status.value,
+            "status": status,
         }
         if has_output is None:
             what = "output not captured"
         else:
-            parts = [f"reasoning {len(record.reasoning):,} ch"] if record.reasoning else []
-            parts.append(f"text {len(record.text):,} ch")
-            if record.tool_calls:
-                names = sorted({call.name or "?" for call in record.tool_calls})
-                parts.append(f"calls {', '.join(names)}")
-            what = " · ".join(parts)
-        if facts["text_chunks"]:
-            what += f" · {facts['text_chunks']} chunks"
+            what = f"text {text_chars:,} ch"
+            if reasoning_chars:
+                what = f"reasoning {reasoning_chars:,} ch · {what}"
+            if tool_calls:
+                what += f" · calls {', '.join(sorted({call.name or '?' for call in tool_calls}))}"
+        if text_chunks:
+            what += f" · {text_chunks} chunks"
         elif record.chunk_events:
             what += f" · {record.chunk_events} textless chunks"
         if record.dropped_events:
             what += f" · {record.dropped_events} dropped"
         if record.output_content is Content.MALFORMED:
             what += " · unreadable"
-        if record.status.value == "error":
+        if status == "error":
             what += " · error"
         return what, facts
     return "", {}
