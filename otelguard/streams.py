@@ -143,10 +143,10 @@ def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any
             if watch.error is None:
                 yield _watch_items(stream, items, watch)
                 return
-            trip = None
-        if trip is not None or watch.error is not None:
-            if watch.error is None:
-                watch._tripped(watch.guard.break_verdict(trip, cut=True))
+            _close(stream)
+            raise watch.error from None
+        if trip is not None:
+            watch._tripped(watch.guard.break_verdict(trip, cut=True))
             _close(stream)
             raise watch.error
 

@@ -226,7 +226,7 @@ class StreamBreaker:
                 # would. The common case, nothing recurring in a full tail, is cycle_scan's first
                 # test done inline.
                 probe = self._probe
-                if len(tail) == keep and tail.rfind(tail[keep - probe:], keep - probe - cycle, keep - 1) < 0:
+                if len(tail) == keep and tail[keep - probe:] not in tail[keep - probe - cycle : keep - 1]:
                     self._cycle_due = chars + self._quiet_due
                 else:
                     period, headroom = cycle_scan(tail, cycle, self.min_cycle_span)
