@@ -232,38 +232,56 @@ def reader_only(path: Path) -> float:
         return time.perf_counter() - started
 
 
-def analyzer_without_engine(path: Path) -> float:
-    """The analyzer with a stub engine: reading, trace buffering, event ordering, classifying and
-    decoding the agent/model/tool spans, the findings' bookkeeping; no judging."""
+class _StubEngine:
+    """Judges nothing: every span ends as a step of one agent, without a record or verdicts."""
+
+    def __init__(self, config=None, **kwargs):
+        from otelguard.config import GuardConfig
+        from otelguard.engine import AgentRef, Judged
+
+        self.config = GuardConfig()
+        self.agent = AgentRef("stub", None)
+        self.judged = Judged
+
+    def span_started(self, span, classification=None):
+        return None
+
+    def span_ended(self, span, *, classification, **kwargs):
+        return self.judged(classification, self.agent, None)
+
+    def inherit(self, span_id, parent_span_id):
+        return None
+
+    def forget(self, span_id):
+        return None
+
+
+def analyzer_without(path: Path, *, engine: bool, bookkeeping: bool) -> float:
+    """The analyzer with parts stubbed out, to tell their shares apart: `engine` False judges nothing
+    (a stub engine); `bookkeeping` False drops the judged spans instead of putting them in the
+    findings (steps, verdict rows) and the coverage counts. Reading, trace buffering, event order and
+    the decoding of the agent/model/tool spans always run."""
     from otelguard.analyzer import run as run_module
-    from otelguard.engine import AgentRef, Judged
 
-    class _StubEngine:
-        def __init__(self, config=None, **kwargs):
-            from otelguard.config import GuardConfig
-            self.config = GuardConfig()
-            self.agent = AgentRef("stub", None)
-
-        def span_started(self, span, classification=None):
+    class _NoFindings(run_module.Findings):
+        def add(self, span, judged):
             return None
 
-        def span_ended(self, span, *, classification, **kwargs):
-            return Judged(classification, self.agent, None)
-
-        def inherit(self, span_id, parent_span_id):
+    class _NoCoverage(run_module.Coverage):
+        def judged_span(self, *args, **kwargs):
             return None
 
-        def forget(self, span_id):
-            return None
-
-    real = run_module.GuardEngine
-    run_module.GuardEngine = _StubEngine  # type: ignore[misc]
+    real = run_module.GuardEngine, run_module.Findings, run_module.Coverage
+    if not engine:
+        run_module.GuardEngine = _StubEngine  # type: ignore[misc]
+    if not bookkeeping:
+        run_module.Findings, run_module.Coverage = _NoFindings, _NoCoverage  # type: ignore[misc]
     try:
         started = time.perf_counter()
         run_module.analyze([path])
         return time.perf_counter() - started
     finally:
-        run_module.GuardEngine = real  # type: ignore[misc]
+        run_module.GuardEngine, run_module.Findings, run_module.Coverage = real  # type: ignore[misc]
 
 
 def full_analyzer(path: Path) -> tuple[float, int, int]:
@@ -324,12 +342,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"throughput ratio analyzer/bare json: {ratio:.2f}x (target >= 0.5x)")
         parse = min(parse_only(big) for _ in range(args.repeat))
         reader = min(reader_only(big) for _ in range(args.repeat))
-        replay = min(analyzer_without_engine(big) for _ in range(args.repeat))
-        print("where the time goes (share of the full analyzer):")
+        replay = min(analyzer_without(big, engine=False, bookkeeping=False) for _ in range(args.repeat))
+        judged = min(analyzer_without(big, engine=True, bookkeeping=False) for _ in range(args.repeat))
+        print("where the time goes (share of the full analyzer; each stage is the best of its runs, so "
+              "shares are rough):")
         for label, seconds in (("reading and parsing the lines (orjson)", parse),
                                ("otlp_json: ids and times of every span", reader - parse),
                                ("analyzer: buffering, order, spans decoded", replay - reader),
-                               ("engine, conventions, guards", analyzer - replay)):
+                               ("engine, conventions, guards", judged - replay),
+                               ("analyzer: findings and coverage counts", analyzer - judged)):
             print(f"  {label:<42} {seconds:6.3f} s  {seconds / analyzer:4.0%}")
         for label, path in (("small", small), ("big", big)):
             before, peak, traced, buffered, read = peak_memory(path)

@@ -279,12 +279,12 @@ class Replayer:
         if not spans:
             return
         # Classify each span once for both of its events (None: none of ours). Only a span that may
-        # be ours has its attributes decoded.
-        kinds = [
-            classify(span.name, span.view().attributes)
-            if span.name in NAMED_SPANS or span.may_have_attribute(MARKER_KEYS) else None
+        # be ours has its attributes decoded; its view is kept for both events.
+        views: list[SpanView | None] = [
+            span.view() if span.name in NAMED_SPANS or span.may_have_attribute(MARKER_KEYS) else None
             for span in spans
         ]
+        kinds = [classify(view.name, view.attributes) if view is not None else None for view in views]
         # A span that is none of ours matters only to its descendants, which find their agent through
         # it (the engine's `inherit`); one without any is counted and skipped. (Parent ids are
         # compared across the batch's traces: a span kept for another trace's child is replayed as
@@ -308,29 +308,29 @@ class Replayer:
         on_judged = self.on_judged
         clock = self.clock
         for time_ns, phase, _, index in _event_order(spans, kept, traces):
-            span = spans[index]
             classification = kinds[index]
             if time_ns > clock.ns:
                 clock.ns = time_ns
             try:
                 if classification is None:
+                    span = spans[index]
                     if phase == _START:
                         engine.inherit(span.span_id, span.parent_span_id)
                     else:
                         engine.forget(span.span_id)
                     continue
-                view = span.view()
+                view = views[index]
                 if phase == _START:
                     started(view, classification)
                     continue
-                parent_id = span.parent_span_id
-                parent = traces[span.trace_id].get(parent_id) if parent_id is not None else None
+                parent_id = view.parent_span_id
+                parent = traces[view.trace_id].get(parent_id) if parent_id is not None else None
                 timed_out_ms = None
                 if OTELGUARD_VERDICT in view.attributes:  # written by a live guard: facts only it knew
                     timed_out_ms = recorded_timeout_ms(view)
                     trip = recorded_stream_cut(view)
                     if trip is not None:
-                        engine.record_stream_trip(span.span_id, trip)
+                        engine.record_stream_trip(view.span_id, trip)
                     if timed_out_ms is not None or trip is not None:
                         self.recorded_used += 1
                 on_judged(view, ended(view, parent=parent.view() if parent is not None else None,

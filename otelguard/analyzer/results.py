@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from ..canonical import arguments_preview
 from ..engine import AgentRef, Judged
-from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall, Verdict
+from ..records import Content, ModelCall, SpanKind, SpanView, Status, ToolCall, Verdict
 
 # Actions from weakest to strongest. `--fail-on A` fails on any verdict whose action is A or stronger.
 # Advisory messages first (remind, warn), then a correction (steer), then interventions on one tool
@@ -27,6 +28,9 @@ DEFAULT_MAX_QUIET_ROWS = 500
 DEFAULT_MAX_QUIET_AGENTS = 200
 _PREVIEW_CHARS = 60
 _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
+_KIND_NAMES = {kind: kind.value for kind in SpanKind}  # (an enum's .value is a slow property)
+_TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
+_NAME = attrgetter("name")
 
 
 def action_reaches(action: str, threshold: str) -> bool:
@@ -44,7 +48,8 @@ def is_counting(verdict: Verdict) -> bool:
 
 @dataclass(slots=True)
 class Step:
-    """One judged model or tool span of an agent, in replay order."""
+    """One judged model or tool span of an agent, in replay order. `summary` holds what the report
+    says of its record (see `summarize`), put into words only if the step is shown."""
 
     number: int
     kind: str  # "model" | "tool"
@@ -52,11 +57,19 @@ class Step:
     span_id: int
     span_name: str
     convention: str
-    what: str
-    facts: dict[str, Any]
+    summary: tuple[Any, ...]
     verdicts: tuple[Verdict, ...]
 
+    @property
+    def what(self) -> str:
+        return describe(self.summary)[0]
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        return describe(self.summary)[1]
+
     def to_json(self) -> dict[str, Any]:
+        what, facts = describe(self.summary)
         return {
             "step": self.number,
             "kind": self.kind,
@@ -64,8 +77,8 @@ class Step:
             "span_id": f"{self.span_id:016x}",
             "span_name": self.span_name,
             "convention": self.convention,
-            "what": self.what,
-            **self.facts,
+            "what": what,
+            **facts,
             "verdicts": [verdict_json(v) for v in self.verdicts],
         }
 
@@ -189,9 +202,8 @@ class Findings:
                 agent.quiet_steps_not_listed += 1
                 return
             agent.quiet_rows += 1
-        what, facts = describe(judged.record)
-        step = Step(agent.steps_total, kind.value, span.trace_id, span.span_id, span.name,
-                    judged.classification.convention, what, facts, tuple(shown))
+        step = Step(agent.steps_total, _KIND_NAMES[kind], span.trace_id, span.span_id, span.name,
+                    judged.classification.convention, summarize(judged.record), tuple(shown))
         agent.steps.append(step)
         if shown:
             agent.steps_with_verdicts += 1
@@ -222,64 +234,77 @@ class Findings:
         self.quiet_agents_not_listed_steps += agent.steps_total
 
 
-def describe(record: Any) -> tuple[str, dict[str, Any]]:
-    """What a step was, as one short line and as JSON facts."""
+def summarize(record: Any) -> tuple[Any, ...]:
+    """What `describe` needs of a record, kept per listed step: lengths, not text. Put into words
+    only when shown (on a large input most listed steps are not: their agent goes past --max-agents)."""
     if isinstance(record, ToolCall):
-        status = record.status.value
+        arguments = record.arguments
+        if arguments is not None:  # bounded previews, not the arguments (which may be long)
+            arguments = (arguments_preview(arguments, _FACT_PREVIEW_CHARS) if arguments else None,
+                         arguments_preview(arguments, _PREVIEW_CHARS))
+        return (_TOOL, record.name, arguments, record.arguments_content, record.status, record.denied)
+    if isinstance(record, ModelCall):
+        chunks = record.chunks
+        return (_MODEL, record.model, len(record.reasoning), len(record.text),
+                tuple(map(_NAME, record.tool_calls)), record.has_output, record.output_content,
+                sum(1 for chunk in chunks if chunk.kind == "text") if chunks else 0, record.chunk_events,
+                record.dropped_events, record.status)
+    return ()
+
+
+def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
+    """What a step was (its `summarize`d record), as one short line and as JSON facts."""
+    if not summary:
+        return "", {}
+    if summary[0] is _TOOL:
+        _, name, arguments, arguments_content, status, denied = summary
         facts: dict[str, Any] = {
-            "tool": record.name,
-            "arguments": arguments_preview(record.arguments, _FACT_PREVIEW_CHARS) if record.arguments else None,
-            "arguments_content": record.arguments_content.value,
-            "status": status,
+            "tool": name,
+            "arguments": arguments[0] if arguments is not None else None,
+            "arguments_content": arguments_content.value,
+            "status": status.value,
         }
-        name = record.name or "(unnamed tool)"
-        if record.arguments is None:
+        name = name or "(unnamed tool)"
+        if arguments is None:
             what = f"{name} (arguments not captured)"
         else:
-            what = f"{name} {arguments_preview(record.arguments, _PREVIEW_CHARS)}"
-        if record.denied:
+            what = f"{name} {arguments[1]}"
+        if denied:
             what += " · denied"
             facts["denied"] = True
-        elif status == "error":
+        elif status == Status.ERROR:
             what += " · error"
         return what, facts
-    if isinstance(record, ModelCall):
-        has_output = record.has_output
-        reasoning_chars = len(record.reasoning)
-        text_chars = len(record.text)
-        tool_calls = record.tool_calls
-        chunks = record.chunks
-        text_chunks = sum(1 for chunk in chunks if chunk.kind == "text") if chunks else 0
-        status = record.status.value
-        facts = {
-            "model": record.model,
-            "reasoning_chars": reasoning_chars,
-            "text_chars": text_chars,
-            "tool_calls_requested": [call.name for call in tool_calls],
-            "has_output": has_output,
-            "output_content": record.output_content.value,
-            "text_chunks": text_chunks,
-            "chunk_events": record.chunk_events,
-            "dropped_events": record.dropped_events,
-            "status": status,
-        }
-        if has_output is None:
-            what = "output not captured"
-        else:
-            what = f"text {text_chars:,} ch"
-            if reasoning_chars:
-                what = f"reasoning {reasoning_chars:,} ch · {what}"
-            if tool_calls:
-                what += f" · calls {', '.join(sorted({call.name or '?' for call in tool_calls}))}"
-        if text_chunks:
-            what += f" · {text_chunks} chunks"
-        elif record.chunk_events:
-            what += f" · {record.chunk_events} textless chunks"
-        if record.dropped_events:
-            what += f" · {record.dropped_events} dropped"
-        if record.output_content is Content.MALFORMED:
-            what += " · unreadable"
-        if status == "error":
-            what += " · error"
-        return what, facts
-    return "", {}
+    (_, model, reasoning_chars, text_chars, tool_calls, has_output, output_content, text_chunks, chunk_events,
+     dropped_events, status) = summary
+    facts = {
+        "model": model,
+        "reasoning_chars": reasoning_chars,
+        "text_chars": text_chars,
+        "tool_calls_requested": list(tool_calls),
+        "has_output": has_output,
+        "output_content": output_content.value,
+        "text_chunks": text_chunks,
+        "chunk_events": chunk_events,
+        "dropped_events": dropped_events,
+        "status": status.value,
+    }
+    if has_output is None:
+        what = "output not captured"
+    else:
+        what = f"text {text_chars:,} ch"
+        if reasoning_chars:
+            what = f"reasoning {reasoning_chars:,} ch · {what}"
+        if tool_calls:
+            what += f" · calls {', '.join(sorted({name or '?' for name in tool_calls}))}"
+    if text_chunks:
+        what += f" · {text_chunks} chunks"
+    elif chunk_events:
+        what += f" · {chunk_events} textless chunks"
+    if dropped_events:
+        what += f" · {dropped_events} dropped"
+    if output_content is Content.MALFORMED:
+        what += " · unreadable"
+    if status == Status.ERROR:
+        what += " · error"
+    return what, facts
