@@ -12,7 +12,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from . import conventions
 from .config import GuardConfig
@@ -139,9 +139,16 @@ class GuardEngine:
 
     # --- span lifecycle ------------------------------------------------------------------------
     @property
-    def open_span_ids(self) -> Mapping[int, AgentRef]:
-        """Open spans inside agent runs, live and read-only; empty when none (the hot path tests that)."""
+    def open_span_ids(self) -> dict[int, AgentRef]:
+        """Open spans inside agent runs, live; empty when none. The processor's hot path reads it and
+        pops ended spans from it (`forget` without the call); nothing else may change it."""
         return self._open.items
+
+    @property
+    def adopt_span(self) -> Callable[[int, AgentRef], None]:
+        """`adopt_span(span_id, agent)`: a span that is none of ours opened inside an agent run (what
+        `inherit` does once the caller has found the agent)."""
+        return self._open.put
 
     def inherit(self, span_id: int, parent_span_id: int | None) -> None:
         """An uninteresting span started: if it sits inside an agent run, its descendants belong there too.
@@ -234,9 +241,10 @@ class GuardEngine:
 
     # --- agents ----------------------------------------------------------------------------------
     def _state(self, agent: AgentRef) -> AgentState:
-        return self._agents.get_or_create(
-            agent.key, lambda: AgentState(threading.Lock(), [g.new_state() for g in self.guards])
-        )
+        return self._agents.get_or_create(agent.key, self._new_state)
+
+    def _new_state(self) -> AgentState:
+        return AgentState(threading.Lock(), [guard.new_state() for guard in self.guards])
 
     def _trace_agent(self, span: SpanView) -> AgentRef:
         # Without any agent span, the trace is the agent.

@@ -103,6 +103,7 @@ class GuardMetrics:
         })
 
     def span(self, kind: str, convention: str) -> None:
+        """One judged span. `kind` may be a `SpanKind` (a str enum: made a plain label at collection)."""
         key = (kind, convention)
         with self._span_counts_lock:
             self._span_counts[key] = self._span_counts.get(key, 0) + 1
@@ -111,7 +112,7 @@ class GuardMetrics:
         with self._span_counts_lock:
             counts = list(self._span_counts.items())
         for (kind, convention), count in counts:
-            yield Observation(count, {"otelguard.span.kind": kind, "otelguard.convention": convention})
+            yield Observation(count, {"otelguard.span.kind": str(kind), "otelguard.convention": convention})
 
     def loop_token_spend(self, guard: str, model: str | None, tokens: int) -> None:
         self.loop_tokens.add(tokens, {"otelguard.guard": guard, "gen_ai.request.model": self._model_label(model)})

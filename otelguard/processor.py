@@ -155,7 +155,9 @@ class GuardSpanProcessor(SpanProcessor):
         self._runs: OpenSpans[int, _Run] = OpenSpans(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
         self._judged_spans = 0  # counts judged spans to pick the timed ones (races only shift the sample)
         # The engine's dict of open spans inside agent runs: empty (falsy) while no agent run is open.
+        # A span that is none of ours but sits inside an agent run is noted and dropped through it.
         self._open_spans = self.engine.open_span_ids
+        self._adopt_span = self.engine.adopt_span
         self._shutdown = False
         self.timeouts_enabled = self.config.row("timeout-policy") is not None
         _active[next(_registrations)] = self
@@ -164,21 +166,24 @@ class GuardSpanProcessor(SpanProcessor):
     # These run for every span of the application, so they are written flat: plain try/except rather
     # than a context manager, and the SDK span's own fields read directly (each property is a call;
     # the public accessors are the fallback for other spans). A span with no marker attribute and no
-    # known name costs one C-level set test; only inside an agent run does it also note its agent.
+    # known name costs one C-level set test; only inside an agent run does it also note its agent
+    # (`engine.inherit` and `engine.forget`, done here on the engine's dict without the calls).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if not self._shutdown:
             try:
                 try:
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
+                    context, parent = span._context, span._parent  # type: ignore[attr-defined]
                 except AttributeError:
                     attributes, name = _public_attributes(span), span.name
+                    context, parent = span.get_span_context(), span.parent
                 if _no_marker_key(attributes) and name not in NAMED_SPANS:
-                    if self._open_spans:
-                        parent = span.parent
-                        if parent is not None:
-                            self.engine.inherit(span.get_span_context().span_id, parent.span_id)
+                    if self._open_spans and parent is not None:
+                        agent = self._open_spans.get(parent.span_id)
+                        if agent is not None:
+                            self._adopt_span(context.span_id, agent)
                 else:
-                    self._start(span, name, attributes)
+                    self._start(span, name, attributes, context, parent)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
         for on_start in self._downstream_starts:
@@ -193,13 +198,14 @@ class GuardSpanProcessor(SpanProcessor):
             try:
                 try:
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
+                    context = span._context  # type: ignore[attr-defined]
                 except AttributeError:
-                    attributes, name = _public_attributes(span), span.name
+                    attributes, name, context = _public_attributes(span), span.name, span.get_span_context()
                 if _no_marker_key(attributes) and name not in NAMED_SPANS:
                     if self._open_spans:
-                        self.engine.forget(span.get_span_context().span_id)
+                        self._open_spans.pop(context.span_id, None)
                 else:
-                    exported = self._end(span, name, attributes)
+                    exported = self._end(span, name, attributes, context)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         for on_end in self._downstream_ends:
@@ -229,10 +235,8 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- start -------------------------------------------------------------------------------------
-    def _start(self, span: Span, name: str, attributes: Mapping[str, Any]) -> None:
+    def _start(self, span: Span, name: str, attributes: Mapping[str, Any], context: Any, parent: Any) -> None:
         classification = classify(name, attributes)
-        parent = span.parent
-        context = span.get_span_context()
         if classification is None:  # a marker attribute, but none of ours (an OpenInference CHAIN, say)
             if parent is not None:
                 self.engine.inherit(context.span_id, parent.span_id)
@@ -290,9 +294,8 @@ class GuardSpanProcessor(SpanProcessor):
         return signal
 
     # --- end ---------------------------------------------------------------------------------------
-    def _end(self, span: ReadableSpan, name: str, attributes: Mapping[str, Any]) -> ReadableSpan:
+    def _end(self, span: ReadableSpan, name: str, attributes: Mapping[str, Any], context: Any) -> ReadableSpan:
         classification = classify(name, attributes)
-        context = span.get_span_context()
         if classification is None:  # a marker attribute, but none of ours
             self.engine.forget(context.span_id)
             return span
@@ -313,7 +316,7 @@ class GuardSpanProcessor(SpanProcessor):
             return span
         kind = judged.classification.kind
         run = self._runs.pop(context.span_id) if kind is SpanKind.AGENT else None
-        self.metrics.span(kind.value, judged.classification.convention)
+        self.metrics.span(kind, judged.classification.convention)
         if judged.verdicts:
             self._record(judged)
         if started_at is not None:
@@ -401,24 +404,30 @@ def _ms(budget_ms: float) -> str:
 
 def _view(span: ReadableSpan, name: str, context: Any, attributes: Mapping[str, Any]) -> SpanView:
     """The ended span as the engine reads it; `attributes` is the span's own dict (no copy)."""
-    parent = span.parent
-    status = span.status
-    scope = span.instrumentation_scope
-    events = span.events
+    try:  # the SDK span's own fields: each public property is a call, and `events` copies the list
+        parent, status, scope = span._parent, span._status, span._instrumentation_scope  # type: ignore[attr-defined]
+        start, end = span._start_time, span._end_time  # type: ignore[attr-defined]
+        bounded_events = span._events  # type: ignore[attr-defined]
+        events, dropped_events = bounded_events._dq, bounded_events.dropped  # ended: nothing appends any more
+        dropped_attributes = span._attributes.dropped  # type: ignore[attr-defined]
+    except AttributeError:
+        parent, status, scope = span.parent, span.status, span.instrumentation_scope
+        start, end = span.start_time, span.end_time
+        events, dropped_events, dropped_attributes = span.events, span.dropped_events, span.dropped_attributes
     return SpanView(
-        name=name,
-        trace_id=context.trace_id,
-        span_id=context.span_id,
-        parent_span_id=parent.span_id if parent is not None else None,
-        attributes=attributes,
-        events=tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
-        status=_STATUS.get(status.status_code, Status.UNSET),
-        status_message=status.description,
-        scope=scope.name if scope is not None else None,
-        start_ns=span.start_time or 0,
-        end_ns=span.end_time,
-        dropped_events=span.dropped_events,
-        dropped_attributes=span.dropped_attributes,
+        name,
+        context.trace_id,
+        context.span_id,
+        parent.span_id if parent is not None else None,
+        attributes,
+        tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
+        _STATUS.get(status.status_code, Status.UNSET),
+        status.description,
+        scope.name if scope is not None else None,
+        start or 0,
+        end,
+        dropped_events,
+        dropped_attributes,
     )
 
 

@@ -46,7 +46,6 @@ class BoundedMap(Generic[K, V]):
 
     def get_or_create(self, key: K, factory: Callable[[], V]) -> V:
         now = self._clock()
-        evicted: list[tuple[str, int]] = []
         with self._lock:
             entry = self._items.get(key)
             if entry is not None:
@@ -55,6 +54,7 @@ class BoundedMap(Generic[K, V]):
                 return entry[0]
             value = factory()
             self._items[key] = (value, now)
+            evicted: list[tuple[str, int]] = []  # only an insert can evict
             self._evict(now, evicted)
         self._report(evicted)
         return value
@@ -113,13 +113,15 @@ class OpenSpans(Generic[K, V]):
     and reported through `on_evict("capacity", n)`.
     """
 
-    __slots__ = ("_items", "_max_items", "_lock", "_on_evict")
+    __slots__ = ("_items", "_max_items", "_lock", "_on_evict", "get")
 
     def __init__(self, max_items: int, *, on_evict: Callable[[str, int], None] | None = None):
         self._items: dict[K, V] = {}
         self._max_items = max_items
         self._lock = threading.Lock()
         self._on_evict = on_evict
+        # `get(key)`: the value or None. The dict's own method, bound once: every span looks up its parent.
+        self.get: Callable[[K], V | None] = self._items.get
 
     def __len__(self) -> int:
         return len(self._items)
@@ -128,9 +130,6 @@ class OpenSpans(Generic[K, V]):
     def items(self) -> dict[K, V]:
         """The underlying dict (for a cheap emptiness test on the hot path); do not modify it."""
         return self._items
-
-    def get(self, key: K) -> V | None:
-        return self._items.get(key)
 
     def put(self, key: K, value: V) -> None:
         self._items[key] = value

@@ -49,15 +49,17 @@ def status_of(span: Any) -> Status:
 
 def events_of(span: Any) -> tuple[SpanEvent, ...]:
     events = getattr(span, "events", None)
-    if type(events) is tuple and not events:  # the usual case, without the ABC check below
-        return ()
-    if not isinstance(events, Sequence) or isinstance(events, (str, bytes)):
+    if type(events) is tuple:  # the usual case (often empty), without the ABC check below
+        if not events:
+            return ()
+    elif not isinstance(events, Sequence) or isinstance(events, (str, bytes)):
         return ()
     return tuple(event for event in events if isinstance(event, SpanEvent))
 
 
 def dropped_events_of(span: Any) -> int:
-    return as_int(getattr(span, "dropped_events", 0)) or 0
+    dropped = getattr(span, "dropped_events", 0)
+    return dropped if type(dropped) is int else as_int(dropped) or 0
 
 
 def span_name_of(span: Any) -> str:
@@ -81,9 +83,15 @@ def error_message(span: Any) -> str | None:
 
 def read_chunks(span: Any) -> tuple[tuple[Chunk, ...], int]:
     """(otelguard chunk events with text, in order; count of textless chunk events)."""
+    return _chunks_in(events_of(span))
+
+
+def _chunks_in(events: tuple[SpanEvent, ...]) -> tuple[tuple[Chunk, ...], int]:
+    if not events:  # most spans
+        return (), 0
     chunks: list[Chunk] = []
     textless = 0
-    for event in events_of(span):
+    for event in events:
         if event.name == sc.OTELGUARD_CHUNK_EVENT:
             attributes = event.attributes if isinstance(event.attributes, Mapping) else {}
             text = attributes.get(sc.OTELGUARD_CHUNK_TEXT)
@@ -155,9 +163,13 @@ def as_str_tuple(value: Any) -> tuple[str, ...]:
             if content is Content.OK and isinstance(decoded, list):
                 return as_str_tuple(decoded)
         return (value,) if value else ()
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return tuple(item for item in (as_name(v) for v in value) if item)
+    # type() first: the SDK's tuples and JSON's lists skip the ABC check.
+    if type(value) in _PLAIN_SEQUENCES or (isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray))):
+        return tuple(filter(None, map(as_name, value)))  # as_name gives a non-empty string or None
     return ()
+
+
+_PLAIN_SEQUENCES = (tuple, list)
 
 
 def first_present(attributes: Mapping[str, Any], *keys: str) -> Any:
@@ -171,9 +183,11 @@ def first_present(attributes: Mapping[str, Any], *keys: str) -> Any:
 
 def first_int(attributes: Mapping[str, Any], *keys: str) -> int | None:
     for key in keys:
-        number = as_int(attributes.get(key))
-        if number is not None:
-            return number
+        value = attributes.get(key)
+        if value is not None:  # most keys are absent: skip the call
+            number = as_int(value)
+            if number is not None:
+                return number
     return None
 
 
@@ -198,14 +212,15 @@ def load_json(value: Any) -> tuple[Any, Content]:
     """
     if value is None:
         return None, Content.ABSENT
-    if isinstance(value, (Mapping, list)):
-        return value, Content.OK
-    if isinstance(value, tuple):
-        return [_decode_element(item) for item in value], Content.OK
-    if isinstance(value, (bytes, bytearray)):
-        value = bytes(value).decode("utf-8", "replace")
-    if not isinstance(value, str):
-        return None, Content.MALFORMED
+    if type(value) is not str:  # JSON text is the usual case: it skips the ABC check
+        if isinstance(value, (Mapping, list)):
+            return value, Content.OK
+        if isinstance(value, tuple):
+            return [_decode_element(item) for item in value], Content.OK
+        if isinstance(value, (bytes, bytearray)):
+            value = bytes(value).decode("utf-8", "replace")
+        if not isinstance(value, str):
+            return None, Content.MALFORMED
     try:
         return fastjson.loads(value), Content.OK
     except (ValueError, RecursionError):

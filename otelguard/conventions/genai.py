@@ -195,13 +195,21 @@ _REASONING = "reasoning"  # a reasoning part's content
 _TOOL_CALL = "tool_call"  # the tool_call part itself
 _CONTENT_DROPPED = "content dropped"  # a text or reasoning part without its content
 _MALFORMED = "malformed"  # a message or part of the wrong shape
+# A part's role by its type: one lookup per part. (An unhashable type raises, as a set test would.)
+_PART_ROLES: Mapping[Any, str] = {
+    sc.PART_TOOL_CALL: _TOOL_CALL,
+    None: _TEXT,
+    **dict.fromkeys(_TEXT_PARTS, _TEXT),
+    **dict.fromkeys(_REASONING_PARTS, _REASONING),
+}
 
 
 def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
     """The output's pieces in document order; other parts (tool_call_response, blob, uri, file, ...)
     are not model output we judge and are skipped."""
+    # type() before isinstance(): decoded JSON is plain dicts, and the Mapping ABC check is slow.
     for message in decoded if isinstance(decoded, list) else [decoded]:
-        if not isinstance(message, Mapping):
+        if type(message) is not dict and not isinstance(message, Mapping):
             yield _MALFORMED, None
             continue
         parts = message.get("parts")
@@ -209,17 +217,17 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
             for part in parts:
                 if isinstance(part, str):
                     yield _TEXT, part
-                elif not isinstance(part, Mapping):
+                elif type(part) is not dict and not isinstance(part, Mapping):
                     yield _MALFORMED, None
                 else:
-                    part_type = part.get("type")
-                    if part_type == sc.PART_TOOL_CALL:
-                        yield _TOOL_CALL, part
-                    elif part_type in _REASONING_PARTS or part_type in _TEXT_PARTS or part_type is None:
-                        if "content" not in part:
-                            yield _CONTENT_DROPPED, None
+                    role = _PART_ROLES.get(part.get("type"))
+                    if role is _TOOL_CALL:
+                        yield role, part
+                    elif role is not None:
+                        if "content" in part:
+                            yield role, part["content"]
                         else:
-                            yield (_REASONING if part_type in _REASONING_PARTS else _TEXT), part["content"]
+                            yield _CONTENT_DROPPED, None
         elif "content" in message:  # a plain {"role", "content"} message, as some producers write
             yield _TEXT, message["content"]
         else:

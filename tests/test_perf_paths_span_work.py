@@ -1,0 +1,127 @@
+"""The per-span shortcuts reach the same answers as the plain reading they replace.
+
+- `is_framework_timeout` looks for a lowered substring before running its case-insensitive regex;
+- model output parts are told apart by one lookup of their type;
+- the thinking-loop guard returns at once for output left unread with no recorded deltas;
+- spans that are none of ours but sit inside an agent run are noted and dropped by the processor on
+  the engine's dict directly (what `inherit`/`forget` do);
+- the processor counts judged spans by kind with plain string labels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from otel_support import metric_points, output_messages
+
+from otelguard import GuardSpanProcessor
+from otelguard.conventions import OutputFloor, classify, read
+from otelguard.detectors.timeout import is_framework_timeout
+from otelguard.engine import GuardEngine
+from otelguard.guards import ModelFacts
+from otelguard.records import Chunk, Content, ModelCall, SpanView
+
+_REFERENCE_TIMEOUT = re.compile(r"\btimed out after\b", re.IGNORECASE)
+
+
+def reference_is_framework_timeout(result, error_message):
+    return any(text and _REFERENCE_TIMEOUT.search(text[:2000]) for text in (result, error_message))
+
+
+@pytest.mark.parametrize("text", [
+    "Timed out after 0.05 seconds.",
+    "tool call TIMED OUT AFTER 30s",
+    "It is sunny in Paris, 21C.",
+    "x" * 1990 + "timed out after 1s",  # crosses the 2000-character cut: not found
+    "x" * 1980 + " timed out after",  # ends right at the cut
+    "x" * 1981 + " timed out after",  # one character past it
+    "outtimed out after",  # no word boundary before
+    "timed out afterwards",  # none after
+    "tİmed out after 3s",  # a dotted capital I matches i under IGNORECASE
+    "tımed out after 3s",  # so does a dotless i
+    "timed out aftER",
+    "İ" * 1500 + " timed out after",  # lowering makes the prefix longer than the text it came from
+    "",
+])
+def test_the_timeout_prefilter_never_changes_the_answer(text):
+    assert is_framework_timeout(text, None) == reference_is_framework_timeout(text, None)
+    assert is_framework_timeout(None, text) == reference_is_framework_timeout(None, text)
+
+
+@pytest.mark.parametrize(("parts", "text", "reasoning", "tools", "content"), [
+    ([{"type": "thinking", "content": "r"}, {"type": "text", "content": "t"},
+      {"type": "tool_call", "id": "c", "name": "f", "arguments": {"a": 1}}], "t", "r", ["f"], Content.OK),
+    ([{"type": "reasoning", "content": "r"}, {"type": "reasoning_text", "content": "r2"}, {"content": "untyped"},
+      {"type": "refusal", "content": "no"}], "untyped\nno", "r\nr2", [], Content.OK),
+    ([{"type": "text"}, {"type": "thinking"}], "", "", [], Content.ABSENT),  # capture off: content dropped
+    ([{"type": "tool_call_response", "result": "x"}, {"type": "blob"}, "plain", 7],  # skipped, skipped, text, bad
+     "plain", "", [], Content.MALFORMED),
+    ([{"type": ["unhashable"], "content": "x"}], "", "", [], Content.MALFORMED),  # reported, never raised
+])
+def test_output_parts_read_as_their_type_says(parts, text, reasoning, tools, content):
+    view = SpanView("chat m", 1, 2, None, {"gen_ai.operation.name": "chat",
+                                          "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": parts}])})
+    record = read(view, classify(view.name, view.attributes))
+    assert (record.text, record.reasoning, [call.name for call in record.tool_calls]) == (text, reasoning, tools)
+    assert record.output_content is content
+
+
+def test_the_thinking_guard_skips_unread_output_without_deltas_only():
+    engine = GuardEngine(full_records=False)
+    guard = engine.thinking
+    state = guard.new_state()
+    span = SpanView("chat m", 1, 2)
+    unread = ModelCall(output_content=Content.UNREAD)
+    assert guard.on_model_end(state, unread, span, ModelFacts()) == []
+    assert (state.stalled, state._previous) == (0, None)
+    # Recorded deltas are judged even when the output attribute was left unread.
+    cycle = "abc, " * 60
+    with_chunks = ModelCall(output_content=Content.UNREAD, chunks=tuple(Chunk(cycle[i:i + 5]) for i in range(0, 300, 5)))
+    assert [v.verdict for v in guard.on_model_end(state, with_chunks, span, ModelFacts())] == ["repetitive_output"]
+
+
+def test_plain_spans_inside_an_agent_run_lead_descendants_to_it_and_leave_no_trace():
+    provider = TracerProvider()
+    processor = GuardSpanProcessor()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("invoke_agent a", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}) as agent:
+        with tracer.start_as_current_span("GET", attributes={"http.request.method": "GET"}) as http:
+            assert processor.engine.agent_of(http.get_span_context().span_id).name == "a"
+            with tracer.start_as_current_span("execute_tool f", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}) as tool:
+                assert processor.engine.agent_of(tool.get_span_context().span_id).name == "a"
+        assert processor.engine.agent_of(http.get_span_context().span_id) is None  # ended: dropped
+        assert set(processor.engine.open_span_ids) == {agent.get_span_context().span_id}
+    assert not processor.engine.open_span_ids
+    with tracer.start_as_current_span("GET"):  # no agent run open: nothing noted
+        assert not processor.engine.open_span_ids
+
+
+def test_span_counts_are_labelled_with_plain_strings():
+    reader = InMemoryMetricReader()
+    provider = TracerProvider()
+    provider.add_span_processor(GuardSpanProcessor(meter_provider=MeterProvider(metric_readers=[reader])))
+    with provider.get_tracer("t").start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+        pass
+    points = metric_points(reader, "otelguard.spans")
+    assert [value for _, value in points] == [1]
+    labels = dict(points[0][0])
+    assert labels["otelguard.span.kind"] == "model" and type(labels["otelguard.span.kind"]) is str
+    assert labels["otelguard.convention"] == "genai"
+
+
+def test_short_output_floor_still_reads_model_facts():
+    view = SpanView("chat m", 1, 2, None, {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 7,
+        "gen_ai.usage.details.reasoning_tokens": "3", "gen_ai.response.finish_reasons": ("tool_call", ""),
+        "gen_ai.output.messages": output_messages(text="Checking.", tool="get_weather")})
+    record = read(view, classify(view.name, view.attributes), output_floor=OutputFloor(256, 2048))
+    assert (record.model, record.output_tokens, record.reasoning_tokens) == ("m", 7, 3)
+    assert record.finish_reasons == ("tool_call",) and record.output_content is Content.UNREAD
