@@ -18,11 +18,12 @@ from . import conventions
 from .config import GuardConfig
 from .guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from .records import (
+    AGENT_KIND,
+    TOOL_KIND,
     AgentRun,
     Classification,
     ModelCall,
     Record,
-    SpanKind,
     SpanView,
     ToolCall,
     Verdict,
@@ -173,7 +174,7 @@ class GuardEngine:
                 self.inherit(span.span_id, span.parent_span_id)
                 return None
         parent = self._open.get(span.parent_span_id) if span.parent_span_id is not None else None
-        if classification.kind is SpanKind.AGENT:
+        if classification.kind is AGENT_KIND:
             run = conventions.read(span, classification)
             assert isinstance(run, AgentRun)
             agent = AgentRef(_agent_key(run, span, parent), run.name, span.span_id)
@@ -187,7 +188,7 @@ class GuardEngine:
         if parent is not None:
             self._open.put(span.span_id, agent)
         started = Started(classification, agent)
-        if classification.kind is SpanKind.TOOL:
+        if classification.kind is TOOL_KIND:
             call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
             assert isinstance(call, ToolCall)
             decision = ToolStart()
@@ -217,7 +218,7 @@ class GuardEngine:
             agent = self._agent_of_parent(span)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
-        if classification.kind is SpanKind.AGENT:
+        if classification.kind is AGENT_KIND:
             return judged
         state = self._state(agent)
         with state.lock:

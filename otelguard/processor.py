@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from .config import GuardConfig
 from .containment import Containment
 from .control import AgentControl, bound_control, deliver, needs_delivery
-from .conventions import MARKER_KEYS, NAMED_SPANS, classify
+from .conventions import MARKER_KEYS, NAMED_SPANS, classify_marked
 from .dispatch import ControlDispatcher
 from .engine import (
     DEFAULT_IDLE_TTL_S,
@@ -37,7 +37,7 @@ from .engine import (
 )
 from .errors import ConfigError
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .records import ModelCall, SpanEvent, SpanKind, SpanView, Status, Verdict
+from .records import AGENT_KIND, STATUS_UNSET, TOOL_KIND, ModelCall, SpanEvent, SpanView, Status, Verdict
 from .signals import TOOL_TIMEOUT, ToolSignal
 from .state import OpenSpans
 from .watchdog import Deadline, Watchdog
@@ -47,6 +47,7 @@ _STATUS = {
     trace_api.StatusCode.OK: Status.OK,
     trace_api.StatusCode.ERROR: Status.ERROR,
 }
+_UNSET_CODE = trace_api.StatusCode.UNSET  # most spans': tested by identity (an Enum hashes in Python)
 # Which verdict's attributes a span carries when several guards judged it.
 _ACTION_RANK = {"cancel": 7, "block": 6, "break": 5, "steer": 4, "warn": 3, "remind": 2, "abort": 1, "none": 0}
 
@@ -236,7 +237,7 @@ class GuardSpanProcessor(SpanProcessor):
 
     # --- start -------------------------------------------------------------------------------------
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], context: Any, parent: Any) -> None:
-        classification = classify(name, attributes)
+        classification = classify_marked(name, attributes)
         if classification is None:  # a marker attribute, but none of ours (an OpenInference CHAIN, say)
             if parent is not None:
                 self.engine.inherit(context.span_id, parent.span_id)
@@ -248,9 +249,9 @@ class GuardSpanProcessor(SpanProcessor):
         if started is None:
             return
         kind = classification.kind
-        if kind is SpanKind.AGENT:
+        if kind is AGENT_KIND:
             self._runs.put(context.span_id, _Run(span, bound_control()))
-        elif kind is SpanKind.TOOL:
+        elif kind is TOOL_KIND:
             decision = started.tool
             armed = _ArmedTool(decision.budget_ms if decision else None)
             if decision is not None:
@@ -295,14 +296,14 @@ class GuardSpanProcessor(SpanProcessor):
 
     # --- end ---------------------------------------------------------------------------------------
     def _end(self, span: ReadableSpan, name: str, attributes: Mapping[str, Any], context: Any) -> ReadableSpan:
-        classification = classify(name, attributes)
+        classification = classify_marked(name, attributes)
         if classification is None:  # a marker attribute, but none of ours
             self.engine.forget(context.span_id)
             return span
         self._judged_spans += 1
         started_at = time.perf_counter() if self._judged_spans % PROCESSING_SAMPLE_EVERY == 1 else None
         timed_out_ms = None
-        if classification.kind is SpanKind.TOOL:
+        if classification.kind is TOOL_KIND:
             armed = self._tools.pop(context.span_id)
             if armed is not None:
                 if armed.deadline is not None:
@@ -315,7 +316,7 @@ class GuardSpanProcessor(SpanProcessor):
         if judged is None:
             return span
         kind = judged.classification.kind
-        run = self._runs.pop(context.span_id) if kind is SpanKind.AGENT else None
+        run = self._runs.pop(context.span_id) if kind is AGENT_KIND else None
         self.metrics.span(kind, judged.classification.convention)
         if judged.verdicts:
             self._record(judged)
@@ -410,10 +411,14 @@ def _view(span: ReadableSpan, name: str, context: Any, attributes: Mapping[str, 
         bounded_events = span._events  # type: ignore[attr-defined]
         events, dropped_events = bounded_events._dq, bounded_events.dropped  # ended: nothing appends any more
         dropped_attributes = span._attributes.dropped  # type: ignore[attr-defined]
+        code, description = status._status_code, status._description
+        scope_name = scope._name if scope is not None else None
     except AttributeError:
         parent, status, scope = span.parent, span.status, span.instrumentation_scope
         start, end = span.start_time, span.end_time
         events, dropped_events, dropped_attributes = span.events, span.dropped_events, span.dropped_attributes
+        code, description = status.status_code, status.description
+        scope_name = scope.name if scope is not None else None
     return SpanView(
         name,
         context.trace_id,
@@ -421,9 +426,9 @@ def _view(span: ReadableSpan, name: str, context: Any, attributes: Mapping[str, 
         parent.span_id if parent is not None else None,
         attributes,
         tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
-        _STATUS.get(status.status_code, Status.UNSET),
-        status.description,
-        scope.name if scope is not None else None,
+        STATUS_UNSET if code is _UNSET_CODE else _STATUS.get(code, STATUS_UNSET),
+        description,
+        scope_name,
         start or 0,
         end,
         dropped_events,

@@ -5,55 +5,58 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import Any, Callable, Generic, Hashable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+
+_NO_KEY: Any = object()  # BoundedMap's newest key when it knows none: no caller's key is it
 
 
 class BoundedMap(Generic[K, V]):
     """LRU map with an idle TTL. Thread-safe; the lock is held only for the map operation.
 
     `on_evict(reason, count)` is called after the lock is released; reason is "capacity" or "idle".
+
+    Entries are `[value, last seen]` lists, so a touch updates one in place. The newest entry (last
+    touched or inserted) is remembered: touching it again (an agent's spans, one after another) needs
+    no lookup and no reordering, as it is already last.
     """
 
-    __slots__ = ("_items", "_lock", "_max_items", "_ttl", "_clock", "_on_evict", "_next_sweep")
+    __slots__ = ("_items", "_lock", "_max_items", "_ttl", "_clock", "_on_evict", "_next_sweep",
+                 "_newest_key", "_newest_entry")
 
     def __init__(self, max_items: int, idle_ttl_s: float | None = None, *,
                  clock: Callable[[], float] = time.monotonic,
                  on_evict: Callable[[str, int], None] | None = None):
         if max_items < 1:
             raise ValueError("max_items must be >= 1")
-        self._items: OrderedDict[K, tuple[V, float]] = OrderedDict()
+        self._items: OrderedDict[K, list] = OrderedDict()  # key -> [value, last seen]
         self._lock = threading.Lock()
         self._max_items = max_items
         self._ttl = idle_ttl_s
         self._clock = clock
         self._on_evict = on_evict
         self._next_sweep = 0.0
+        self._newest_key: K = _NO_KEY
+        self._newest_entry: list | None = None
 
     def __len__(self) -> int:
         return len(self._items)
 
     def get(self, key: K) -> V | None:
         with self._lock:
-            entry = self._items.get(key)
-            if entry is None:
-                return None
-            self._items.move_to_end(key)
-            self._items[key] = (entry[0], self._clock())
-            return entry[0]
+            entry = self._touched(key, self._clock())
+        return None if entry is None else entry[0]
 
     def get_or_create(self, key: K, factory: Callable[[], V]) -> V:
         now = self._clock()
         with self._lock:
-            entry = self._items.get(key)
+            entry = self._touched(key, now)
             if entry is not None:
-                self._items.move_to_end(key)
-                self._items[key] = (entry[0], now)
                 return entry[0]
             value = factory()
-            self._items[key] = (value, now)
+            self._newest(key, [value, now])
             evicted: list[tuple[str, int]] = []  # only an insert can evict
             self._evict(now, evicted)
         self._report(evicted)
@@ -63,7 +66,7 @@ class BoundedMap(Generic[K, V]):
         now = self._clock()
         evicted: list[tuple[str, int]] = []
         with self._lock:
-            self._items[key] = (value, now)
+            self._newest(key, [value, now])
             self._items.move_to_end(key)
             self._evict(now, evicted)
         self._report(evicted)
@@ -73,11 +76,32 @@ class BoundedMap(Generic[K, V]):
             return None
         with self._lock:
             entry = self._items.pop(key, None)
+            if entry is not None and entry is self._newest_entry:
+                self._newest_key, self._newest_entry = _NO_KEY, None
         return None if entry is None else entry[0]
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._newest_key, self._newest_entry = _NO_KEY, None
+
+    def _touched(self, key: K, now: float) -> list | None:
+        """The entry of `key`, made the newest and seen `now`; None when absent. Under the lock."""
+        if key is self._newest_key:
+            entry = self._newest_entry  # already last: no lookup, no reordering
+        else:
+            entry = self._items.get(key)
+            if entry is None:
+                return None
+            self._items.move_to_end(key)
+            self._newest_key, self._newest_entry = key, entry
+        entry[1] = now  # type: ignore[index]
+        return entry
+
+    def _newest(self, key: K, entry: list) -> None:
+        """Store `entry` under `key` (an insert goes last) and remember it as the newest. Under the lock."""
+        self._items[key] = entry
+        self._newest_key, self._newest_entry = key, entry
 
     def _evict(self, now: float, evicted: list[tuple[str, int]]) -> None:
         items = self._items
@@ -99,6 +123,8 @@ class BoundedMap(Generic[K, V]):
                 idle += 1
             if idle:
                 evicted.append(("idle", idle))
+        if evicted and self._newest_key is not _NO_KEY and self._newest_key not in items:
+            self._newest_key, self._newest_entry = _NO_KEY, None  # evicted itself (a clock gone back, say)
 
     def _report(self, evicted: list[tuple[str, int]]) -> None:
         if evicted and self._on_evict is not None:

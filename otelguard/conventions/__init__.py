@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import semconv as sc
 from ..records import (
+    MODEL_KIND,
     AgentRun,
     Classification,
     Content,
@@ -31,7 +32,7 @@ from ..records import (
 from . import genai, openinference, openllmetry
 from ._values import OutputFloor
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "read"]
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "read"]
 
 _log = logging.getLogger(__name__)
 
@@ -48,16 +49,28 @@ def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
     try:
         if MARKER_KEYS.isdisjoint(attributes) and name not in NAMED_SPANS:
             return None
-        get = attributes.get
+        attributes.get  # noqa: B018  (no `get`: not a mapping, so none of ours)
     except (AttributeError, TypeError):
         return None
+    return classify_marked(name, attributes)
+
+
+def classify_marked(name: str, attributes: Mapping[str, Any]) -> Classification | None:
+    """`classify` for a span known to carry a marker key or a known name, its attributes a mapping
+    (the live processor has made that test on every span: this skips repeating it)."""
+    get = attributes.get
     span_kind = get(sc.OPENINFERENCE_SPAN_KIND)
     if span_kind is not None:
         # OpenInference wins even when it also writes gen_ai.* (OPENINFERENCE_ENABLE_GENAI_SEMCONV).
         return openinference.classify_span_kind(span_kind)
     operation = get(sc.GEN_AI_OPERATION_NAME)
     if operation is not None:
-        return _classify_operation(operation, name, attributes)
+        kind = genai.kind_of_operation(operation)
+        if kind is None:
+            return None
+        if openllmetry.is_openllmetry(name, attributes):
+            return openllmetry.classification(kind)
+        return genai.classification(kind)
     traceloop_kind = get(sc.TRACELOOP_SPAN_KIND)
     if traceloop_kind is not None:
         return openllmetry.classify_span_kind(traceloop_kind)
@@ -67,15 +80,6 @@ def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
     if isinstance(name, str) and name in NAMED_SPANS:
         return _classify_name(name, attributes)
     return None
-
-
-def _classify_operation(operation: Any, name: str, attributes: Mapping[str, Any]) -> Classification | None:
-    kind = genai.kind_of_operation(operation)
-    if kind is None:
-        return None
-    if openllmetry.is_openllmetry(name, attributes):
-        return openllmetry.classification(kind)
-    return genai.classification(kind)
 
 
 def _classify_name(name: str, attributes: Mapping[str, Any]) -> Classification | None:
@@ -103,7 +107,7 @@ def read(
     """Normalise a classified span. `parent` is its parent span when the caller has it (LangChain
     tool arguments live there); without it, a tool call has whatever its own span carries.
     `output_floor`: model output that cannot reach it is left unread (None reads everything)."""
-    kind = classification.kind if isinstance(classification.kind, SpanKind) else SpanKind.MODEL
+    kind = classification.kind if isinstance(classification.kind, SpanKind) else MODEL_KIND
     reader = _READERS.get(classification.convention, genai.read)
     try:
         return reader(span, kind, parent, output_floor)

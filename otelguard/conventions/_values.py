@@ -18,7 +18,17 @@ from typing import Any
 from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
-from ..records import Chunk, Content, ModelCall, RequestedToolCall, SpanEvent, Status
+from ..records import (
+    CONTENT_OK,
+    STATUS_ERROR,
+    STATUS_UNSET,
+    Chunk,
+    Content,
+    ModelCall,
+    RequestedToolCall,
+    SpanEvent,
+    Status,
+)
 
 # A broken instrumentation may nest absurdly; deeper payloads are not worth walking.
 _MAX_WALK_DEPTH = 16
@@ -44,7 +54,7 @@ def attributes_of(span: Any) -> Mapping[str, Any]:
 
 def status_of(span: Any) -> Status:
     status = getattr(span, "status", None)
-    return status if isinstance(status, Status) else Status.UNSET
+    return status if isinstance(status, Status) else STATUS_UNSET
 
 
 def events_of(span: Any) -> tuple[SpanEvent, ...]:
@@ -222,7 +232,7 @@ def load_json(value: Any) -> tuple[Any, Content]:
         if not isinstance(value, str):
             return None, Content.MALFORMED
     try:
-        return fastjson.loads(value), Content.OK
+        return fastjson.loads(value), CONTENT_OK
     except (ValueError, RecursionError):
         pass
     salvaged = _salvage_truncated_json(value)
@@ -484,7 +494,7 @@ def model_call(
     chunks, chunk_events = read_chunks(span)
     if output is None:
         # A failed call produced nothing, whatever the capture setting: that is known, not absent.
-        output = Output(content=Content.OK if status is Status.ERROR else Content.ABSENT)
+        output = Output(content=CONTENT_OK if status is STATUS_ERROR else Content.ABSENT)
     return ModelCall(
         text="\n".join(output.texts),
         reasoning="\n".join(output.reasoning),

@@ -16,6 +16,9 @@ from typing import Any
 
 from .. import semconv as sc
 from ..records import (
+    AGENT_KIND,
+    CONTENT_UNREAD,
+    TOOL_KIND,
     AgentRun,
     Classification,
     Content,
@@ -87,9 +90,9 @@ def classify_legacy_name(name: str, attributes: Mapping[str, Any]) -> Classifica
 def read(
     span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
 ) -> AgentRun | ToolCall | ModelCall:
-    if kind is SpanKind.AGENT:
+    if kind is AGENT_KIND:
         return read_agent(span)
-    if kind is SpanKind.TOOL:
+    if kind is TOOL_KIND:
         return read_tool(span)
     return read_model(span, floor)
 
@@ -139,26 +142,35 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     output = read_output_messages(messages, floor) if messages is not None else None
+    model, output_tokens, reasoning_tokens = _model_facts(attributes)
     return model_call(
         span,
         output,
         finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)),
-        **model_facts(attributes),
+        model=model,
+        output_tokens=output_tokens,
+        reasoning_tokens=reasoning_tokens,
     )
 
 
 def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """Model name and token counts, as GenAI semconv and its known variants write them."""
-    return {
-        "model": as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
-        "output_tokens": first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
-        "reasoning_tokens": first_int(
+    model, output_tokens, reasoning_tokens = _model_facts(attributes)
+    return {"model": model, "output_tokens": output_tokens, "reasoning_tokens": reasoning_tokens}
+
+
+def _model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None, int | None]:
+    """(model, output tokens, reasoning tokens): `model_facts` without the dict, for every model span."""
+    return (
+        as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
+        first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
+        first_int(
             attributes,
             sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS,
             sc.GEN_AI_USAGE_REASONING_TOKENS,
             sc.LLM_USAGE_REASONING_TOKENS,
         ),
-    }
+    )
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
@@ -171,7 +183,7 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     if decoded is None:
         return Output(content=content)
     if floor is not None and not _may_reach(decoded, floor):
-        return Output(content=Content.UNREAD)
+        return Output(content=CONTENT_UNREAD)
     output = Output(content=content)
     for role, piece in _output_parts(decoded):
         if role is _TEXT:

@@ -53,7 +53,6 @@ NAMED_MODEL_SPANS = frozenset({"openai.response"})
 
 # Keys only OpenLLMetry writes, telling its GenAI-shaped spans from other producers'.
 _MARKER_KEYS = (sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.GEN_AI_IS_STREAMING, sc.GEN_AI_OPENAI_API_BASE)
-_MARKER_SET = frozenset(_MARKER_KEYS)
 # OpenLLMetry names spans `<vendor>.<operation>` and `<entity>.<kind>`; GenAI semconv uses spaces.
 _NAME_SUFFIXES = (".chat", ".completion", ".response", ".agent", ".tool")
 _AGENT_SUFFIX = ".agent"
@@ -62,8 +61,10 @@ _TOOL_SUFFIX = ".tool"
 
 def is_openllmetry(name: str, attributes: Mapping[str, Any]) -> bool:
     """Whether a GenAI-semconv span carries OpenLLMetry's marks (only the convention label depends on it)."""
-    if not _MARKER_SET.isdisjoint(attributes) and any(attributes.get(key) is not None for key in _MARKER_KEYS):
-        return True
+    get = attributes.get  # a lookup per key: cheaper than a set test over a span's dozen or more keys
+    for key in _MARKER_KEYS:
+        if get(key) is not None:
+            return True
     return isinstance(name, str) and " " not in name and name.endswith(_NAME_SUFFIXES)
 
 

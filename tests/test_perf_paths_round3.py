@@ -1,0 +1,292 @@
+"""Round 3 of the per-span shortcuts: each reaches the same answer as the long way it replaces.
+
+- the processor classifies with `classify_marked`, skipping the marker test it has already made;
+- `openllmetry.is_openllmetry` looks its marker keys up one by one instead of a set test first;
+- a GenAI model span's model name and token counts are read without building the `model_facts` dict;
+- the per-span paths compare against enum members bound once (`records.AGENT_KIND`, ...);
+- `BoundedMap` touches its newest entry without a lookup (agent state: LRU order, idle times, evictions
+  and their reports as before; an evicted agent is made anew);
+- the processor's span view reads the SDK status and scope fields instead of their properties.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import pytest
+
+from otelguard import records
+from otelguard.conventions import (
+    MARKER_KEYS,
+    NAMED_SPANS,
+    OutputFloor,
+    classify,
+    classify_marked,
+    genai,
+    openllmetry,
+    read,
+)
+from otelguard.conventions._values import model_call
+from otelguard.records import Content, SpanKind, SpanView, Status
+
+_OUTPUT = json.dumps([{"role": "assistant", "parts": [
+    {"type": "thinking", "content": "r" * 40}, {"type": "text", "content": "t" * 30},
+    {"type": "tool_call", "id": "c", "name": "f", "arguments": {"b": 1, "a": 2}}]}])
+
+SPANS = [
+    ("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}),
+    ("invoke_agent weather", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"}),
+    ("execute_tool f", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}),
+    ("execute_tool f", {"gen_ai.operation.name": "bogus"}),
+    ("execute_tool f", {"gen_ai.operation.name": 3}),
+    ("openai.chat", {"gen_ai.operation.name": "chat"}),  # OpenLLMetry by its name
+    ("chat x", {"gen_ai.operation.name": "chat", "llm.request.type": "chat"}),
+    ("chat x", {"gen_ai.operation.name": "chat", "llm.is_streaming": False}),
+    ("chat x", {"gen_ai.operation.name": "chat", "gen_ai.openai.api_base": "https://x"}),
+    ("chat x", {"gen_ai.operation.name": "chat", "traceloop.span.kind": None, "llm.request.type": None}),
+    ("x", {"openinference.span.kind": "LLM", "gen_ai.operation.name": "invoke_agent"}),
+    ("x", {"openinference.span.kind": "chain"}),
+    ("x", {"openinference.span.kind": 7}),
+    ("x", {"traceloop.span.kind": "tool"}),
+    ("x", {"traceloop.span.kind": "workflow"}),
+    ("x", {"llm.request.type": "completion"}),
+    ("x", {"llm.request.type": "embedding"}),
+    ("agent run", {"agent_name": "a"}),
+    ("agent run", {"gen_ai.agent.name": None}),
+    ("running tool", {"gen_ai.tool.name": "f"}),
+    ("openai.response", {}),
+    ("x", {"gen_ai.operation.name": None, "traceloop.span.kind": "agent"}),
+]
+
+
+@pytest.mark.parametrize(("name", "attributes"), SPANS)
+def test_classify_marked_matches_classify_on_every_marked_span(name, attributes):
+    assert not MARKER_KEYS.isdisjoint(attributes) or name in NAMED_SPANS
+    assert classify_marked(name, attributes) == classify(name, attributes)
+
+
+def test_classify_still_rejects_what_is_not_a_mapping():
+    assert classify("chat", None) is None  # type: ignore[arg-type]
+    assert classify("chat", ["gen_ai.operation.name"]) is None  # type: ignore[arg-type]
+    assert classify("chat x", {"http.method": "GET"}) is None
+
+
+def reference_is_openllmetry(name, attributes: Mapping) -> bool:
+    if not frozenset(openllmetry._MARKER_KEYS).isdisjoint(attributes) and any(
+        attributes.get(key) is not None for key in openllmetry._MARKER_KEYS
+    ):
+        return True
+    return isinstance(name, str) and " " not in name and name.endswith(openllmetry._NAME_SUFFIXES)
+
+
+@pytest.mark.parametrize(("name", "attributes"), SPANS + [
+    ("openai.chat", {}), ("my.tool", {"a": 1}), ("chat", {"traceloop.span.kind": ""}), (None, {}),
+])
+def test_is_openllmetry_by_lookups_matches_the_set_test(name, attributes):
+    assert openllmetry.is_openllmetry(name, attributes) == reference_is_openllmetry(name, attributes)
+
+
+MODEL_ATTRIBUTES = [
+    {"gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 41, "gen_ai.output.messages": _OUTPUT,
+     "gen_ai.response.finish_reasons": ("tool_call",)},
+    {"gen_ai.response.model": " r ", "gen_ai.usage.completion_tokens": "12", "gen_ai.usage.reasoning_tokens": 3.0},
+    {"gen_ai.request.model": None, "gen_ai.response.model": 5, "gen_ai.usage.output_tokens": True,
+     "gen_ai.usage.completion_tokens": 9, "llm.usage.reasoning_tokens": "x"},
+    {"gen_ai.request.model": "", "gen_ai.usage.details.reasoning_tokens": float("nan"), "gen_ai.output.messages": "[{"},
+    {},
+]
+
+
+@pytest.mark.parametrize("attributes", MODEL_ATTRIBUTES)
+@pytest.mark.parametrize("floor", [None, OutputFloor(256, 2048), OutputFloor(1, 1)])
+def test_model_spans_read_as_the_long_way_builds_them(attributes, floor):
+    span = SpanView("chat m", 1, 2, 3, attributes, status=Status.UNSET)
+    messages = attributes.get("gen_ai.output.messages")
+    output = genai.read_output_messages(messages, floor) if messages is not None else None
+    expected = model_call(
+        span, output,
+        finish_reasons=genai.as_str_tuple(attributes.get("gen_ai.response.finish_reasons")),
+        **genai.model_facts(attributes),
+    )
+    assert genai.read_model(span, floor) == expected
+    assert read(span, genai.classification(SpanKind.MODEL), output_floor=floor) == expected
+
+
+def test_model_facts_keeps_its_dict():
+    assert genai.model_facts(MODEL_ATTRIBUTES[0]) == {"model": "m", "output_tokens": 41, "reasoning_tokens": None}
+
+
+def test_bound_enum_members_are_the_members():
+    assert records.AGENT_KIND is SpanKind.AGENT and records.MODEL_KIND is SpanKind.MODEL
+    assert records.TOOL_KIND is SpanKind.TOOL
+    assert records.CONTENT_OK is Content.OK and records.CONTENT_UNREAD is Content.UNREAD
+    assert records.STATUS_UNSET is Status.UNSET and records.STATUS_ERROR is Status.ERROR
+
+
+# --- BoundedMap: the newest entry is touched without a lookup -----------------------------------------
+class ReferenceBoundedMap:
+    """The map as it was before the shortcut (tuple entries, a lookup and a reordering per touch)."""
+
+    def __init__(self, max_items, idle_ttl_s=None, *, clock, on_evict=None):
+        from collections import OrderedDict
+
+        self._items, self._max_items, self._ttl, self._clock = OrderedDict(), max_items, idle_ttl_s, clock
+        self._on_evict, self._next_sweep = on_evict, 0.0
+
+    def get(self, key):
+        entry = self._items.get(key)
+        if entry is None:
+            return None
+        self._items.move_to_end(key)
+        self._items[key] = (entry[0], self._clock())
+        return entry[0]
+
+    def get_or_create(self, key, factory):
+        now = self._clock()
+        entry = self._items.get(key)
+        if entry is not None:
+            self._items.move_to_end(key)
+            self._items[key] = (entry[0], now)
+            return entry[0]
+        value = factory()
+        self._items[key] = (value, now)
+        self._evict(now)
+        return value
+
+    def put(self, key, value):
+        now = self._clock()
+        self._items[key] = (value, now)
+        self._items.move_to_end(key)
+        self._evict(now)
+
+    def pop(self, key):
+        entry = self._items.pop(key, None)
+        return None if entry is None else entry[0]
+
+    def clear(self):
+        self._items.clear()
+
+    def _evict(self, now):
+        items, evicted = self._items, []
+        over = len(items) - self._max_items
+        if over > 0:
+            for _ in range(over):
+                items.popitem(last=False)
+            evicted.append(("capacity", over))
+        if self._ttl is not None and now >= self._next_sweep:
+            self._next_sweep = now + min(1.0, self._ttl)
+            idle = 0
+            while items:
+                _, (_, seen) = next(iter(items.items()))
+                if now - seen < self._ttl:
+                    break
+                items.popitem(last=False)
+                idle += 1
+            if idle:
+                evicted.append(("idle", idle))
+        for reason, count in evicted:
+            self._on_evict(reason, count)
+
+
+def snapshot(bounded) -> list:
+    return [(key, entry[0], entry[1]) for key, entry in bounded._items.items()]
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize(("max_items", "ttl"), [(1, None), (3, None), (4, 2.5), (2, 0.5), (50, 1.0)])
+def test_bounded_map_touches_evicts_and_reports_as_before(seed, max_items, ttl):
+    import random
+
+    from otelguard.state import BoundedMap
+
+    rng = random.Random(seed)
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    reports, reference_reports = [], []
+    bounded = BoundedMap(max_items, ttl, clock=clock, on_evict=lambda *report: reports.append(report))
+    reference = ReferenceBoundedMap(max_items, ttl, clock=clock, on_evict=lambda *r: reference_reports.append(r))
+    # Keys as the engine makes them: equal strings that are not always the same object.
+    keys = [f"agent-{i}" for i in range(6)]
+    for step in range(300):
+        now[0] += rng.choice((0.0, 0.0, 0.1, 0.4, 1.0, 3.0, -0.2))  # a clock may even step back
+        key = rng.choice(keys)
+        if rng.random() < 0.3:
+            key = "".join(key)  # an equal key, not the same object
+        operation = rng.random()
+        if operation < 0.4:
+            assert bounded.get_or_create(key, lambda made=step: made) == reference.get_or_create(
+                key, lambda made=step: made)
+        elif operation < 0.6:
+            assert bounded.get(key) == reference.get(key)
+        elif operation < 0.8:
+            bounded.put(key, -step)
+            reference.put(key, -step)
+        elif operation < 0.97:
+            assert bounded.pop(key) == reference.pop(key)
+        else:
+            bounded.clear()
+            reference.clear()
+        assert snapshot(bounded) == [(key, value, seen) for key, (value, seen) in reference._items.items()]
+        assert reports == reference_reports
+
+
+def test_an_evicted_agent_is_made_anew_not_resurrected():
+    from otelguard.state import BoundedMap
+
+    now = [0.0]
+    bounded = BoundedMap(2, 10.0, clock=lambda: now[0])
+    first = bounded.get_or_create("a", object)
+    assert bounded.get_or_create("a", object) is first  # the newest, touched without a lookup
+    bounded.put("b", 1)
+    bounded.put("c", 2)  # capacity: "a" goes
+    assert bounded.get("a") is None
+    assert bounded.get_or_create("a", object) is not first
+    now[0] = 100.0
+    bounded.put("d", 3)  # idle: every older entry goes
+    assert bounded.get("a") is None and bounded.get("c") is None
+
+
+# --- the processor's span view reads the SDK's status and scope fields directly -------------------------
+class PublicOnly:
+    """A span showing only the ReadableSpan properties: the view's fallback (the long way)."""
+
+    def __init__(self, span):
+        self._span = span
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._span, name)
+
+
+@pytest.mark.parametrize("status", ["unset", "ok", "error", "error-described"])
+@pytest.mark.parametrize("with_event", [False, True])
+def test_span_view_from_sdk_fields_matches_the_public_properties(status, with_event):
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Status as OtelStatus
+    from opentelemetry.trace import StatusCode
+
+    from otelguard.processor import _view
+
+    tracer = TracerProvider().get_tracer("scope-name", "1.0")
+    with tracer.start_as_current_span("agent"):
+        span = tracer.start_span("chat m", attributes={"gen_ai.operation.name": "chat"})
+        if with_event:
+            span.add_event("otelguard.chunk", {"otelguard.chunk.text": "x"}, timestamp=5)
+        if status == "ok":
+            span.set_status(OtelStatus(StatusCode.OK))
+        elif status == "error":
+            span.set_status(OtelStatus(StatusCode.ERROR))
+        elif status == "error-described":
+            span.set_status(OtelStatus(StatusCode.ERROR, "boom"))
+        span.end()
+    attributes, context = span._attributes._dict, span.get_span_context()
+    fast = _view(span, span.name, context, attributes)
+    long_way = _view(PublicOnly(span), span.name, context, attributes)  # type: ignore[arg-type]
+    assert fast == long_way
+    assert fast.scope == "scope-name" and fast.parent_span_id is not None
+    assert fast.status is {"unset": Status.UNSET, "ok": Status.OK}.get(status, Status.ERROR)
