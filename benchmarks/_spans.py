@@ -10,7 +10,7 @@ call with distinct arguments, so no verdict fires): `invoke_agent` around `steps
   request parameters, tool definitions and the agent's ids when a chat span starts; the conversation
   so far as `gen_ai.input.messages` (growing each step), system instructions, response model and id,
   usage and finish reasons when it ends; about 5 KB per chat span. The sizes and texts come from
-  analyzer_throughput's generator, which copies the fixtures' shapes.
+  _pydantic_ai.py, shared with analyzer_throughput's generator.
 
 Attribute values are built before the clock starts (they are the application's work, not the
 pipeline's); each replay gives the run fresh agent-run ids, as pydantic-ai does per run.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from opentelemetry.trace import SpanKind
 
-from analyzer_throughput import _MODEL_SCHEMA, _REQUEST_PARAMETERS, _TOOL_DEFINITIONS, _TOOL_SCHEMA, _text
+from _pydantic_ai import MODEL_SCHEMA, REQUEST_PARAMETERS, TOOL_DEFINITIONS, TOOL_SCHEMA, words
 
 AGENT = "weather"
 MODEL = "gpt-4o"
@@ -93,18 +93,18 @@ class PydanticAiRun:
     steps: list[Step]  # chat, execute_tool, chat, ..., the final chat: each a child of the agent span
 
 
-_TOOL_DEFINITIONS_JSON = json.dumps(_TOOL_DEFINITIONS)
+TOOL_DEFINITIONS_JSON = json.dumps(TOOL_DEFINITIONS)
 
 
 def pydantic_ai_run(seed: int, steps: int = 3) -> PydanticAiRun:
     """One agent run's attributes as pydantic-ai (instrumentation version 3+) writes them."""
     rng = random.Random(seed)
-    instructions = json.dumps([{"type": "text", "content": _text(rng, rng.randint(400, 1500))}])
-    history: list[dict] = [{"role": "user", "parts": [{"type": "text", "content": _text(rng, rng.randint(50, 300))}]}]
+    instructions = json.dumps([{"type": "text", "content": words(rng, rng.randint(400, 1500))}])
+    history: list[dict] = [{"role": "user", "parts": [{"type": "text", "content": words(rng, rng.randint(50, 300))}]}]
     chat_start = {
         "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.system": "openai",
-        "gen_ai.request.model": MODEL, "model_request_parameters": _REQUEST_PARAMETERS,
-        "gen_ai.tool.definitions": _TOOL_DEFINITIONS_JSON,
+        "gen_ai.request.model": MODEL, "model_request_parameters": REQUEST_PARAMETERS,
+        "gen_ai.tool.definitions": TOOL_DEFINITIONS_JSON,
     }
     spans: list[Step] = []
     input_tokens = output_total = 0
@@ -116,7 +116,7 @@ def pydantic_ai_run(seed: int, steps: int = 3) -> PydanticAiRun:
         output_total += output_tokens
         spans.append(Step(f"chat {MODEL}", SpanKind.CLIENT, chat_start, {
             "gen_ai.input.messages": json.dumps(history), "gen_ai.output.messages": json.dumps(output),
-            "gen_ai.system_instructions": instructions, "logfire.json_schema": _MODEL_SCHEMA,
+            "gen_ai.system_instructions": instructions, "logfire.json_schema": MODEL_SCHEMA,
             "gen_ai.usage.input_tokens": input_tokens, "gen_ai.usage.output_tokens": output_tokens,
             "gen_ai.response.model": f"{MODEL}-2024-08-06", "gen_ai.response.id": f"chatcmpl-{rng.getrandbits(96):024x}",
             "gen_ai.response.finish_reasons": (finish,),
@@ -127,11 +127,11 @@ def pydantic_ai_run(seed: int, steps: int = 3) -> PydanticAiRun:
         args = {"city": f"city-{seed}-{s}", "units": "metric"}
         call_id = f"call_{rng.getrandbits(64):016x}"
         chat(output_messages(f"Checking {args['city']}.", REASONING, (TOOL, args), call_id), "tool_call")
-        result = f"It is sunny in {args['city']}, 21C. " + _text(rng, rng.randint(50, 400))
+        result = f"It is sunny in {args['city']}, 21C. " + words(rng, rng.randint(50, 400))
         spans.append(Step(f"execute_tool {TOOL}", SpanKind.INTERNAL, {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": TOOL, "gen_ai.tool.call.id": call_id,
             "gen_ai.tool.call.arguments": json.dumps(args, separators=(",", ":")),
-            "logfire.msg": f"running tool: {TOOL}", "logfire.json_schema": _TOOL_SCHEMA,
+            "logfire.msg": f"running tool: {TOOL}", "logfire.json_schema": TOOL_SCHEMA,
         }, {"gen_ai.tool.call.result": result}))
         history.append({"role": "tool", "parts": [
             {"type": "tool_call_response", "id": call_id, "name": TOOL, "result": result}]})

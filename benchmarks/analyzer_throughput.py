@@ -29,24 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from _pydantic_ai import MODEL_SCHEMA, REQUEST_PARAMETERS, TOOL_DEFINITIONS, TOOL_SCHEMA, words
+
 SPANS_PER_LINE = 128
 CONCURRENT_TRACES = 8
 T0 = 1_790_000_000_000_000_000
-WORDS = ("the of and to in is that for it as with was on be by this are from or at which an have not "
-         "weather city forecast compare result tool call model answer check data value reason step plan "
-         "request response check again because therefore however maybe consider option parse").split()
-
-
-def _text(rng: random.Random, chars: int) -> str:
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)
-
-
 def _attrs(mapping: dict) -> list[dict]:
     out = []
     for key, value in mapping.items():
@@ -80,22 +67,7 @@ def _span(trace: str, span_id: str, parent: str | None, name: str, start: int, e
     return scope, span
 
 
-_TOOL_DEFINITIONS = [
-    {"name": name, "description": f"{name.replace('_', ' ').capitalize()} for the user's question.",
-     "parameters": {"additionalProperties": False, "properties": {"q": {"type": "string"}, "n": {"type": "integer"}},
-                    "required": ["q"], "type": "object"}}
-    for name in ("get_weather", "search", "lookup_user", "fetch_page")
-]
-_REQUEST_PARAMETERS = json.dumps({
-    "function_tools": [{"name": d["name"], "parameters_json_schema": d["parameters"], "description": d["description"],
-                        "outer_typed_dict_key": None, "strict": None, "kind": "function"} for d in _TOOL_DEFINITIONS],
-    "builtin_tools": [], "output_mode": "text", "output_object": None, "output_tools": [], "allow_text_output": True,
-})
-_MODEL_SCHEMA = json.dumps({"type": "object", "properties": {k: {"type": "array"} for k in (
-    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "model_request_parameters",
-    "gen_ai.tool.definitions")}})
-_TOOL_SCHEMA = json.dumps({"type": "object", "properties": {"gen_ai.tool.call.arguments": {"type": "object"},
-                                                            "gen_ai.tool.call.result": {"type": "object"}}})
+
 
 
 def _trace(rng: random.Random, ids: _Ids, start: int, looping: bool) -> list[tuple[str, dict]]:
@@ -105,8 +77,8 @@ def _trace(rng: random.Random, ids: _Ids, start: int, looping: bool) -> list[tup
     conversation, call_id = ids.span(), ids.span()
     common = {"gen_ai.agent.name": "weather_agent", "gen_ai.agent.call.id": call_id,
               "gen_ai.conversation.id": conversation}
-    instructions = json.dumps([{"type": "text", "content": _text(rng, rng.randint(400, 1500))}])
-    history: list[dict] = [{"role": "user", "parts": [{"type": "text", "content": _text(rng, rng.randint(50, 300))}]}]
+    instructions = json.dumps([{"type": "text", "content": words(rng, rng.randint(400, 1500))}])
+    history: list[dict] = [{"role": "user", "parts": [{"type": "text", "content": words(rng, rng.randint(50, 300))}]}]
     spans: list[tuple[str, dict]] = []
     now = start
     steps = rng.randint(3, 8)
@@ -115,19 +87,19 @@ def _trace(rng: random.Random, ids: _Ids, start: int, looping: bool) -> list[tup
         model_start, model_end = now, now + rng.randint(200, 2000) * 1_000_000
         last = step == steps - 1
         tool = "get_weather" if looping else rng.choice(["get_weather", "search", "lookup_user", "fetch_page"])
-        arguments = {"q": "Paris"} if looping else {"q": _text(rng, 20), "n": rng.randint(1, 9)}
-        parts = [{"type": "thinking", "content": _text(rng, rng.randint(200, 1500))}]
+        arguments = {"q": "Paris"} if looping else {"q": words(rng, 20), "n": rng.randint(1, 9)}
+        parts = [{"type": "thinking", "content": words(rng, rng.randint(200, 1500))}]
         if last:
-            parts.append({"type": "text", "content": _text(rng, rng.randint(100, 600))})
+            parts.append({"type": "text", "content": words(rng, rng.randint(100, 600))})
         else:
             parts.append({"type": "tool_call", "id": ids.span(), "name": tool, "arguments": arguments})
         output = [{"role": "assistant", "parts": parts, "finish_reason": "stop" if last else "tool_call"}]
         spans.append(_span(trace, model_id, root, "chat fake-model", model_start, model_end, {
             "gen_ai.operation.name": "chat", **common, "gen_ai.provider.name": "openai", "gen_ai.system": "openai",
-            "gen_ai.request.model": "fake-model", "model_request_parameters": _REQUEST_PARAMETERS,
-            "gen_ai.tool.definitions": json.dumps(_TOOL_DEFINITIONS), "gen_ai.input.messages": json.dumps(history),
+            "gen_ai.request.model": "fake-model", "model_request_parameters": REQUEST_PARAMETERS,
+            "gen_ai.tool.definitions": json.dumps(TOOL_DEFINITIONS), "gen_ai.input.messages": json.dumps(history),
             "gen_ai.output.messages": json.dumps(output), "gen_ai.system_instructions": instructions,
-            "logfire.json_schema": _MODEL_SCHEMA, "gen_ai.usage.input_tokens": rng.randint(100, 4000),
+            "logfire.json_schema": MODEL_SCHEMA, "gen_ai.usage.input_tokens": rng.randint(100, 4000),
             "gen_ai.usage.output_tokens": rng.randint(10, 900), "gen_ai.response.model": "fake-model-2026",
             "gen_ai.response.finish_reasons": json.dumps(["stop" if last else "tool_call"]),
         }, kind=3))
@@ -142,11 +114,11 @@ def _trace(rng: random.Random, ids: _Ids, start: int, looping: bool) -> list[tup
             break
         tool_id = ids.span()
         tool_end = now + rng.randint(5, 300) * 1_000_000
-        result = _text(rng, rng.randint(50, 400))
+        result = words(rng, rng.randint(50, 400))
         spans.append(_span(trace, tool_id, root, f"execute_tool {tool}", now, tool_end, {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool, "gen_ai.tool.call.id": ids.span(),
             "gen_ai.tool.call.arguments": json.dumps(arguments, separators=(",", ":")), **common,
-            "logfire.msg": f"running tool: {tool}", "logfire.json_schema": _TOOL_SCHEMA,
+            "logfire.msg": f"running tool: {tool}", "logfire.json_schema": TOOL_SCHEMA,
             "gen_ai.tool.call.result": result,
         }))
         spans.append(_span(trace, ids.span(), tool_id, "SELECT weather", now + 1_000_000, tool_end - 1_000_000, {
@@ -371,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             profiler.start()
             analyze([small])
             profiler.stop()
-            print(profiler.output_text(unicode=True, color=False, show_all=False))
+            print(profiler.outputwords(unicode=True, color=False, show_all=False))
     return 0
 
 
