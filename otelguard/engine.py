@@ -137,6 +137,14 @@ class GuardEngine:
         # span id -> agent of every open span inside an agent run, so descendants find their agent.
         self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
+        # Bound once for span_ended/span_started (every agent, model and tool span): `_open.pop`
+        # without the method call, the live trips' dict for an emptiness test (`BoundedMap.__len__`
+        # is a Python call), the agent-state lookup without `_state`.
+        self._pop_open = self._open.items.pop
+        self._open_items = self._open.items
+        self._max_open_spans = max_open_spans
+        self._live_trip_items = self._live_trips._items
+        self._state_of = self._agents.get_or_create
 
     # --- span lifecycle ------------------------------------------------------------------------
     @property
@@ -185,14 +193,17 @@ class GuardEngine:
                     guard.on_agent_run(state.guard_states[index])
             return Started(classification, agent)
         agent = parent or self._trace_agent(span)
-        if parent is not None:
-            self._open.put(span.span_id, agent)
+        if parent is not None:  # `self._open.put(span.span_id, agent)` without the call
+            open_items = self._open_items
+            open_items[span.span_id] = agent
+            if len(open_items) > self._max_open_spans:
+                self._open._trim()
         started = Started(classification, agent)
         if classification.kind is TOOL_KIND:
             call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
             assert isinstance(call, ToolCall)
             decision = ToolStart()
-            state = self._state(agent)
+            state = self._state_of(agent.key, self._new_state)
             with state.lock:
                 for index, guard in self._on_tool_start:
                     guard.on_tool_start(state.guard_states[index], call, span, decision)
@@ -208,19 +219,19 @@ class GuardEngine:
         classification: Classification | None = None,
     ) -> Judged | None:
         """Judge an ended span. `timed_out_ms`: the guard's own deadline fired for this tool span."""
-        agent = self._open.pop(span.span_id)
+        agent = self._pop_open(span.span_id, None)
         if classification is None:
             classification = conventions.classify(span.name, span.attributes)
             if classification is None:
                 return None
-        live_trip = self._live_trips.pop(span.span_id)
+        live_trip = self._live_trips.pop(span.span_id) if self._live_trip_items else None
         if agent is None:
             agent = self._agent_of_parent(span)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
         if classification.kind is AGENT_KIND:
             return judged
-        state = self._state(agent)
+        state = self._state_of(agent.key, self._new_state)
         with state.lock:
             if isinstance(record, ToolCall):
                 for index, guard in self._on_tool_end:

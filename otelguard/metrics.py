@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
-from typing import Iterable
+from typing import Any, Iterable
 
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
@@ -20,6 +21,15 @@ EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
 # One judged span in this many is timed for `otelguard.processing.duration`: with an SDK
 # MeterProvider a histogram record costs ~4 us, as much as judging a whole tool span.
 PROCESSING_SAMPLE_EVERY = 16
+
+
+_MAX_CLASSIFICATION_OBJECTS = 64  # distinct classification objects counted by identity (9 are shared)
+
+
+def _current(counter: itertools.count) -> int:
+    """How many times `next()` was called on an `itertools.count()` (its repr, `count(N)`, reads it
+    without advancing it)."""
+    return int(repr(counter)[6:-1])
 
 
 class LabelCap:
@@ -53,10 +63,14 @@ class GuardMetrics:
         meter = (meter_provider or otel_metrics.get_meter_provider()).get_meter("otelguard", __version__)
         self.verdicts = meter.create_counter(
             "otelguard.verdicts", unit="{verdict}", description="Guard verdicts on agent spans")
-        # Counted in a local table and read at collection: a judged span costs one dict increment,
-        # not an SDK measurement (spans are the hot path; verdicts are rare and recorded directly).
-        self._span_counts: dict[tuple[str, str], int] = {}
-        self._span_counts_lock = threading.Lock()
+        # Counted in local counters read at collection: a judged span costs one `next()` on an
+        # itertools.count (atomic under the GIL: no lock, no lost counts), not an SDK measurement
+        # (spans are the hot path; verdicts are rare and recorded directly). Keyed by (kind,
+        # convention), or by the identity of a classification object (`span_of`: no hashing of the
+        # enum member, a Python-level hash); both are summed per label at collection.
+        self._span_counts: dict[tuple[str, str], itertools.count] = {}
+        self._span_counts_by_id: dict[int, tuple[Any, itertools.count]] = {}
+        self._span_counts_lock = threading.Lock()  # only to create a counter
         self.spans = meter.create_observable_counter(
             "otelguard.spans", callbacks=[self._observe_spans], unit="{span}",
             description="Agent, model and tool spans the guard read")
@@ -105,14 +119,38 @@ class GuardMetrics:
     def span(self, kind: str, convention: str) -> None:
         """One judged span. `kind` may be a `SpanKind` (a str enum: made a plain label at collection)."""
         key = (kind, convention)
+        counter = self._span_counts.get(key)
+        if counter is None:
+            with self._span_counts_lock:
+                counter = self._span_counts.setdefault(key, itertools.count())
+        next(counter)
+
+    def span_of(self, classification: Any) -> None:
+        """One judged span of this classification (an object with `kind` and `convention`, the
+        conventions' shared ones): `span(classification.kind, classification.convention)`, faster."""
+        entry = self._span_counts_by_id.get(id(classification))
+        if entry is None:
+            if len(self._span_counts_by_id) >= _MAX_CLASSIFICATION_OBJECTS:  # not shared ones: by value
+                self.span(classification.kind, classification.convention)
+                return
+            with self._span_counts_lock:  # the entry holds the object: its id stays its own
+                entry = self._span_counts_by_id.setdefault(id(classification), (classification, itertools.count()))
+        next(entry[1])
+
+    def span_counts(self) -> dict[tuple[str, str], int]:
+        """{(kind label, convention): spans counted so far}."""
         with self._span_counts_lock:
-            self._span_counts[key] = self._span_counts.get(key, 0) + 1
+            by_value = list(self._span_counts.items())
+            by_id = [((c.kind, c.convention), counter) for c, counter in self._span_counts_by_id.values()]
+        totals: dict[tuple[str, str], int] = {}
+        for (kind, convention), counter in by_value + by_id:
+            label = (str(kind), convention)
+            totals[label] = totals.get(label, 0) + _current(counter)
+        return totals
 
     def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
-        with self._span_counts_lock:
-            counts = list(self._span_counts.items())
-        for (kind, convention), count in counts:
-            yield Observation(count, {"otelguard.span.kind": str(kind), "otelguard.convention": convention})
+        for (kind, convention), count in self.span_counts().items():
+            yield Observation(count, {"otelguard.span.kind": kind, "otelguard.convention": convention})
 
     def loop_token_spend(self, guard: str, model: str | None, tokens: int) -> None:
         self.loop_tokens.add(tokens, {"otelguard.guard": guard, "gen_ai.request.model": self._model_label(model)})

@@ -154,6 +154,7 @@ class GuardSpanProcessor(SpanProcessor):
         # Open tool and agent-run spans, bounded (spans that never end are evicted oldest first).
         self._tools: OpenSpans[int, _ArmedTool] = OpenSpans(100_000, on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n))
         self._runs: OpenSpans[int, _Run] = OpenSpans(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
+        self._pop_tool = self._tools.items.pop  # `_tools.pop` without the call (at every tool span end)
         self._judged_spans = 0  # counts judged spans to pick the timed ones (races only shift the sample)
         # The engine's dict of open spans inside agent runs: empty (falsy) while no agent run is open.
         # A span that is none of ours but sits inside an agent run is noted and dropped through it.
@@ -304,7 +305,7 @@ class GuardSpanProcessor(SpanProcessor):
         started_at = time.perf_counter() if self._judged_spans % PROCESSING_SAMPLE_EVERY == 1 else None
         timed_out_ms = None
         if classification.kind is TOOL_KIND:
-            armed = self._tools.pop(context.span_id)
+            armed = self._pop_tool(context.span_id, None)
             if armed is not None:
                 if armed.deadline is not None:
                     armed.deadline.cancel()
@@ -317,7 +318,7 @@ class GuardSpanProcessor(SpanProcessor):
             return span
         kind = judged.classification.kind
         run = self._runs.pop(context.span_id) if kind is AGENT_KIND else None
-        self.metrics.span(kind, judged.classification.convention)
+        self.metrics.span_of(judged.classification)
         if judged.verdicts:
             self._record(judged)
         if started_at is not None:

@@ -55,26 +55,41 @@ def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
     return classify_marked(name, attributes)
 
 
+# gen_ai.operation.name -> (GenAI classification, OpenLLMetry classification): the conventions' own
+# shared objects, looked up at once (what `kind_of_operation` and `classification(kind)` give).
+_OPERATION_CLASSIFICATIONS: Mapping[str, tuple[Classification, Classification]] = {
+    operation: (genai.classification(kind), openllmetry.classification(kind))
+    for operation, kind in genai.OPERATION_KINDS.items()
+}
+_OI_SPAN_KIND, _GEN_AI_OPERATION_NAME = sc.OPENINFERENCE_SPAN_KIND, sc.GEN_AI_OPERATION_NAME
+_TRACELOOP_SPAN_KIND, _LLM_REQUEST_TYPE = sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE
+_LLM_MARK_1, _LLM_MARK_2, _LLM_MARK_3, _LLM_MARK_4 = openllmetry.MARKER_KEYS
+_LLM_NAME_SUFFIXES = openllmetry.NAME_SUFFIXES
+
+
 def classify_marked(name: str, attributes: Mapping[str, Any]) -> Classification | None:
     """`classify` for a span known to carry a marker key or a known name, its attributes a mapping
     (the live processor has made that test on every span: this skips repeating it)."""
     get = attributes.get
-    span_kind = get(sc.OPENINFERENCE_SPAN_KIND)
+    span_kind = get(_OI_SPAN_KIND)
     if span_kind is not None:
         # OpenInference wins even when it also writes gen_ai.* (OPENINFERENCE_ENABLE_GENAI_SEMCONV).
         return openinference.classify_span_kind(span_kind)
-    operation = get(sc.GEN_AI_OPERATION_NAME)
+    operation = get(_GEN_AI_OPERATION_NAME)
     if operation is not None:
-        kind = genai.kind_of_operation(operation)
-        if kind is None:
+        classifications = _OPERATION_CLASSIFICATIONS.get(operation) if isinstance(operation, str) else None
+        if classifications is None:
             return None
-        if openllmetry.is_openllmetry(name, attributes):
-            return openllmetry.classification(kind)
-        return genai.classification(kind)
-    traceloop_kind = get(sc.TRACELOOP_SPAN_KIND)
+        # `openllmetry.is_openllmetry(name, attributes)`, inline: every agent, model and tool span asks.
+        if (get(_LLM_MARK_1) is None and get(_LLM_MARK_2) is None and get(_LLM_MARK_3) is None
+                and get(_LLM_MARK_4) is None
+                and not (isinstance(name, str) and " " not in name and name.endswith(_LLM_NAME_SUFFIXES))):
+            return classifications[0]
+        return classifications[1]
+    traceloop_kind = get(_TRACELOOP_SPAN_KIND)
     if traceloop_kind is not None:
         return openllmetry.classify_span_kind(traceloop_kind)
-    request_type = get(sc.LLM_REQUEST_TYPE)
+    request_type = get(_LLM_REQUEST_TYPE)
     if request_type is not None:
         return openllmetry.classify_request_type(request_type)
     if isinstance(name, str) and name in NAMED_SPANS:

@@ -20,6 +20,7 @@ from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..records import (
     CONTENT_OK,
+    CONTENT_UNREAD,
     STATUS_ERROR,
     STATUS_UNSET,
     Chunk,
@@ -28,6 +29,7 @@ from ..records import (
     RequestedToolCall,
     SpanEvent,
     Status,
+    model_call_deferring_facts,
 )
 
 # A broken instrumentation may nest absurdly; deeper payloads are not worth walking.
@@ -480,6 +482,11 @@ class Output:
         self.tool_calls.append(RequestedToolCall(as_name(name), canonical))
 
 
+# The Output of model output left unread (`Content.UNREAD`): empty, and shared, so its parts are
+# tuples (nothing may add to it; `add_*` would fail rather than change every unread record).
+UNREAD_OUTPUT = Output(texts=(), reasoning=(), tool_calls=(), content=CONTENT_UNREAD)  # type: ignore[arg-type]
+
+
 def model_call(
     span: Any,
     output: Output | None,
@@ -508,4 +515,21 @@ def model_call(
         chunk_events=chunk_events,
         dropped_events=dropped_events_of(span),
         status=status,
+    )
+
+
+def model_call_deferring(span: Any, output: Output | None, reader: Any, attributes: Mapping[str, Any]) -> ModelCall:
+    """`model_call` with the model facts read on first access, as `reader(attributes)` gives them
+    (model, output tokens, reasoning tokens, finish reasons). The live guard's path: the facts are
+    used only when a loop verdict fires. `attributes` must be the ended span's (they no longer change)."""
+    status = status_of(span)
+    chunks, chunk_events = read_chunks(span)
+    if output is UNREAD_OUTPUT:
+        return model_call_deferring_facts(reader, attributes, "", "", (), CONTENT_UNREAD, chunks, chunk_events,
+                                          dropped_events_of(span), status)
+    if output is None:
+        output = Output(content=CONTENT_OK if status is STATUS_ERROR else Content.ABSENT)
+    return model_call_deferring_facts(
+        reader, attributes, "\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls),
+        output.content, chunks, chunk_events, dropped_events_of(span), status,
     )

@@ -38,7 +38,9 @@ from ._values import (
     first_int,
     first_present,
     load_json,
+    UNREAD_OUTPUT,
     model_call,
+    model_call_deferring,
     read_arguments,
     span_name_of,
     status_of,
@@ -142,6 +144,10 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     output = read_output_messages(messages, floor) if messages is not None else None
+    if floor is not None:
+        # The live guard: the model facts (name, tokens, finish reasons) are read from the span's
+        # attributes when first used (a loop verdict's metric), by the same code as below.
+        return model_call_deferring(span, output, _all_model_facts, attributes)
     model, output_tokens, reasoning_tokens = _model_facts(attributes)
     return model_call(
         span,
@@ -173,6 +179,12 @@ def _model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None,
     )
 
 
+def _all_model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None, int | None, tuple[str, ...]]:
+    """(model, output tokens, reasoning tokens, finish reasons), as `read_model` reads them."""
+    model, output_tokens, reasoning_tokens = _model_facts(attributes)
+    return model, output_tokens, reasoning_tokens, as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS))
+
+
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
     """Decode `gen_ai.output.messages` (JSON text, or already-decoded messages) into an Output.
 
@@ -183,7 +195,7 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     if decoded is None:
         return Output(content=content)
     if floor is not None and not _may_reach(decoded, floor):
-        return Output(content=CONTENT_UNREAD)
+        return UNREAD_OUTPUT  # shared: nothing is added to output left unread
     output = Output(content=content)
     for role, piece in _output_parts(decoded):
         if role is _TEXT:
@@ -248,7 +260,43 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
 
 def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
     """Whether the read output's text or reasoning could reach the floor: string content reads to at
-    most its own length (text parts joined by one character); other content is read to find out."""
+    most its own length (text parts joined by one character); other content is read to find out.
+
+    `_output_parts` walked inline (the same pieces in the same order, without a generator: every
+    model span the live guard sees comes here); `_may_reach_by_parts` is the long way."""
+    text = reasoning = 0
+    for message in decoded if isinstance(decoded, list) else [decoded]:
+        if type(message) is not dict and not isinstance(message, Mapping):
+            continue  # malformed: neither text nor reasoning
+        parts = message.get("parts")
+        if isinstance(parts, (list, tuple)):
+            for part in parts:
+                if isinstance(part, str):
+                    text += len(part) + 1
+                    continue
+                if type(part) is not dict and not isinstance(part, Mapping):
+                    continue
+                role = _PART_ROLES.get(part.get("type"))
+                if role is _TEXT or role is _REASONING:
+                    if "content" not in part:
+                        continue  # content dropped
+                    value = part["content"]
+                    if not isinstance(value, str):
+                        return True
+                    if role is _TEXT:
+                        text += len(value) + 1
+                    else:
+                        reasoning += len(value) + 1
+        elif "content" in message:
+            value = message["content"]
+            if not isinstance(value, str):
+                return True
+            text += len(value) + 1
+    return text > floor.text_chars or reasoning > floor.reasoning_chars
+
+
+def _may_reach_by_parts(decoded: Any, floor: OutputFloor) -> bool:
+    """`_may_reach` the long way, over `_output_parts` (kept for the tests that compare them)."""
     text = reasoning = 0
     for role, value in _output_parts(decoded):
         if role is _TEXT or role is _REASONING:

@@ -52,15 +52,15 @@ _REQUEST_TYPES: Mapping[str, SpanKind] = {"chat": SpanKind.MODEL, "completion": 
 NAMED_MODEL_SPANS = frozenset({"openai.response"})
 
 # Keys only OpenLLMetry writes, telling its GenAI-shaped spans from other producers'.
-_MARKER_KEYS = (sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.GEN_AI_IS_STREAMING, sc.GEN_AI_OPENAI_API_BASE)
+MARKER_KEYS = _MARKER_KEYS = (sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.GEN_AI_IS_STREAMING, sc.GEN_AI_OPENAI_API_BASE)
 # OpenLLMetry names spans `<vendor>.<operation>` and `<entity>.<kind>`; GenAI semconv uses spaces.
-_NAME_SUFFIXES = (".chat", ".completion", ".response", ".agent", ".tool")
+NAME_SUFFIXES = _NAME_SUFFIXES = (".chat", ".completion", ".response", ".agent", ".tool")
 _AGENT_SUFFIX = ".agent"
 _TOOL_SUFFIX = ".tool"
 
 
 def is_openllmetry(name: str, attributes: Mapping[str, Any]) -> bool:
-    """Whether a GenAI-semconv span carries OpenLLMetry's marks (only the convention label depends on it)."""
+    """(`conventions.classify_marked` makes this test inline: keep the two alike.) Whether a GenAI-semconv span carries OpenLLMetry's marks (only the convention label depends on it)."""
     get = attributes.get  # a lookup per key: cheaper than a set test over a span's dozen or more keys
     for key in _MARKER_KEYS:
         if get(key) is not None:

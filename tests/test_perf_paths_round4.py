@@ -1,0 +1,367 @@
+"""Round 4 of the per-span shortcuts: each reaches the same answer as the long way it replaces.
+
+- the live guard's model records read their model facts (model, token counts, finish reasons) from
+  the span on first access (`records.model_call_deferring_facts`); the analyzer reads them at once;
+- model output left unread shares one empty, immutable `Output` (`_values.UNREAD_OUTPUT`);
+- `otelguard.spans` counts on `itertools.count` objects (atomic under the GIL), without a lock;
+- `classify_marked` looks a GenAI operation's two classifications up at once and makes the
+  OpenLLMetry test inline;
+- the engine binds its open-span pop, live-trip dict and agent-state lookup once.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import json
+import pickle
+import random
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from otelguard import records
+from otelguard.conventions import OutputFloor, classify_marked, genai, openinference, openllmetry, read
+from otelguard.conventions._values import UNREAD_OUTPUT, Output, model_call
+from otelguard.engine import GuardEngine
+from otelguard.metrics import GuardMetrics, _current
+from otelguard.records import Content, ModelCall, SpanKind, SpanView, Status
+
+_LONG_OUTPUT = json.dumps([{"role": "assistant", "parts": [
+    {"type": "thinking", "content": "r" * 3000}, {"type": "text", "content": "t" * 300},
+    {"type": "tool_call", "id": "c", "name": "f", "arguments": {"b": 1, "a": 2}}]}])
+_SHORT_OUTPUT = json.dumps([{"role": "assistant", "parts": [
+    {"type": "thinking", "content": "r" * 40}, {"type": "text", "content": "t" * 30}]}])
+
+FACT_VALUES = {
+    "gen_ai.request.model": ["m", " m ", "", None, 5, True, ["x"]],
+    "gen_ai.response.model": ["r", None, 7.5],
+    "gen_ai.usage.output_tokens": [41, "12", " 9 ", 3.0, float("nan"), True, None, "x", b"4"],
+    "gen_ai.usage.completion_tokens": [8, None, "2"],
+    "gen_ai.usage.details.reasoning_tokens": [5, None, float("inf")],
+    "gen_ai.usage.reasoning_tokens": [6, "7", None],
+    "llm.usage.reasoning_tokens": [1, None],
+    "gen_ai.response.finish_reasons": [("stop",), ["tool_call", ""], "stop", '["a", "b"]', "[bad", "", None, 3,
+                                       ("", None, 4)],
+    "gen_ai.output.messages": [_LONG_OUTPUT, _SHORT_OUTPUT, "[{", None, "{}"],
+}
+
+
+def _random_attributes(rng: random.Random) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+    for key, values in FACT_VALUES.items():
+        if rng.random() < 0.7:
+            attributes[key] = rng.choice(values)
+    return attributes
+
+
+def _eager(span: SpanView, floor: OutputFloor | None) -> ModelCall:
+    """The long way: every fact read while the record is built."""
+    attributes = span.attributes
+    messages = attributes.get("gen_ai.output.messages")
+    output = genai.read_output_messages(messages, floor) if messages is not None else None
+    if output is UNREAD_OUTPUT:
+        output = Output(content=Content.UNREAD)  # what it was before it was shared
+    return model_call(
+        span, output,
+        finish_reasons=genai.as_str_tuple(attributes.get("gen_ai.response.finish_reasons")),
+        **genai.model_facts(attributes),
+    )
+
+
+def _fields(call: ModelCall) -> dict[str, Any]:
+    return {field.name: getattr(call, field.name) for field in dataclasses.fields(ModelCall)}
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("floor", [OutputFloor(256, 2048), OutputFloor(1, 1), OutputFloor(float("inf"), float("inf"))])
+def test_deferred_model_facts_read_as_the_eager_record(seed, floor):
+    rng = random.Random(seed)
+    for _ in range(25):
+        attributes = _random_attributes(rng)
+        status = rng.choice([Status.UNSET, Status.ERROR, Status.OK])
+        span = SpanView("chat m", 1, 2, 3, attributes, status=status)
+        expected = _eager(span, floor)
+        deferred = genai.read_model(span, floor)
+        # Read the facts in a random order first (each access must resolve all of them alike).
+        for name in rng.sample(records.MODEL_FACTS, len(records.MODEL_FACTS)):
+            assert getattr(deferred, name) == getattr(expected, name)
+        assert _fields(deferred) == _fields(expected)
+        assert deferred == expected and repr(deferred) == repr(expected)
+        assert read(span, genai.classification(SpanKind.MODEL), output_floor=floor) == expected
+        # Read whole (the analyzer's path): the same record, built eagerly.
+        assert genai.read_model(span, None) == _eager(span, None)
+
+
+def test_deferred_record_behaves_as_a_record():
+    attributes = {"gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 41,
+                  "gen_ai.usage.reasoning_tokens": 7, "gen_ai.response.finish_reasons": ("stop",)}
+    span = SpanView("chat m", 1, 2, 3, attributes)
+    expected = ModelCall(output_content=Content.ABSENT, model="m", output_tokens=41, reasoning_tokens=7,
+                         finish_reasons=("stop",))
+
+    def fresh() -> ModelCall:
+        return genai.read_model(span, OutputFloor(256, 2048))
+
+    assert fresh() == expected
+    assert copy.copy(fresh()) == expected and copy.deepcopy(fresh()) == expected
+    assert pickle.loads(pickle.dumps(fresh())) == expected
+    assert dataclasses.replace(fresh()) == expected
+    assert dataclasses.asdict(fresh()) == dataclasses.asdict(expected)
+    assert isinstance(fresh(), ModelCall) and type(fresh()) is ModelCall
+    # A fact set before the others are read keeps its value; the rest come from the span.
+    call = fresh()
+    call.model = "other"
+    assert (call.model, call.output_tokens, call.reasoning_tokens, call.finish_reasons) == ("other", 41, 7, ("stop",))
+    call = fresh()
+    call.output_tokens = None
+    assert (call.model, call.output_tokens) == ("m", None)
+    # Read once: a later change to the mapping does not reach a resolved record.
+    mutable = dict(attributes)
+    call = genai.read_model(SpanView("chat m", 1, 2, 3, mutable), OutputFloor(256, 2048))
+    assert call.model == "m"
+    mutable["gen_ai.request.model"] = "changed"
+    assert call.model == "m" and call.output_tokens == 41
+    # The eager constructor still takes and returns every fact.
+    assert ModelCall(model="x", output_tokens=2).model == "x"
+
+
+def test_deferred_facts_resolve_once_across_threads():
+    calls = itertools.count()
+
+    def reader(attributes: Mapping[str, Any]) -> tuple:
+        next(calls)
+        return ("m", 3, None, ("stop",))
+
+    for _ in range(50):
+        call = records.model_call_deferring_facts(reader, {}, "", "", (), Content.UNREAD, (), 0, 0, Status.UNSET)
+        seen: list[tuple] = []
+        threads = [threading.Thread(target=lambda: seen.append((call.model, call.output_tokens, call.finish_reasons)))
+                   for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert seen == [("m", 3, ("stop",))] * 4
+    assert _current(calls) >= 50  # at least once each (a race may read twice: the same values)
+
+
+def test_unread_output_is_shared_and_cannot_change():
+    floor = OutputFloor(256, 2048)
+    first = genai.read_output_messages(_SHORT_OUTPUT, floor)
+    second = genai.read_output_messages(json.loads(_SHORT_OUTPUT), floor)
+    assert first is UNREAD_OUTPUT and second is UNREAD_OUTPUT
+    assert (list(first.texts), list(first.reasoning), list(first.tool_calls), first.content) == \
+        ([], [], [], Content.UNREAD)
+    with pytest.raises(AttributeError):
+        first.add_text("x")
+    span = SpanView("chat m", 1, 2, 3, {"gen_ai.output.messages": _SHORT_OUTPUT})
+    assert model_call(span, UNREAD_OUTPUT) == model_call(span, Output(content=Content.UNREAD))
+    # Long output is still read into a fresh Output.
+    assert genai.read_output_messages(_LONG_OUTPUT, floor) is not UNREAD_OUTPUT
+
+
+def _spans_points(reader: InMemoryMetricReader) -> dict[tuple, int]:
+    points: dict[tuple, int] = {}
+    data = reader.get_metrics_data()
+    for resource_metrics in data.resource_metrics:
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                if metric.name == "otelguard.spans":
+                    for point in metric.data.data_points:
+                        points[tuple(sorted(point.attributes.items()))] = point.value
+    return points
+
+
+def test_span_counts_are_exact_without_a_lock():
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    metrics = GuardMetrics(provider)
+    classifications = [genai.classification(SpanKind.MODEL), genai.classification(SpanKind.TOOL),
+                       openllmetry.classification(SpanKind.MODEL), openinference.classify_span_kind("AGENT")]
+    per_thread = 5000
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(per_thread):
+            c = classifications[rng.randrange(len(classifications))]
+            if rng.random() < 0.5:
+                metrics.span_of(c)
+            else:
+                metrics.span(c.kind, c.convention)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # The long way: count what each thread did, by label.
+    expected: dict[tuple, int] = {}
+    for seed in range(8):
+        rng = random.Random(seed)
+        for _ in range(per_thread):
+            c = classifications[rng.randrange(len(classifications))]
+            rng.random()
+            key = (("otelguard.convention", c.convention), ("otelguard.span.kind", str(c.kind)))
+            expected[key] = expected.get(key, 0) + 1
+    assert _spans_points(reader) == expected
+    assert sum(metrics.span_counts().values()) == 8 * per_thread
+    provider.shutdown()
+
+
+def test_span_counts_by_identity_are_bounded():
+    metrics = GuardMetrics()
+    made = [records.Classification(SpanKind.TOOL, "genai") for _ in range(200)]  # not the shared objects
+    for c in made:
+        metrics.span_of(c)
+    assert len(metrics._span_counts_by_id) <= 64
+    assert metrics.span_counts() == {("tool", "genai"): 200}
+
+
+def test_current_reads_a_count_without_advancing_it():
+    counter = itertools.count()
+    for expected in range(0, 3000, 7):
+        assert _current(counter) == expected
+        assert _current(counter) == expected
+        for _ in range(7):
+            next(counter)
+
+
+def reference_classify_marked(name: str, attributes: Mapping[str, Any]):
+    """classify_marked as it was before round 4."""
+    get = attributes.get
+    span_kind = get("openinference.span.kind")
+    if span_kind is not None:
+        return openinference.classify_span_kind(span_kind)
+    operation = get("gen_ai.operation.name")
+    if operation is not None:
+        kind = genai.kind_of_operation(operation)
+        if kind is None:
+            return None
+        if openllmetry.is_openllmetry(name, attributes):
+            return openllmetry.classification(kind)
+        return genai.classification(kind)
+    traceloop_kind = get("traceloop.span.kind")
+    if traceloop_kind is not None:
+        return openllmetry.classify_span_kind(traceloop_kind)
+    request_type = get("llm.request.type")
+    if request_type is not None:
+        return openllmetry.classify_request_type(request_type)
+    if isinstance(name, str) and name in {"agent run", "running tool", "openai.response"}:
+        return classify_marked(name, attributes)  # unchanged branch
+    return None
+
+
+class _StrSubclass(str):
+    pass
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_classify_marked_matches_the_long_way(seed):
+    rng = random.Random(seed)
+    operations = ["chat", "invoke_agent", "execute_tool", "text_completion", "generate_content", "embeddings",
+                  "", 3, None, _StrSubclass("chat"), ("chat",)]
+    names = ["chat gpt-4o", "openai.chat", "x.tool", "my.agent", "a b.chat", "", "agent run", "running tool",
+             "openai.response", "x", "thing.completion", "y.response"]
+    optional = {
+        "llm.request.type": ["chat", "completion", "embedding", None],
+        "traceloop.span.kind": ["tool", "agent", "workflow", None],
+        "llm.is_streaming": [False, True, None],
+        "gen_ai.openai.api_base": ["https://x", None],
+        "openinference.span.kind": ["LLM", "chain", 7, None],
+        "gen_ai.agent.name": ["a", None],
+        "gen_ai.tool.name": ["f", None],
+    }
+    for _ in range(400):
+        attributes: dict[str, Any] = {}
+        if rng.random() < 0.85:
+            attributes["gen_ai.operation.name"] = rng.choice(operations)
+        for key, values in optional.items():
+            if rng.random() < 0.25:
+                attributes[key] = rng.choice(values)
+        name = rng.choice(names)
+        assert classify_marked(name, attributes) is reference_classify_marked(name, attributes), (name, attributes)
+
+
+def test_engine_live_and_analyzer_records_agree_on_model_facts():
+    live = GuardEngine(full_records=False)
+    offline = GuardEngine(full_records=True)
+    rng = random.Random(7)
+    for index in range(300):
+        attributes = _random_attributes(rng)
+        span = SpanView("chat m", 1, 100 + index, None, attributes)
+        classification = genai.classification(SpanKind.MODEL)
+        live_record = live.span_ended(span, classification=classification).record
+        offline_record = offline.span_ended(span, classification=classification).record
+        for name in records.MODEL_FACTS:
+            assert getattr(live_record, name) == getattr(offline_record, name)
+
+
+def test_engine_shows_a_live_trip_and_skips_the_empty_map():
+    engine = GuardEngine({"guards": [{"id": "thinking-loop-guard"}]}, full_records=False)
+    assert not engine._live_trip_items
+    verdict = records.Verdict("thinking-loop-guard", "repetitive_output", "cycle", "none", stream_chars=5)
+    engine.record_stream_trip(42, verdict)
+    span = SpanView("chat m", 1, 42, None, {"gen_ai.operation.name": "chat"})
+    judged = engine.span_ended(span, classification=genai.classification(SpanKind.MODEL))
+    assert judged.stream_verdict is verdict
+    assert not engine._live_trip_items
+    assert engine.span_ended(SpanView("chat m", 1, 43, None, {"gen_ai.operation.name": "chat"}),
+                             classification=genai.classification(SpanKind.MODEL)).stream_verdict is None
+
+
+def _random_part(rng: random.Random) -> Any:
+    choice = rng.randrange(9)
+    if choice == 0:
+        return "s" * rng.randrange(0, 40)
+    if choice == 1:
+        return 5
+    kind = rng.choice(["text", "thinking", "reasoning", "reasoning_text", "refusal", None, "tool_call", "blob", 3])
+    part: dict[str, Any] = {} if kind == "omit" else {"type": kind}
+    if rng.random() < 0.8:
+        part["content"] = rng.choice(["c" * rng.randrange(0, 60), None, 7, ["x"], {"text": "y"}])
+    return part
+
+
+def _random_messages(rng: random.Random) -> Any:
+    messages = []
+    for _ in range(rng.randrange(0, 4)):
+        shape = rng.randrange(6)
+        if shape == 0:
+            messages.append("not a message")
+        elif shape == 1:
+            messages.append({"role": "assistant", "content": rng.choice(["x" * rng.randrange(50), 3, None])})
+        elif shape == 2:
+            messages.append({"role": "assistant"})
+        else:
+            parts = [_random_part(rng) for _ in range(rng.randrange(0, 5))]
+            messages.append({"role": "assistant", "parts": parts if shape != 3 else tuple(parts)})
+    return messages if rng.random() < 0.9 else (messages[0] if messages else {})
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_may_reach_inline_matches_the_walk_over_parts(seed):
+    rng = random.Random(seed)
+    floors = [OutputFloor(0, 0), OutputFloor(20, 30), OutputFloor(60, 10), OutputFloor(256, 2048)]
+    for _ in range(300):
+        decoded = _random_messages(rng)
+        for floor in floors:
+            assert genai._may_reach(decoded, floor) == genai._may_reach_by_parts(decoded, floor), decoded
+
+
+def test_engine_open_span_bound_inline_trims_as_put_did():
+    evicted: list[tuple] = []
+    engine = GuardEngine(max_open_spans=3, on_evict=lambda what, reason, n: evicted.append((what, reason, n)))
+    agent_span = SpanView("invoke_agent a", 1, 1, None, {"gen_ai.operation.name": "invoke_agent"})
+    engine.span_started(agent_span, genai.classification(SpanKind.AGENT))
+    for index in range(2, 8):
+        span = SpanView("chat m", 1, index, index - 1, {"gen_ai.operation.name": "chat"})  # each inside the last
+        engine.span_started(span, genai.classification(SpanKind.MODEL))
+        assert len(engine.open_span_ids) <= 3
+    assert sum(n for what, reason, n in evicted if what == "span") == 4
+    assert list(engine.open_span_ids) == [5, 6, 7]
