@@ -34,36 +34,40 @@ _OUTPUT = json.dumps([{"role": "assistant", "parts": [
     {"type": "thinking", "content": "r" * 40}, {"type": "text", "content": "t" * 30},
     {"type": "tool_call", "id": "c", "name": "f", "arguments": {"b": 1, "a": 2}}]}])
 
-SPANS = [
-    ("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}),
-    ("invoke_agent weather", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"}),
-    ("execute_tool f", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}),
-    ("execute_tool f", {"gen_ai.operation.name": "bogus"}),
-    ("execute_tool f", {"gen_ai.operation.name": 3}),
-    ("openai.chat", {"gen_ai.operation.name": "chat"}),  # OpenLLMetry by its name
-    ("chat x", {"gen_ai.operation.name": "chat", "llm.request.type": "chat"}),
-    ("chat x", {"gen_ai.operation.name": "chat", "llm.is_streaming": False}),
-    ("chat x", {"gen_ai.operation.name": "chat", "gen_ai.openai.api_base": "https://x"}),
-    ("chat x", {"gen_ai.operation.name": "chat", "traceloop.span.kind": None, "llm.request.type": None}),
-    ("x", {"openinference.span.kind": "LLM", "gen_ai.operation.name": "invoke_agent"}),
-    ("x", {"openinference.span.kind": "chain"}),
-    ("x", {"openinference.span.kind": 7}),
-    ("x", {"traceloop.span.kind": "tool"}),
-    ("x", {"traceloop.span.kind": "workflow"}),
-    ("x", {"llm.request.type": "completion"}),
-    ("x", {"llm.request.type": "embedding"}),
-    ("agent run", {"agent_name": "a"}),
-    ("agent run", {"gen_ai.agent.name": None}),
-    ("running tool", {"gen_ai.tool.name": "f"}),
-    ("openai.response", {}),
-    ("x", {"gen_ai.operation.name": None, "traceloop.span.kind": "agent"}),
+SPANS = [  # (name, attributes, (kind, convention) or None)
+    ("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}, ("model", "genai")),
+    ("invoke_agent weather", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather"}, ("agent", "genai")),
+    ("execute_tool f", {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}, ("tool", "genai")),
+    ("execute_tool f", {"gen_ai.operation.name": "bogus"}, None),
+    ("execute_tool f", {"gen_ai.operation.name": 3}, None),
+    ("openai.chat", {"gen_ai.operation.name": "chat"}, ("model", "openllmetry")),  # OpenLLMetry by its name
+    ("chat x", {"gen_ai.operation.name": "chat", "llm.request.type": "chat"}, ("model", "openllmetry")),
+    ("chat x", {"gen_ai.operation.name": "chat", "llm.is_streaming": False}, ("model", "genai")),
+    ("chat x", {"gen_ai.operation.name": "chat", "gen_ai.openai.api_base": "https://x"}, ("model", "openllmetry")),
+    ("chat x", {"gen_ai.operation.name": "chat", "traceloop.span.kind": None, "llm.request.type": None}, ("model", "genai")),
+    ("x", {"openinference.span.kind": "LLM", "gen_ai.operation.name": "invoke_agent"}, ("model", "openinference")),
+    ("x", {"openinference.span.kind": "chain"}, None),
+    ("x", {"openinference.span.kind": 7}, None),
+    ("x", {"traceloop.span.kind": "tool"}, ("tool", "openllmetry")),
+    ("x", {"traceloop.span.kind": "workflow"}, None),
+    ("x", {"llm.request.type": "completion"}, ("model", "openllmetry")),
+    ("x", {"llm.request.type": "embedding"}, None),
+    ("agent run", {"agent_name": "a"}, ("agent", "genai")),
+    ("agent run", {"gen_ai.agent.name": None}, None),
+    ("running tool", {"gen_ai.tool.name": "f"}, ("tool", "genai")),
+    ("openai.response", {}, ("model", "openllmetry")),
+    ("x", {"gen_ai.operation.name": None, "traceloop.span.kind": "agent"}, ("agent", "openllmetry")),
 ]
 
 
-@pytest.mark.parametrize(("name", "attributes"), SPANS)
-def test_classify_marked_matches_classify_on_every_marked_span(name, attributes):
+@pytest.mark.parametrize(("name", "attributes", "expected"), SPANS)
+def test_classify_marked_classifies_every_marked_span(name, attributes, expected):
+    """The shortcut the processor takes (its own marker test already made) gives each span its kind
+    and convention, and so does `classify`, which makes the marker test itself."""
     assert not MARKER_KEYS.isdisjoint(attributes) or name in NAMED_SPANS
-    assert classify_marked(name, attributes) == classify(name, attributes)
+    found = classify_marked(name, attributes)
+    assert (None if found is None else (found.kind.value, found.convention)) == expected
+    assert classify(name, attributes) == found
 
 
 def test_classify_still_rejects_what_is_not_a_mapping():
@@ -80,7 +84,7 @@ def reference_is_openllmetry(name, attributes: Mapping) -> bool:
     return isinstance(name, str) and " " not in name and name.endswith(openllmetry._NAME_SUFFIXES)
 
 
-@pytest.mark.parametrize(("name", "attributes"), SPANS + [
+@pytest.mark.parametrize(("name", "attributes"), [(name, attributes) for name, attributes, _ in SPANS] + [
     ("openai.chat", {}), ("my.tool", {"a": 1}), ("chat", {"traceloop.span.kind": ""}), (None, {}),
 ])
 def test_is_openllmetry_by_lookups_matches_the_set_test(name, attributes):

@@ -497,24 +497,11 @@ def model_call(
     finish_reasons: tuple[str, ...] = (),
 ) -> ModelCall:
     """Assemble a ModelCall. `output` None means no output attribute was found at all."""
-    status = status_of(span)
-    chunks, chunk_events = read_chunks(span)
-    if output is None:
-        # A failed call produced nothing, whatever the capture setting: that is known, not absent.
-        output = Output(content=CONTENT_OK if status is STATUS_ERROR else Content.ABSENT)
+    text, reasoning, tool_calls, content, chunks, chunk_events, dropped_events, status = _call_fields(span, output)
     return ModelCall(
-        text="\n".join(output.texts),
-        reasoning="\n".join(output.reasoning),
-        tool_calls=tuple(output.tool_calls),
-        output_content=output.content,
-        model=model,
-        output_tokens=output_tokens,
-        reasoning_tokens=reasoning_tokens,
-        finish_reasons=finish_reasons,
-        chunks=chunks,
-        chunk_events=chunk_events,
-        dropped_events=dropped_events_of(span),
-        status=status,
+        text=text, reasoning=reasoning, tool_calls=tool_calls, output_content=content, model=model,
+        output_tokens=output_tokens, reasoning_tokens=reasoning_tokens, finish_reasons=finish_reasons,
+        chunks=chunks, chunk_events=chunk_events, dropped_events=dropped_events, status=status,
     )
 
 
@@ -522,14 +509,16 @@ def model_call_deferring(span: Any, output: Output | None, reader: Any, attribut
     """`model_call` with the model facts read on first access, as `reader(attributes)` gives them
     (model, output tokens, reasoning tokens, finish reasons). The live guard's path: the facts are
     used only when a loop verdict fires. `attributes` must be the ended span's (they no longer change)."""
+    return model_call_deferring_facts(reader, attributes, *_call_fields(span, output))
+
+
+def _call_fields(span: Any, output: Output | None) -> tuple:
+    """(text, reasoning, tool calls, content, chunks, chunk events, dropped events, status): what a
+    ModelCall holds besides its model facts."""
     status = status_of(span)
     chunks, chunk_events = read_chunks(span)
-    if output is UNREAD_OUTPUT:
-        return model_call_deferring_facts(reader, attributes, "", "", (), CONTENT_UNREAD, chunks, chunk_events,
-                                          dropped_events_of(span), status)
     if output is None:
+        # A failed call produced nothing, whatever the capture setting: that is known, not absent.
         output = Output(content=CONTENT_OK if status is STATUS_ERROR else Content.ABSENT)
-    return model_call_deferring_facts(
-        reader, attributes, "\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls),
-        output.content, chunks, chunk_events, dropped_events_of(span), status,
-    )
+    return ("\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls), output.content,
+            chunks, chunk_events, dropped_events_of(span), status)

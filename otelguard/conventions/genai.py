@@ -260,43 +260,7 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
 
 def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
     """Whether the read output's text or reasoning could reach the floor: string content reads to at
-    most its own length (text parts joined by one character); other content is read to find out.
-
-    `_output_parts` walked inline (the same pieces in the same order, without a generator: every
-    model span the live guard sees comes here); `_may_reach_by_parts` is the long way."""
-    text = reasoning = 0
-    for message in decoded if isinstance(decoded, list) else [decoded]:
-        if type(message) is not dict and not isinstance(message, Mapping):
-            continue  # malformed: neither text nor reasoning
-        parts = message.get("parts")
-        if isinstance(parts, (list, tuple)):
-            for part in parts:
-                if isinstance(part, str):
-                    text += len(part) + 1
-                    continue
-                if type(part) is not dict and not isinstance(part, Mapping):
-                    continue
-                role = _PART_ROLES.get(part.get("type"))
-                if role is _TEXT or role is _REASONING:
-                    if "content" not in part:
-                        continue  # content dropped
-                    value = part["content"]
-                    if not isinstance(value, str):
-                        return True
-                    if role is _TEXT:
-                        text += len(value) + 1
-                    else:
-                        reasoning += len(value) + 1
-        elif "content" in message:
-            value = message["content"]
-            if not isinstance(value, str):
-                return True
-            text += len(value) + 1
-    return text > floor.text_chars or reasoning > floor.reasoning_chars
-
-
-def _may_reach_by_parts(decoded: Any, floor: OutputFloor) -> bool:
-    """`_may_reach` the long way, over `_output_parts` (kept for the tests that compare them)."""
+    most its own length (text parts joined by one character); other content is read to find out."""
     text = reasoning = 0
     for role, value in _output_parts(decoded):
         if role is _TEXT or role is _REASONING:

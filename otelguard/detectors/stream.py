@@ -202,13 +202,9 @@ class StreamBreaker:
         budget = MAX_BUDGET
         limit = self.max_repeated_text
         if limit:
+            run = trailing_identical_run(deltas)
             last = deltas[-1].strip()
-            run = 1
-            index = count - 2
-            while index >= 0 and deltas[index].strip() == last:
-                run += 1
-                index -= 1
-            if index < 0 and last == self._last:
+            if run == count and last == self._last:  # the run goes on from the batch before
                 run += self._run
             self._last = last
             self._run = run
