@@ -1,0 +1,207 @@
+"""`iter_lazy_spans` (the analyzer's reader) reads every input exactly as `iter_spans` does.
+
+The lazy reader takes shortcuts for the usual shape of a span (decoding attribute values only when a
+span turns out to matter, and only the values asked for); these tests hold it to the plain reader on
+the captured fixtures, on spans of every field order and value type, and on mutated requests.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otelguard.otlp_json import LazySpan, ReadProblem, iter_lazy_spans, iter_spans
+from otelguard.records import SpanView
+
+FIXTURES = Path(
+    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+)
+
+
+def comparable(item: SpanView | ReadProblem) -> str:
+    """A span or problem as text that compares equal when they are the same (NaN included, attribute
+    order included)."""
+    if isinstance(item, ReadProblem):
+        return repr(item)
+    fields = {name: getattr(item, name) for name in SpanView.__slots__ if name not in ("attributes", "events")}
+    events = [(event.name, list(event.attributes.items()), event.time_ns) for event in item.events]
+    return repr((fields, list(item.attributes.items()), events))
+
+
+def read_both(text: str) -> tuple[list[str], list[str]]:
+    plain = [comparable(item) for item in iter_spans(io.StringIO(text))]
+    lazy = [comparable(item.view() if isinstance(item, LazySpan) else item) for item in iter_lazy_spans(io.StringIO(text))]
+    return plain, lazy
+
+
+def assert_read_alike(text: str) -> None:
+    plain, lazy = read_both(text)
+    assert lazy == plain
+
+
+FIXTURE_FILES = sorted(FIXTURES.glob("*.otlp.jsonl"))
+
+
+@pytest.mark.skipif(not FIXTURE_FILES, reason="fixtures not found")
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda path: path.name.removesuffix(".otlp.jsonl"))
+def test_fixture_reads_alike(path: Path):
+    assert_read_alike(path.read_text(encoding="utf-8"))
+
+
+TRACE_ID = "5b8efff798038103d269b633813fc60c"
+SPAN_ID = "eee19b7ec3c1b174"
+PARENT_ID = "eee19b7ec3c1b173"
+
+JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+ANY_VALUE = st.one_of(
+    st.builds(lambda text: {"stringValue": text}, st.text(max_size=30)),
+    st.builds(lambda number: {"intValue": str(number)}, st.integers(min_value=-(2**63), max_value=2**63)),
+    st.builds(lambda number: {"intValue": number}, st.integers(min_value=-(2**40), max_value=2**40)),
+    st.builds(lambda flag: {"boolValue": flag}, st.booleans()),
+    st.builds(lambda number: {"doubleValue": number}, st.floats(allow_nan=False, allow_infinity=False)),
+    st.sampled_from([{"doubleValue": "NaN"}, {"doubleValue": "Infinity"}, {"intValue": "12x"}, {"intValue": " 7 "},
+                     {"arrayValue": {"values": [{"stringValue": "a"}, {"intValue": "2"}]}},
+                     {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}},
+                     {"bytesValue": "AAEC"}, {"bytesValue": "not base64!"}, {}, {"string_value": "snake"},
+                     {"stringValue": None, "intValue": "3"}, {"stringValue": "a", "intValue": "3"}]),
+    st.dictionaries(st.sampled_from(["stringValue", "intValue", "doubleValue", "boolValue", "arrayValue",
+                                     "kvlistValue", "bytesValue", "other"]), JSON_VALUE, max_size=2),
+)
+KEY = st.sampled_from(["gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.output.messages", "otelguard.verdict",
+                       "a", "b"]) | st.text(max_size=6)
+ATTRIBUTE = st.fixed_dictionaries({"key": KEY, "value": ANY_VALUE}) | st.fixed_dictionaries({"key": KEY})
+HEX_ID = st.sampled_from([SPAN_ID, PARENT_ID, "0" * 16, "", "zz" * 8, "AAECAwQFBgc=", SPAN_ID.upper()])
+TIME = st.sampled_from(["1796026817428896716", 1796026817428896716, "0", "-5", "12.5", "x", None, 17.0, True])
+STATUS = st.sampled_from([{}, {"code": 2, "message": "boom"}, {"code": "STATUS_CODE_ERROR"}, {"code": " 1 "},
+                          {"code": "²"}, {"message": 5}, {"code": None}, {"code": 1, "other": 1}, None, 3])
+COUNT = st.sampled_from([None, 0, 3, -1, "2", 2.0, True])
+EVENT = st.fixed_dictionaries({"name": st.sampled_from(["otelguard.chunk", "exception", 5]),
+                               "timeUnixNano": TIME, "attributes": st.lists(ATTRIBUTE, max_size=2)})
+
+
+@st.composite
+def usual_spans(draw: st.DrawFn) -> dict[str, Any]:
+    """Spans near the usual shape: every field optional, some values odd, keys in any order."""
+    span: dict[str, Any] = {
+        "traceId": draw(st.sampled_from([TRACE_ID, TRACE_ID, "0" * 32, "W47/95gDgQPSabYzgT/GDA==", 5])),
+        "spanId": draw(st.sampled_from([SPAN_ID, SPAN_ID, SPAN_ID, PARENT_ID])),
+        "name": draw(st.sampled_from(["chat m", "execute_tool get_weather", "invoke_agent a", "POST", 7])),
+    }
+    optional = {
+        "parentSpanId": HEX_ID | st.none(),
+        "kind": st.integers(0, 5) | st.just("SPAN_KIND_CLIENT"),
+        "startTimeUnixNano": TIME,
+        "endTimeUnixNano": TIME,
+        "attributes": st.lists(ATTRIBUTE, max_size=6) | st.none() | st.just({}),
+        "events": st.just([]) | st.lists(EVENT, max_size=2) | st.none(),
+        "status": STATUS,
+        "droppedAttributesCount": COUNT,
+        "droppedEventsCount": COUNT,
+        "flags": st.just(256),
+        "traceState": st.just(""),
+        "links": st.just([]),
+        "dropped_attributes_count": COUNT,
+        "parent_span_id": HEX_ID,
+        "trace_id": st.just(TRACE_ID),
+        "end_time_unix_nano": TIME,
+        "unknownField": JSON_VALUE,
+    }
+    for field in draw(st.lists(st.sampled_from(sorted(optional)), unique=True, max_size=8)):
+        span[field] = draw(optional[field])
+    order = draw(st.permutations(sorted(span)))
+    return {field: span[field] for field in order}
+
+
+SCOPE = st.sampled_from([{"name": "pydantic-ai", "version": "1"}, {"name": 5}, {}, None, "scope", {"name": None}])
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> str:
+    resources = []
+    for _ in range(draw(st.integers(1, 2))):
+        scopes = []
+        for _ in range(draw(st.integers(0, 2))):
+            scope_spans: dict[str, Any] = {"spans": draw(st.lists(usual_spans(), max_size=3))}
+            scope = draw(SCOPE)
+            if scope is not None:
+                scope_spans["scope"] = scope
+            if draw(st.booleans()):
+                scope_spans["schemaUrl"] = "https://opentelemetry.io/schemas/1.26.0"
+            scopes.append(scope_spans)
+        resource: dict[str, Any] = {"scopeSpans": scopes}
+        if draw(st.booleans()):
+            resource["resource"] = {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]}
+        resources.append(resource)
+    document: Any = {"resourceSpans": resources}
+    # A mutation anywhere in the request: a field of the wrong type, a snake_case twin, an extra key.
+    mutation = draw(st.sampled_from(["none", "none", "resource_spans", "scope_spans", "resourceSpans", "extra"]))
+    if mutation == "resource_spans":
+        document = {"resource_spans": resources}
+    elif mutation == "scope_spans" and resources:
+        resources[0]["scope_spans"] = resources[0].pop("scopeSpans")
+    elif mutation == "resourceSpans":
+        document = {"resourceSpans": draw(JSON_VALUE)}
+    elif mutation == "extra":
+        document["resourceLogs"] = []
+    text = json.dumps(document, allow_nan=False)
+    if draw(st.booleans()):  # the same request pretty-printed inside the line's objects
+        text = json.dumps(document, separators=(", ", ": "))
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(lines=st.lists(requests(), min_size=1, max_size=3))
+def test_requests_of_every_shape_read_alike(lines):
+    assert_read_alike("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("text", [
+    # Literals orjson refuses and the standard library reads, in the line and in a value.
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
+    '[{"key":"x","value":{"doubleValue":NaN}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
+    '[{"key":"x","value":{"doubleValue":1e999}},{"key":"y","value":{"intValue":123456789012345678901234567890}}]}]}]}]}'
+    % (TRACE_ID, SPAN_ID),
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
+    '[{"key":"x","value":{"stringValue":"\\ud800"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    # Duplicate keys: the last one is read, in the request, a span, an attribute list and a value.
+    '{"resourceSpans":[],"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"a",'
+    '"name":"chat m","attributes":[{"key":"x","value":{"stringValue":"1"}},{"key":"x","value":{"intValue":"2"}},'
+    '{"key":"y","value":{"stringValue":"3"}},{"key":"y","value":{"intValue":"z"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
+    '[{"key":"x","value":{"stringValue":"a","stringValue":"b"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    # Unicode, escapes and whitespace inside a value.
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat é","attributes":'
+    '[{"key":"k\\u00e9","value":{ "stringValue" : "a\\"b\\\\c\\n😀" }}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    "{}",
+    "[]",
+    "not json",
+])
+def test_edge_lines_read_alike(text):
+    assert_read_alike(text + "\n")
+
+
+def test_values_are_decoded_only_when_asked_for():
+    """The lazy view decodes a string value on first access, and gives the same value each time."""
+    span = {"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "chat m",
+            "attributes": [{"key": "big", "value": {"stringValue": "x" * 1000}},
+                           {"key": "n", "value": {"intValue": "5"}}]}
+    text = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n"
+    (lazy,) = iter_lazy_spans(io.StringIO(text))
+    attributes = lazy.view().attributes
+    assert list(attributes) == ["big", "n"]
+    assert attributes.get("big") == "x" * 1000 and attributes["big"] is attributes["big"]
+    assert attributes.get("n") == 5 and attributes.get("missing") is None and "missing" not in attributes
+    assert dict(attributes) == {"big": "x" * 1000, "n": 5}
