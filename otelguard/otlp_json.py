@@ -11,6 +11,9 @@ count it. Only an unreadable file (missing, unreadable, corrupt gzip) raises `Un
 
 `iter_lazy_spans` reads the same, but hands out `LazySpan`s: ids, name and times decoded and checked,
 attributes and events decoded only when a span turns out to matter (the analyzer skips most spans).
+A line in the shape exporters write is decoded by msgspec against a schema of that shape, with each
+attribute value kept as its JSON text: a string value is decoded only when it is asked for, so the
+prompts, histories and tool definitions the guard never reads never become Python strings.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import IO, Any
+
+import msgspec
 
 from . import fastjson
 from .errors import OtelGuardError
@@ -85,7 +90,7 @@ def iter_lazy_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Ite
     """
     label = _label(source)
     lines = _open_lines(source, label)
-    return _read_lines(lines, label, _lazy_span)
+    return _read_lines(lines, label, _lazy_span, _read_usual_request)
 
 
 # --- input ---------------------------------------------------------------------------------------
@@ -155,16 +160,25 @@ def _lines(stream: IO[str], label: str, release: Callable[[], None]) -> Iterator
 # --- documents -----------------------------------------------------------------------------------
 
 
-# Builds one span from its JSON object; raises (see `_read_resource_spans`) when it cannot be read.
+# Builds one span from its JSON object; raises (see `_built`) when it cannot be read.
 _SpanBuilder = Callable[[Any, "str | None"], Any]
+# Reads a line in the usual shape to its items; None when the line is not in that shape.
+_UsualReader = Callable[[str, str, int], "list[Any] | None"]
 
 
-def _read_lines(lines: Iterator[str], label: str, build: _SpanBuilder) -> Iterator[Any]:
+def _read_lines(lines: Iterator[str], label: str, build: _SpanBuilder, read_usual: _UsualReader | None = None,
+                ) -> Iterator[Any]:
     json_lines = False  # once a line parsed on its own, the file is JSON Lines: never read it whole
     for line_number, line in enumerate(lines, 1):
         if not line or line.isspace():  # not `strip()`: that copies the whole line
             yield ReadProblem(label, line_number, BLANK)
             continue
+        if read_usual is not None:
+            items = read_usual(line, label, line_number)
+            if items is not None:
+                json_lines = True
+                yield from items
+                continue
         try:
             document = fastjson.loads(line)
         except (ValueError, RecursionError):
@@ -225,13 +239,17 @@ def _read_resource_spans(resource_spans: Any, label: str, line: int, build: _Spa
             scope_name = _field(_field(scope_spans, "scope", "scope"), "name", "name")
             scope = scope_name if isinstance(scope_name, str) else None
             for raw in _entries(_field(scope_spans, "spans", "spans"), "spans", malformed):
-                try:
-                    item = build(raw, scope)
-                except (_BadSpan, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
-                    item = ReadProblem(label, line, BAD_SPAN, str(error) or type(error).__name__)
-                yield item
+                yield _built(build, raw, scope, label, line)
     for what in malformed:
         yield ReadProblem(label, line, NOT_A_REQUEST, f"malformed {what}")
+
+
+def _built(build: _SpanBuilder, raw: Any, scope: str | None, label: str, line: int) -> Any:
+    """The span `build` makes of its JSON object, or the problem that it cannot be read."""
+    try:
+        return build(raw, scope)
+    except (_BadSpan, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
+        return ReadProblem(label, line, BAD_SPAN, str(error) or type(error).__name__)
 
 
 def _entries(value: Any, what: str, malformed: list[str]) -> list[Any]:
@@ -262,14 +280,17 @@ _KEY = itemgetter("key")
 
 
 class LazySpan:
-    """A span whose ids, name and times are decoded, and whose attributes and events are decoded on
-    the first `view()`. Reading it checked everything that can be wrong with it, so `view()` cannot
+    """A span whose ids, name, times, status and counts are decoded, and whose attributes are decoded
+    on the first `view()`. Reading it checked everything that can be wrong with it, so `view()` cannot
     fail: it only puts off work that a span none of the guard's business never needs."""
 
-    __slots__ = ("_raw", "_scope", "_view", "end_ns", "name", "parent_span_id", "span_id", "start_ns", "trace_id")
+    __slots__ = ("_attributes", "_dropped_attributes", "_dropped_events", "_scope", "_status", "_status_message",
+                 "_view", "end_ns", "name", "parent_span_id", "span_id", "start_ns", "trace_id")
 
     def __init__(self, name: str, trace_id: int, span_id: int, parent_span_id: int | None, start_ns: int,
-                 end_ns: int | None, scope: str | None, raw: dict[str, Any] | None, view: SpanView | None = None):
+                 end_ns: int | None, scope: str | None, attributes: list[Any] | dict[str, bytes] | None,
+                 status: Status = Status.UNSET, status_message: str | None = None, dropped_attributes: int = 0,
+                 dropped_events: int = 0, view: SpanView | None = None):
         self.name = name
         self.trace_id = trace_id
         self.span_id = span_id
@@ -277,51 +298,50 @@ class LazySpan:
         self.start_ns = start_ns
         self.end_ns = end_ns
         self._scope = scope
-        self._raw = raw  # the span's JSON object until `view()` decodes it
+        # Until `view()`: the attribute list as JSON objects, or (the usual shape) each value's JSON by key.
+        self._attributes = attributes
+        self._status = status
+        self._status_message = status_message
+        self._dropped_attributes = dropped_attributes
+        self._dropped_events = dropped_events
         self._view = view
 
     @classmethod
     def decoded(cls, view: SpanView) -> LazySpan:
         return cls(view.name, view.trace_id, view.span_id, view.parent_span_id, view.start_ns, view.end_ns,
-                   view.scope, None, view)
+                   view.scope, None, view=view)
 
     def view(self) -> SpanView:
         view = self._view
         if view is None:
-            # Read as `_span` reads it; what `_usual_span` checked needs no second look.
-            raw = self._raw
-            attributes, unreadable = _attributes(raw.get("attributes"))
-            status = raw.get("status")
-            status_code, status_message = _status(status) if status else (Status.UNSET, None)
-            dropped_attributes = raw.get("droppedAttributesCount")
-            if dropped_attributes is None:
-                dropped_attributes = raw.get("dropped_attributes_count")
-            dropped_events = raw.get("droppedEventsCount")
-            if dropped_events is None:
-                dropped_events = raw.get("dropped_events_count")
+            source = self._attributes
+            attributes, unreadable = _lazy_attributes(source) if type(source) is dict else _attributes(source)
             view = self._view = SpanView(
                 name=self.name,
                 trace_id=self.trace_id,
                 span_id=self.span_id,
                 parent_span_id=self.parent_span_id,
                 attributes=attributes,
-                status=status_code,
-                status_message=status_message,
+                status=self._status,
+                status_message=self._status_message,
                 scope=self._scope,
                 start_ns=self.start_ns,
                 end_ns=self.end_ns,
-                dropped_events=dropped_events or 0,
-                dropped_attributes=(dropped_attributes or 0) + unreadable,  # unreadable values count as dropped
+                dropped_events=self._dropped_events,
+                dropped_attributes=self._dropped_attributes + unreadable,  # unreadable values count as dropped
             )
-            self._raw = None
+            self._attributes = None
         return view
 
     def may_have_attribute(self, keys: frozenset[str]) -> bool:
         """Whether any of `keys` can be among the attributes (their values are not decoded, so one may
         still turn out unreadable). Decodes nothing when the attribute list has its usual shape."""
         if self._view is None:
+            source = self._attributes
+            if type(source) is dict:
+                return not keys.isdisjoint(source)
             try:
-                return not keys.isdisjoint(map(_KEY, self._raw.get("attributes") or ()))
+                return not keys.isdisjoint(map(_KEY, source or ()))
             except (KeyError, TypeError):  # an entry without a key, or with a list for one: decode
                 pass
         return not keys.isdisjoint(self.view().attributes)
@@ -344,13 +364,31 @@ def _lazy_span(raw: Any, scope: str | None) -> LazySpan:
 def _usual_span(raw: dict[str, Any], scope: str | None) -> LazySpan | None:
     """`raw` read lazily when it has the usual shape (see `_lazy_span`); None when not."""
     get = raw.get
-    name = get("name")
-    trace_hex = get("traceId")
-    if trace_hex is None:
-        trace_hex = get("trace_id")
-    span_hex = get("spanId")
-    if span_hex is None:
-        span_hex = get("span_id")
+    attributes = get("attributes")
+    events = get("events")
+    if (attributes is not None and type(attributes) is not list) or (events is not None and events != []):
+        return None
+    status = get("status")
+    status_code, status_message = _status(status) if status else (Status.UNSET, None)
+    return _usual_fields(
+        get("name"), _either(get, "traceId", "trace_id"), _either(get, "spanId", "span_id"),
+        _either(get, "parentSpanId", "parent_span_id"), _either(get, "startTimeUnixNano", "start_time_unix_nano"),
+        _either(get, "endTimeUnixNano", "end_time_unix_nano"), status_code, status_message,
+        _either(get, "droppedAttributesCount", "dropped_attributes_count"),
+        _either(get, "droppedEventsCount", "dropped_events_count"), scope, attributes,
+    )
+
+
+def _either(get: Callable[[str], Any], camel: str, snake: str) -> Any:
+    value = get(camel)
+    return value if value is not None else get(snake)
+
+
+def _usual_fields(name: Any, trace_hex: Any, span_hex: Any, parent_hex: Any, start: Any, end: Any,
+                  status: Status, status_message: str | None, dropped_attributes: Any, dropped_events: Any,
+                  scope: str | None, attributes: list[Any] | dict[str, bytes] | None) -> LazySpan | None:
+    """A LazySpan of a span's fields when they have the usual shape (hex ids, times as decimal strings
+    or numbers, counts as numbers); None when not. Raises what `_span` would raise on the same values."""
     if type(name) is not str or type(trace_hex) is not str or type(span_hex) is not str \
             or len(trace_hex) != 2 * _TRACE_ID_BYTES or len(span_hex) != 2 * _SPAN_ID_BYTES:
         return None
@@ -358,42 +396,193 @@ def _usual_span(raw: dict[str, Any], scope: str | None) -> LazySpan | None:
     span_id = int(span_hex, 16)
     if not trace_id or not span_id:
         return None
-    status = get("status")
-    if status:
-        _status(status)  # only checked here: `view()` decodes it
-    attributes = get("attributes")
-    events = get("events")
-    if (attributes is not None and type(attributes) is not list) or (events is not None and events != []):
-        return None
-    dropped_attributes = get("droppedAttributesCount")
-    if dropped_attributes is None:
-        dropped_attributes = get("dropped_attributes_count")
-    dropped_events = get("droppedEventsCount")
-    if dropped_events is None:
-        dropped_events = get("dropped_events_count")
     if (dropped_attributes is not None and (type(dropped_attributes) is not int or dropped_attributes < 0)) \
             or (dropped_events is not None and (type(dropped_events) is not int or dropped_events < 0)):
         return None
-    parent_hex = get("parentSpanId")
-    if parent_hex is None:
-        parent_hex = get("parent_span_id")
     if parent_hex is None or parent_hex == "":
         parent_span_id = None
     elif type(parent_hex) is str and len(parent_hex) == 2 * _SPAN_ID_BYTES:
         parent_span_id = int(parent_hex, 16) or None
     else:
         return None
-    start = get("startTimeUnixNano")
-    if start is None:
-        start = get("start_time_unix_nano")
-    end = get("endTimeUnixNano")
-    if end is None:
-        end = get("end_time_unix_nano")
     start_ns = int(start) if type(start) is str else _uint(start) or 0
     end_ns = int(end) if type(end) is str else _uint(end)
     if start_ns < 0 or (end_ns is not None and end_ns < 0):
         return None
-    return LazySpan(name, trace_id, span_id, parent_span_id, start_ns, end_ns, scope, raw)
+    return LazySpan(name, trace_id, span_id, parent_span_id, start_ns, end_ns, scope, attributes, status,
+                    status_message, dropped_attributes or 0, dropped_events or 0)
+
+
+# --- the usual shape, decoded by msgspec ---------------------------------------------------------
+# What OTLP exporters write: camelCase names, every field of its OTLP type. A line that fails this
+# schema in any way (a field unknown or of another type, snake_case names, NaN, ...) is read by the
+# general reader above, which is the reference: reading a line either way gives the same items.
+
+_NO_JSON = msgspec.Raw()
+
+
+class _KeyValue(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    key: str
+    value: msgspec.Raw = _NO_JSON  # kept as JSON: decoded by `_LazyAttributes` when asked for
+
+
+class _SpanStatus(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    code: int | str | None = None
+    message: str | None = None
+
+
+class _Span(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    trace_id: str
+    span_id: str
+    name: str
+    parent_span_id: str | None = None
+    start_time_unix_nano: str | int | None = None
+    end_time_unix_nano: str | int | None = None
+    attributes: list[_KeyValue] | None = None
+    dropped_attributes_count: int | None = None
+    events: list[msgspec.Raw] | None = None
+    dropped_events_count: int | None = None
+    status: _SpanStatus | None = None
+    # Fields the guard does not read.
+    trace_state: msgspec.Raw = _NO_JSON
+    kind: msgspec.Raw = _NO_JSON
+    flags: msgspec.Raw = _NO_JSON
+    links: msgspec.Raw = _NO_JSON
+    dropped_links_count: msgspec.Raw = _NO_JSON
+
+
+class _Scope(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    name: str | None = None
+    version: msgspec.Raw = _NO_JSON
+    attributes: msgspec.Raw = _NO_JSON
+    dropped_attributes_count: msgspec.Raw = _NO_JSON
+
+
+class _ScopeSpans(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    scope: _Scope | None = None
+    spans: list[_Span] | None = None
+    schema_url: msgspec.Raw = _NO_JSON
+
+
+class _ResourceSpans(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    resource: msgspec.Raw = _NO_JSON
+    scope_spans: list[_ScopeSpans] | None = None
+    schema_url: msgspec.Raw = _NO_JSON
+
+
+class _Request(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
+    resource_spans: list[_ResourceSpans]
+
+
+_USUAL_REQUEST = msgspec.json.Decoder(_Request)
+
+
+def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | None:
+    """The items of a line in the usual shape, as `_read_document` would read them; None when the
+    line is not in that shape. A span the schema admits but `_usual_fields` does not (events, a key
+    given twice, odd ids or counts) is read from the line's JSON by the general reader.
+
+    One difference, on purpose: each value is parsed on its own, so a number orjson refuses (out of
+    float range) no longer sends the whole line to the standard library's parser, which would read
+    an integer beyond 64 bits elsewhere on that line exactly instead of as orjson reads it."""
+    try:
+        request = _USUAL_REQUEST.decode(line)
+    except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
+        return None
+    items: list[Any] = []
+    document = None
+    for r, resource in enumerate(request.resource_spans):
+        for s, scope_spans in enumerate(resource.scope_spans or ()):
+            scope = scope_spans.scope.name if scope_spans.scope is not None else None
+            for i, span in enumerate(scope_spans.spans or ()):
+                item = _usual_schema_span(span, scope)
+                if item is None:
+                    if document is None:
+                        document = fastjson.loads(line)
+                    item = _built(_lazy_span, document["resourceSpans"][r]["scopeSpans"][s]["spans"][i], scope,
+                                  label, line_number)
+                items.append(item)
+    return items
+
+
+def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:
+    if span.events:
+        return None
+    entries = span.attributes
+    values = {entry.key: bytes(entry.value) for entry in entries} if entries else {}  # copies: the line can go
+    if entries and len(values) != len(entries):
+        return None  # a key given twice: which value stands depends on which are readable
+    status = span.status
+    try:
+        status_code, status_message = _status_of(status.code, status.message) if status else (Status.UNSET, None)
+        return _usual_fields(span.name, span.trace_id, span.span_id, span.parent_span_id,
+                             span.start_time_unix_nano, span.end_time_unix_nano, status_code, status_message,
+                             span.dropped_attributes_count, span.dropped_events_count, scope, values)
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+_STRING_VALUE = b'{"stringValue":"'  # how an exporter writes a string AnyValue
+_UNDECODED = object()
+
+
+def _lazy_attributes(raw_values: dict[str, bytes]) -> tuple[Mapping[str, Any], int]:
+    """(attributes, how many values were unreadable and dropped) of values kept as JSON. A string
+    value, in the form exporters write it, is readable and waits to be asked for; any other is
+    decoded now, to know whether it is readable."""
+    values = dict.fromkeys(raw_values, _UNDECODED)
+    unreadable = 0
+    for key, raw in raw_values.items():
+        if not raw.startswith(_STRING_VALUE):
+            value = _raw_value(raw)
+            if value is None:
+                del values[key]
+                unreadable += 1
+            else:
+                values[key] = value
+    return _LazyAttributes(values, raw_values), unreadable
+
+
+def _raw_value(raw: bytes) -> Any:
+    """An AnyValue's JSON decoded as `_attributes` decodes it; None when unreadable (or absent)."""
+    try:
+        return _readable_value(fastjson.loads(raw)) if raw else None
+    except (ValueError, RecursionError):  # not reached: the schema admitted it as JSON
+        return None
+
+
+class _LazyAttributes(Mapping[str, Any]):
+    """A span's attributes, each string value decoded from its JSON on first access and kept."""
+
+    __slots__ = ("_raw", "_values")
+
+    def __init__(self, values: dict[str, Any], raw: dict[str, bytes]):
+        self._values = values  # key -> value, or _UNDECODED
+        self._raw = raw  # key -> JSON of an _UNDECODED value
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._values[key]
+        if value is _UNDECODED:
+            value = self._values[key] = _raw_value(self._raw.pop(key))
+        return value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._values.get(key, default)
+        if value is _UNDECODED:
+            value = self._values[key] = _raw_value(self._raw.pop(key))
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
 
 
 def _span(raw: Any, scope: str | None) -> SpanView:
@@ -462,11 +651,13 @@ _STATUS_CODES = {
 def _status(raw: Any) -> tuple[Status, str | None]:
     if type(raw) is not dict and not isinstance(raw, Mapping):
         return Status.UNSET, None
-    code = raw.get("code")
+    return _status_of(raw.get("code"), raw.get("message"))
+
+
+def _status_of(code: Any, message: Any) -> tuple[Status, str | None]:
     if isinstance(code, str):
         code = int(code) if code.strip().isdigit() else code.strip().upper()
     status = _STATUS_CODES.get(code, Status.UNSET) if isinstance(code, (int, str)) else Status.UNSET
-    message = raw.get("message")
     return status, message if isinstance(message, str) and message else None
 
 
@@ -487,32 +678,32 @@ def _attributes(raw: Any) -> tuple[dict[str, Any], int]:
     attributes: dict[str, Any] = {}
     dropped = 0
     for entry in _list(raw):
-        # Fast path: most values are plain strings in plain dicts (json.loads never makes other Mappings).
-        if type(entry) is dict:
-            key = entry.get("key")
-            value_raw = entry.get("value")
-            if type(key) is str and type(value_raw) is dict:
-                text = value_raw.get("stringValue")
-                if type(text) is str:
-                    attributes[key] = text
-                    continue
-                number = value_raw.get("intValue")
-                if type(number) is str and len(value_raw) == 1:  # the usual int64: a decimal string
-                    try:
-                        attributes[key] = int(number)
-                        continue
-                    except ValueError:
-                        pass  # read (and counted as dropped) below
-        key = entry.get("key") if isinstance(entry, Mapping) else None
-        try:
-            value = _any_value(entry.get("value")) if isinstance(key, str) else None
-        except (_BadSpan, ValueError, TypeError, OverflowError, RecursionError):
-            value = None
+        key = entry.get("key") if type(entry) is dict or isinstance(entry, Mapping) else None
+        value = _readable_value(entry.get("value")) if type(key) is str or isinstance(key, str) else None
         if value is None:
             dropped += 1
         else:
             attributes[key] = value
     return attributes, dropped
+
+
+def _readable_value(raw: Any) -> Any:
+    """An AnyValue decoded; None when it is unreadable."""
+    # Fast path: most values are plain strings in plain dicts (json.loads never makes other Mappings).
+    if type(raw) is dict:
+        text = raw.get("stringValue")
+        if type(text) is str:
+            return text
+        number = raw.get("intValue")
+        if type(number) is str and len(raw) == 1:  # the usual int64: a decimal string
+            try:
+                return int(number)
+            except ValueError:
+                pass  # unreadable, as `_any_value` finds too
+    try:
+        return _any_value(raw)
+    except (_BadSpan, ValueError, TypeError, OverflowError, RecursionError):
+        return None
 
 
 def _any_value(raw: Any) -> Any:
