@@ -14,7 +14,17 @@ from typing import Any
 
 from ..canonical import arguments_preview
 from ..engine import AgentRef, Judged
-from ..records import Content, ModelCall, SpanKind, SpanView, Status, ToolCall, Verdict
+from ..records import (
+    AGENT_KIND,
+    MODEL_KIND,
+    Content,
+    ModelCall,
+    SpanKind,
+    SpanView,
+    Status,
+    ToolCall,
+    Verdict,
+)
 
 # Actions from weakest to strongest. `--fail-on A` fails on any verdict whose action is A or stronger.
 # Advisory messages first (remind, warn), then a correction (steer), then interventions on one tool
@@ -187,13 +197,13 @@ class Findings:
         if agent._last_trace != span.trace_id:
             agent._last_trace = span.trace_id
             agent.traces += 1
-        if kind is SpanKind.AGENT:
+        if kind is AGENT_KIND:
             agent.runs += 1
             return
         shown = judged.verdicts
         if judged.stream_verdict is not None:
             shown = [*shown, judged.stream_verdict]
-        if kind is SpanKind.MODEL:
+        if kind is MODEL_KIND:
             agent.model_calls += 1
         else:
             agent.tool_calls += 1
