@@ -198,6 +198,10 @@ def test_requests_of_every_shape_read_alike(lines):
     # Unicode, escapes and whitespace inside a value.
     '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat é","attributes":'
     '[{"key":"k\\u00e9","value":{ "stringValue" : "a\\"b\\\\c\\n😀" }}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
+    '[{"key":"a","value":{"stringValue":"é😀 plain"}},{"key":"b","value":{"stringValue":"\\u00e9"}},'
+    '{"key":"c","value":{"stringValue":""}},{"key":"d","value":{"stringValue":"x","intValue":"1"}}]}]}]}]}'
+    % (TRACE_ID, SPAN_ID),
     "{}",
     "[]",
     "not json",
