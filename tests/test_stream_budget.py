@@ -2,6 +2,8 @@
 
 Reference: a breaker written the obvious way, evaluating both rules on every delta. The real one
 evaluates only when its budget runs out; these properties pin what that may and may not change.
+A second reference, the batched breaker the long way (no shortcut in judging a batch), pins that
+the shortcuts of the real one change nothing at all: not a budget, not a trip.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from hypothesis import strategies as st
 from otelguard.detectors.stream import (
     CYCLE_CHECK_EVERY,
     IDENTICAL_CHUNKS,
+    MAX_BUDGET,
     REPEATING_CYCLE,
     StreamBreaker,
+    Trip,
+    cycle_scan,
     periodic_period,
     trailing_identical_run,
 )
@@ -40,6 +45,64 @@ def reference_cycle_trip(deltas: list[str]) -> tuple[int, int] | None:
         if periodic_period(text[-2 * MIN_CYCLE:], MAX_CYCLE, MIN_CYCLE):
             return index, len(text)
     return None
+
+
+class LongWayBreaker:
+    """The batched breaker without shortcuts: the same budgets and evaluations, each evaluation done
+    in full (the identical run over every delta so far, cycle_scan over the whole tail)."""
+
+    def __init__(self, max_repeated_text: int = 60, max_repeated_cycle_chars: int = 64,
+                 min_repeated_cycle_chars: int = 256):
+        self.limit, self.cycle, self.min_span = max_repeated_text, max_repeated_cycle_chars, min_repeated_cycle_chars
+        self.keep = max(min_repeated_cycle_chars, 2 * max_repeated_cycle_chars)
+        self.judged: list[str] = []
+        self.pending: list[str] = []
+        self.due = min_repeated_cycle_chars
+        self.recent_chars = self.recent_deltas = 0
+        self.budget = 1
+        self.trip: Trip | None = None
+
+    def push(self, delta: str) -> Trip | None:
+        if self.trip is not None:
+            return None
+        self.pending.append(delta)
+        if len(self.pending) < self.budget:
+            return None
+        batch, self.pending = self.pending, []
+        self.judged += batch
+        text = "".join(self.judged)
+        chars = len(text)
+        budget = MAX_BUDGET
+        if self.limit:
+            run = trailing_identical_run(self.judged)
+            if run >= self.limit:
+                return self.tripped(Trip(IDENTICAL_CHUNKS, chars, run=run))
+            budget = min(budget, self.limit - run)
+        if self.cycle:
+            if chars >= self.due:
+                period, headroom = cycle_scan(text[-self.keep:], self.cycle, self.min_span)
+                if period:
+                    return self.tripped(Trip(REPEATING_CYCLE, chars, period=period))
+                self.due = chars + headroom + CYCLE_CHECK_EVERY - 1
+            self.recent_chars = (self.recent_chars >> 1) + len("".join(batch))
+            self.recent_deltas = (self.recent_deltas >> 1) + len(batch)
+            left = min(self.due - chars, chars)
+            if self.recent_chars > self.recent_deltas:
+                left = -(-left * self.recent_deltas // self.recent_chars)
+            budget = min(budget, left)
+        self.budget = max(budget, 1)
+        return None
+
+    def tripped(self, trip: Trip) -> Trip:
+        self.trip, self.budget = trip, 0
+        return trip
+
+    def finish(self) -> Trip | None:
+        pending, self.pending = self.pending, []
+        if self.trip is not None or not pending:
+            return None
+        self.budget = len(pending)  # judged now, as if the budget ran out on the last
+        return [self.push(delta) for delta in pending][-1]
 
 
 def trip_index(breaker: StreamBreaker, deltas: list[str]) -> int | None:
@@ -183,3 +246,96 @@ def test_a_breaker_with_both_rules_off_holds_a_bounded_batch():
     for index in range(20_000):
         assert breaker.push(f"delta {index} ") is None
     assert len(breaker._pending) <= 4096
+
+
+CONFIGS = [
+    {},
+    {"max_repeated_text": 0},
+    {"max_repeated_cycle_chars": 0},
+    {"max_repeated_text": 2},
+    {"max_repeated_text": 5000},
+    {"max_repeated_text": 5000, "max_repeated_cycle_chars": 0},
+    {"max_repeated_cycle_chars": 10, "min_repeated_cycle_chars": 40},
+    {"max_repeated_cycle_chars": 80, "min_repeated_cycle_chars": 100},
+    {"max_repeated_cycle_chars": 3, "min_repeated_cycle_chars": 2},
+]
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    kind=st.sampled_from(["prose", "cycle", "lines", "chant"]),
+    chars=st.integers(0, 5_000),
+    sizes=st.sampled_from([(1, 1), (4, 4), (7, 7), (0, 6), (1, 12), (3, 5)]),
+    config=st.sampled_from(CONFIGS),
+)
+def test_every_budget_and_trip_is_the_long_ways(seed, kind, chars, sizes, config):
+    """Delta by delta, the breaker plans the same budgets and trips on the same delta, with the same
+    trip, as the long way: its shortcuts (a run of one, the inline probe, a repeated plan) are exact.
+    Equal deltas of prose make the steady stream the shortcuts are for; the rest make them miss."""
+    rng = random.Random(seed)
+    text = prose(rng, chars)
+    if kind == "cycle":
+        unit = "".join(rng.choice("ab c.\n") for _ in range(rng.randint(1, 70)))
+        text += unit * (600 // len(unit) + 2)
+    elif kind == "lines":
+        text += "".join(f"- item {i}: {rng.choice(WORDS)}\n" for i in range(rng.randint(0, 80)))
+    elif kind == "chant":
+        text += "again. " * rng.randint(0, 120)
+    deltas = cut(text, rng, sizes)
+    breaker, reference = StreamBreaker(**config), LongWayBreaker(**config)
+    for index, delta in enumerate(deltas):
+        assert (breaker.push(delta), breaker.budget) == (reference.push(delta), reference.budget), index
+    assert (breaker.finish(), breaker.trip) == (reference.finish(), reference.trip)
+
+
+def test_a_long_steady_stream_is_judged_as_the_long_way():
+    """The benchmark's stream: long prose in equal deltas, long enough for the cycle rule to set the
+    budget (with 1-character deltas the identical rule sets it), where every batch repeats the plan."""
+    rng = random.Random(3)
+    text = prose(rng, 40_000)
+    for size in (4, 8):
+        deltas = [text[at : at + size] for at in range(0, len(text), size)]
+        breaker, reference = StreamBreaker(), LongWayBreaker()
+        planned_alike = 0
+        for delta in deltas:
+            assert breaker.push(delta) is reference.push(delta) is None
+            assert breaker.budget == reference.budget
+            planned_alike += breaker._steady_batch is not None
+        assert breaker.finish() is reference.finish() is None
+        assert planned_alike > len(deltas) / 2  # the repeated plan was in use for most of it
+
+
+def test_a_long_stream_judged_by_the_identical_rule_alone_is_judged_as_the_long_way():
+    """Cycle rule off and a high limit: batches as long as MAX_BUDGET allows, after runs of one."""
+    text = prose(random.Random(4), 20_000)
+    config = {"max_repeated_text": 5000, "max_repeated_cycle_chars": 0}
+    breaker, reference = StreamBreaker(**config), LongWayBreaker(**config)
+    for delta in text:
+        assert (breaker.push(delta), breaker.budget) == (reference.push(delta), reference.budget)
+    assert breaker.budget == MAX_BUDGET
+
+
+def test_a_run_or_an_early_finish_inside_a_steady_stream_is_judged_as_the_long_way():
+    """The repeated plan is used only when it is the plan: not when a run of identical deltas (after
+    trimming, so the text does not repeat) bounds the budget tighter, and not for a batch of the same
+    size in fewer deltas (pending deltas judged by an early `finish`, the stream going on)."""
+    rng = random.Random(5)
+    words = prose(rng, 80_000)
+    deltas: list[str] = []
+    for start in range(0, 50_000, 600):
+        deltas += [words[at : at + 4] for at in range(start, start + 600, 4)]
+        pads = ["".join(rng.choice(" \t\n") for _ in range(3)) for _ in range(20)]
+        deltas += [pad[: i % 4] + "q" + pad[i % 4 :] for i, pad in enumerate(pads)]
+    wide = [words[at : at + 8] for at in range(50_000, 80_000, 8)]  # twice as long as the others
+    for finish_early in (False, True):
+        breaker, reference = StreamBreaker(), LongWayBreaker()
+        for index, delta in enumerate(deltas):
+            assert (breaker.push(delta), breaker.budget) == (reference.push(delta), reference.budget), index
+            if finish_early and index % 1_000 > 900 and not reference.pending:  # right after a batch
+                for wide_delta in wide[:27]:  # a steady batch's 216 characters in half its deltas
+                    pushed = breaker.push(wide_delta), breaker.budget
+                    assert pushed == (reference.push(wide_delta), reference.budget)
+                assert breaker.finish() == reference.finish()
+                wide = wide[27:]
+        assert breaker.trip == reference.trip is None

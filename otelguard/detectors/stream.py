@@ -133,13 +133,17 @@ class StreamBreaker:
     __slots__ = (
         "_cycle_due",
         "_keep",
+        "_keep_slice",
         "_last",
         "_pending",
-        "_probe",
+        "_probe_suffix",
+        "_probe_window",
         "_quiet_due",
         "_recent_chars",
         "_recent_deltas",
         "_run",
+        "_single_run_budget",
+        "_steady_batch",
         "_tail",
         "budget",
         "chars",
@@ -155,17 +159,23 @@ class StreamBreaker:
         self.max_cycle = max_repeated_cycle_chars
         self.min_cycle_span = min_repeated_cycle_chars
         self._keep = keep = max(min_repeated_cycle_chars, 2 * max_repeated_cycle_chars)
-        # cycle_scan's common case, precomputed for a full tail: the last `_probe` characters do
-        # not recur within max_cycle, so no cycle is nearer than `_quiet_due` characters.
-        self._probe = max(1, min(SUFFIX_PROBE, min_repeated_cycle_chars - max_repeated_cycle_chars))
+        # cycle_scan's common case, precomputed for a full tail: its last `probe` characters (the
+        # suffix) do not recur within max_cycle (in the window), so no cycle is nearer than
+        # `_quiet_due` characters. (Slices made once: a batch is judged in as few steps as can be.)
+        probe = max(1, min(SUFFIX_PROBE, min_repeated_cycle_chars - max_repeated_cycle_chars))
+        self._keep_slice = slice(-keep, None)
+        self._probe_suffix = slice(keep - probe, None)
+        self._probe_window = slice(keep - probe - max_repeated_cycle_chars, keep - 1)
         quiet = min_repeated_cycle_chars - min(max_repeated_cycle_chars + SUFFIX_PROBE - 1, keep)
         self._quiet_due = max(1, quiet) + CYCLE_CHECK_EVERY - 1
+        self._single_run_budget = min(max_repeated_text - 1, MAX_BUDGET)  # after a run of one
         self._pending: list[str] = []
         self._last: str | None = None
         self._run = 0
         self._tail = ""
         self._cycle_due = min_repeated_cycle_chars  # no cycle can trip on fewer characters
         self._recent_chars = self._recent_deltas = 0
+        self._steady_batch: tuple[int, int] | None = None  # (size, count) of a batch whose plan repeats
         self.chars = 0  # characters judged so far (deltas still pending are not counted yet)
         self.trip: Trip | None = None
         self.budget = 1  # the first delta is judged alone: it tells the breaker how long deltas are
@@ -199,33 +209,42 @@ class StreamBreaker:
         text = "".join(deltas)  # a batch that is not all text fails here, before any state changes
         size = len(text)
         chars = self.chars = self.chars + size
-        budget = MAX_BUDGET
-        limit = self.max_repeated_text
-        if limit:
-            run = trailing_identical_run(deltas)
+        if self.max_repeated_text:
             last = deltas[-1].strip()
-            if run == count and last == self._last:  # the run goes on from the batch before
-                run += self._run
-            self._last = last
-            self._run = run
-            if run >= limit:
-                return self._tripped(Trip(IDENTICAL_CHUNKS, chars, run=run))
-            if limit - run < budget:
-                budget = limit - run  # a run grows by at most one a delta
-        cycle = self.max_cycle
-        if cycle:
-            keep = self._keep
-            self._tail = tail = (self._tail + text)[-keep:]
+            if count > 1 and deltas[-2].strip() != last:
+                # The common case, a run of one, settled without walking the batch. (It cannot
+                # trip: with a limit of 1 the first delta trips, so no batch holds two.)
+                self._last = last
+                self._run = 1
+                budget = self._single_run_budget
+            else:
+                limit = self.max_repeated_text
+                run = trailing_identical_run(deltas)
+                if run == count and last == self._last:  # the run goes on from the batch before
+                    run += self._run
+                self._last = last
+                self._run = run
+                if run >= limit:
+                    return self._tripped(Trip(IDENTICAL_CHUNKS, chars, run=run))
+                budget = min(limit - run, MAX_BUDGET)  # a run grows by at most one a delta
+        else:
+            budget = MAX_BUDGET
+        if self.max_cycle:
+            self._tail = tail = (self._tail + text)[self._keep_slice]
             if chars >= self._cycle_due:
                 # Due again no sooner than the headroom allows, and at most CYCLE_CHECK_EVERY - 1
                 # characters later than that, so a forming cycle is caught as the design's cadence
-                # would. The common case, nothing recurring in a full tail, is cycle_scan's first
-                # test done inline.
-                probe = self._probe
-                if len(tail) == keep and tail[keep - probe:] not in tail[keep - probe - cycle : keep - 1]:
+                # would. The common case, nothing recurring in a full tail (one of `_keep`
+                # characters, once as many have arrived), is cycle_scan's first test done inline.
+                if chars >= self._keep and tail[self._probe_suffix] not in tail[self._probe_window]:
                     self._cycle_due = chars + self._quiet_due
+                    if (size, count) == self._steady_batch and budget >= count:
+                        # Quiet again, after a batch just like this one that planned `count` more
+                        # deltas: the average stands still (see below), so the plan is the same.
+                        self.budget = count
+                        return None
                 else:
-                    period, headroom = cycle_scan(tail, cycle, self.min_cycle_span)
+                    period, headroom = cycle_scan(tail, self.max_cycle, self.min_cycle_span)
                     if period:
                         return self._tripped(Trip(REPEATING_CYCLE, chars, period=period))
                     self._cycle_due = chars + headroom + CYCLE_CHECK_EVERY - 1
@@ -236,13 +255,21 @@ class StreamBreaker:
             # small until the average rests on enough deltas.
             recent_chars = self._recent_chars = (self._recent_chars >> 1) + size
             recent_deltas = self._recent_deltas = (self._recent_deltas >> 1) + count
-            left = self._cycle_due - chars
+            left = self._cycle_due - chars  # at least 1: the evaluation lies ahead
             if left > chars:
-                left = chars
+                left = chars if chars else 1  # (nothing but empty deltas yet: judge the next alone)
             deltas_left = -(-left * recent_deltas // recent_chars) if recent_chars > recent_deltas else left
             if deltas_left < budget:
                 budget = deltas_left
-        self.budget = budget if budget > 1 else 1
+            # A quiet plan that asks for another batch of the same deltas, with both sums at a fixed
+            # point for such batches, repeats itself as long as batches do: remember it. Any other
+            # batch forgets it, as the sums move.
+            if left == self._quiet_due and budget == count == deltas_left \
+                    and recent_chars == (recent_chars >> 1) + size and recent_deltas == (recent_deltas >> 1) + count:
+                self._steady_batch = (size, count)
+            else:
+                self._steady_batch = None
+        self.budget = budget  # at least 1: a run short of its limit, `left` above, or MAX_BUDGET
         return None
 
     def finish(self) -> Trip | None:
