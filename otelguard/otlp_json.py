@@ -479,8 +479,8 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
     an integer beyond 64 bits elsewhere on that line exactly instead of as orjson reads it."""
     try:
         request = _USUAL_REQUEST.decode(line)
-    except (msgspec.DecodeError, RecursionError):  # a ValidationError is a DecodeError
-        return None
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # (a str with lone surrogates)
+        return None  # a ValidationError is a DecodeError
     items: list[Any] = []
     document = None
     for r, resource in enumerate(request.resource_spans):

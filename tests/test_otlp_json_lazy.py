@@ -202,6 +202,9 @@ def test_requests_of_every_shape_read_alike(lines):
     '[{"key":"a","value":{"stringValue":"é😀 plain"}},{"key":"b","value":{"stringValue":"\\u00e9"}},'
     '{"key":"c","value":{"stringValue":""}},{"key":"d","value":{"stringValue":"x","intValue":"1"}}]}]}]}]}'
     % (TRACE_ID, SPAN_ID),
+    # A lone surrogate in the text itself (a stream of str, not a file: those decode with replacement).
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
+    '[{"key":"x","value":{"stringValue":"a\ud800b"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
     "{}",
     "[]",
     "not json",
