@@ -181,30 +181,29 @@ def test_requests_of_every_shape_read_alike(lines):
     assert_read_alike("\n".join(lines) + "\n")
 
 
+def line_with(attributes: str, span_head: str = '"name":"chat m",') -> str:
+    """A request line of one span, its attribute list written out as JSON text (to hold what
+    json.dumps never writes: NaN, duplicate keys, odd whitespace, escapes)."""
+    return ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s",%s"attributes":%s}]}]}]}'
+            % (TRACE_ID, SPAN_ID, span_head, attributes))
+
+
 @pytest.mark.parametrize("text", [
     # Literals orjson refuses and the standard library reads, in the line and in a value.
-    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
-    '[{"key":"x","value":{"doubleValue":NaN}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
-    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
-    '[{"key":"x","value":{"doubleValue":1e999}},{"key":"y","value":{"intValue":"1"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
-    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
-    '[{"key":"x","value":{"stringValue":"\\ud800"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    line_with('[{"key":"x","value":{"doubleValue":NaN}}]'),
+    line_with('[{"key":"x","value":{"doubleValue":1e999}},{"key":"y","value":{"intValue":"1"}}]'),
+    line_with('[{"key":"x","value":{"stringValue":"\\ud800"}}]'),
     # Duplicate keys: the last one is read, in the request, a span, an attribute list and a value.
-    '{"resourceSpans":[],"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"a",'
-    '"name":"chat m","attributes":[{"key":"x","value":{"stringValue":"1"}},{"key":"x","value":{"intValue":"2"}},'
-    '{"key":"y","value":{"stringValue":"3"}},{"key":"y","value":{"intValue":"z"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
-    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
-    '[{"key":"x","value":{"stringValue":"a","stringValue":"b"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    '{"resourceSpans":[],' + line_with('[{"key":"x","value":{"stringValue":"1"}},{"key":"x","value":{"intValue":"2"}},'
+                                       '{"key":"y","value":{"stringValue":"3"}},{"key":"y","value":{"intValue":"z"}}]',
+                                       '"name":"a","name":"chat m",')[1:],
+    line_with('[{"key":"x","value":{"stringValue":"a","stringValue":"b"}}]'),
     # Unicode, escapes and whitespace inside a value.
-    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat é","attributes":'
-    '[{"key":"k\\u00e9","value":{ "stringValue" : "a\\"b\\\\c\\n😀" }}]}]}]}]}' % (TRACE_ID, SPAN_ID),
-    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
-    '[{"key":"a","value":{"stringValue":"é😀 plain"}},{"key":"b","value":{"stringValue":"\\u00e9"}},'
-    '{"key":"c","value":{"stringValue":""}},{"key":"d","value":{"stringValue":"x","intValue":"1"}}]}]}]}]}'
-    % (TRACE_ID, SPAN_ID),
+    line_with('[{"key":"k\\u00e9","value":{ "stringValue" : "a\\"b\\\\c\\n😀" }}]', '"name":"chat é",'),
+    line_with('[{"key":"a","value":{"stringValue":"é😀 plain"}},{"key":"b","value":{"stringValue":"\\u00e9"}},'
+              '{"key":"c","value":{"stringValue":""}},{"key":"d","value":{"stringValue":"x","intValue":"1"}}]'),
     # A lone surrogate in the text itself (a stream of str, not a file: those decode with replacement).
-    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"%s","spanId":"%s","name":"chat m","attributes":'
-    '[{"key":"x","value":{"stringValue":"a\ud800b"}}]}]}]}]}' % (TRACE_ID, SPAN_ID),
+    line_with('[{"key":"x","value":{"stringValue":"a\ud800b"}}]'),
     "{}",
     "[]",
     "not json",
