@@ -158,9 +158,10 @@ class ModelCall(_FactsSource):
 
 
 # The model facts: what the model was and what it spent. Only a loop verdict's metric and the
-# analyzer's report use them, so the live guard reads them from the span on first access
-# (`ModelCall.with_facts_from`). Each is a property over the dataclass's own slot: a record built
-# the usual way has them set and reads them straight back; a deferred one reads them all on first use.
+# analyzer's report (the model alone) use them, so GenAI model spans have them read from the span on
+# first access (`model_call_deferring_facts`). Each is a property over the dataclass's own slot: a
+# record built the usual way has them set and reads them straight back; a deferred one reads those
+# not set yet on first use.
 MODEL_FACTS = ("model", "output_tokens", "reasoning_tokens", "finish_reasons")
 _FACT_SLOTS = tuple(ModelCall.__dict__[name] for name in MODEL_FACTS)
 _SOURCE_SLOT = _FactsSource.__dict__["_facts_source"]

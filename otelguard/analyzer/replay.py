@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..containment import Containment
-from ..conventions import MARKER_KEYS, NAMED_SPANS, classify
+from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked
 from ..engine import GuardEngine, Judged
 from ..otlp_json import LazySpan
 from ..records import SpanView, Verdict
@@ -279,12 +279,12 @@ class Replayer:
         if not spans:
             return
         # Classify each span once for both of its events (None: none of ours). Only a span that may
-        # be ours has its attributes decoded; its view is kept for both events.
+        # be ours has its attributes decoded (as a mapping); its view is kept for both events.
         views: list[SpanView | None] = [
             span.view() if span.name in NAMED_SPANS or span.may_have_attribute(MARKER_KEYS) else None
             for span in spans
         ]
-        kinds = [classify(view.name, view.attributes) if view is not None else None for view in views]
+        kinds = [classify_marked(view.name, view.attributes) if view is not None else None for view in views]
         # A span that is none of ours matters only to its descendants, which find their agent through
         # it (the engine's `inherit`); one without any is counted and skipped. (Parent ids are
         # compared across the batch's traces: a span kept for another trace's child is replayed as

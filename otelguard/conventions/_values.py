@@ -507,8 +507,8 @@ def model_call(
 
 def model_call_deferring(span: Any, output: Output | None, reader: Any, attributes: Mapping[str, Any]) -> ModelCall:
     """`model_call` with the model facts read on first access, as `reader(attributes)` gives them
-    (model, output tokens, reasoning tokens, finish reasons). The live guard's path: the facts are
-    used only when a loop verdict fires. `attributes` must be the ended span's (they no longer change)."""
+    (model, output tokens, reasoning tokens, finish reasons): most are never used (a loop verdict's
+    metric reads them). `attributes` must be the ended span's (they no longer change)."""
     return model_call_deferring_facts(reader, attributes, *_call_fields(span, output))
 
 

@@ -39,7 +39,6 @@ from ._values import (
     first_present,
     load_json,
     UNREAD_OUTPUT,
-    model_call,
     model_call_deferring,
     read_arguments,
     span_name_of,
@@ -144,19 +143,12 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     output = read_output_messages(messages, floor) if messages is not None else None
-    if floor is not None:
-        # The live guard: the model facts (name, tokens, finish reasons) are read from the span's
-        # attributes when first used (a loop verdict's metric), by the same code as below.
-        return model_call_deferring(span, output, _all_model_facts, attributes)
-    model, output_tokens, reasoning_tokens = _model_facts(attributes)
-    return model_call(
-        span,
-        output,
-        finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)),
-        model=model,
-        output_tokens=output_tokens,
-        reasoning_tokens=reasoning_tokens,
-    )
+    # The model facts (name, tokens, finish reasons) are read from the span's attributes when first
+    # used: only a loop verdict's metric reads the tokens and finish reasons.
+    call = model_call_deferring(span, output, _all_model_facts, attributes)
+    if floor is None:
+        call.model = _model_name(attributes)  # the analyzer shows every step's model: read it now
+    return call
 
 
 def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,7 +160,7 @@ def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
 def _model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None, int | None]:
     """(model, output tokens, reasoning tokens): `model_facts` without the dict, for every model span."""
     return (
-        as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
+        _model_name(attributes),
         first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
         first_int(
             attributes,
@@ -177,6 +169,10 @@ def _model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None,
             sc.LLM_USAGE_REASONING_TOKENS,
         ),
     )
+
+
+def _model_name(attributes: Mapping[str, Any]) -> str | None:
+    return as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL))
 
 
 def _all_model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None, int | None, tuple[str, ...]]:
