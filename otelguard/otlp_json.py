@@ -280,17 +280,17 @@ _KEY = itemgetter("key")
 
 
 class LazySpan:
-    """A span whose ids, name, times, status and counts are decoded, and whose attributes are decoded
-    on the first `view()`. Reading it checked everything that can be wrong with it, so `view()` cannot
+    """A span whose ids, name, times, status, counts and events are decoded, and whose attributes are
+    decoded on the first `view()`. Reading it checked everything that can be wrong with it, so `view()` cannot
     fail: it only puts off work that a span none of the guard's business never needs."""
 
-    __slots__ = ("_attributes", "_dropped_attributes", "_dropped_events", "_scope", "_status", "_status_message",
-                 "_view", "end_ns", "name", "parent_span_id", "span_id", "start_ns", "trace_id")
+    __slots__ = ("_attributes", "_dropped_attributes", "_dropped_events", "_events", "_scope", "_status",
+                 "_status_message", "_view", "end_ns", "name", "parent_span_id", "span_id", "start_ns", "trace_id")
 
     def __init__(self, name: str, trace_id: int, span_id: int, parent_span_id: int | None, start_ns: int,
                  end_ns: int | None, scope: str | None, attributes: list[Any] | dict[str, bytes] | None,
                  status: Status = Status.UNSET, status_message: str | None = None, dropped_attributes: int = 0,
-                 dropped_events: int = 0, view: SpanView | None = None):
+                 events: tuple[SpanEvent, ...] = (), dropped_events: int = 0, view: SpanView | None = None):
         self.name = name
         self.trace_id = trace_id
         self.span_id = span_id
@@ -303,6 +303,7 @@ class LazySpan:
         self._status = status
         self._status_message = status_message
         self._dropped_attributes = dropped_attributes
+        self._events = events
         self._dropped_events = dropped_events
         self._view = view
 
@@ -318,7 +319,7 @@ class LazySpan:
             attributes, unreadable = _lazy_attributes(source) if type(source) is dict else _attributes(source)
             # Positional (a third of the time keywords take), in SpanView's field order.
             view = self._view = SpanView(
-                self.name, self.trace_id, self.span_id, self.parent_span_id, attributes, (), self._status,
+                self.name, self.trace_id, self.span_id, self.parent_span_id, attributes, self._events, self._status,
                 self._status_message, self._scope, self.start_ns, self.end_ns, self._dropped_events,
                 self._dropped_attributes + unreadable,  # unreadable values count as dropped
             )
@@ -341,8 +342,8 @@ class LazySpan:
 
 def _lazy_span(raw: Any, scope: str | None) -> LazySpan:
     """A span read as `_span` reads it, its attributes left for `LazySpan.view()`. The usual shape
-    (hex ids, no events, counts that are numbers) is checked here; anything else, and anything
-    wrong, is read by `_span` itself, so the checks and the first error found are the same."""
+    (hex ids, counts that are numbers) is checked here; anything else, and anything wrong, is read
+    by `_span` itself, so the checks and the first error found are the same."""
     if type(raw) is dict:
         try:
             span = _usual_span(raw, scope)
@@ -355,32 +356,29 @@ def _lazy_span(raw: Any, scope: str | None) -> LazySpan:
 
 def _usual_span(raw: dict[str, Any], scope: str | None) -> LazySpan | None:
     """`raw` read lazily when it has the usual shape (see `_lazy_span`); None when not."""
-    get = raw.get
-    attributes = get("attributes")
-    events = get("events")
-    if (attributes is not None and type(attributes) is not list) or (events is not None and events != []):
+    attributes = raw.get("attributes")
+    events = _field(raw, "events", "events")
+    if (attributes is not None and type(attributes) is not list) or (events is not None and type(events) is not list):
         return None
-    status = get("status")
+    status = raw.get("status")
     status_code, status_message = _status(status) if status else (Status.UNSET, None)
     return _usual_fields(
-        get("name"), _either(get, "traceId", "trace_id"), _either(get, "spanId", "span_id"),
-        _either(get, "parentSpanId", "parent_span_id"), _either(get, "startTimeUnixNano", "start_time_unix_nano"),
-        _either(get, "endTimeUnixNano", "end_time_unix_nano"), status_code, status_message,
-        _either(get, "droppedAttributesCount", "dropped_attributes_count"),
-        _either(get, "droppedEventsCount", "dropped_events_count"), scope, attributes,
+        raw.get("name"), _field(raw, "traceId", "trace_id"), _field(raw, "spanId", "span_id"),
+        _field(raw, "parentSpanId", "parent_span_id"), _field(raw, "startTimeUnixNano", "start_time_unix_nano"),
+        _field(raw, "endTimeUnixNano", "end_time_unix_nano"), status_code, status_message,
+        _field(raw, "droppedAttributesCount", "dropped_attributes_count"),
+        _field(raw, "droppedEventsCount", "dropped_events_count"), scope, attributes,
+        tuple(_events(events)) if events else (),
     )
-
-
-def _either(get: Callable[[str], Any], camel: str, snake: str) -> Any:
-    value = get(camel)
-    return value if value is not None else get(snake)
 
 
 def _usual_fields(name: Any, trace_hex: Any, span_hex: Any, parent_hex: Any, start: Any, end: Any,
                   status: Status, status_message: str | None, dropped_attributes: Any, dropped_events: Any,
-                  scope: str | None, attributes: list[Any] | dict[str, bytes] | None) -> LazySpan | None:
+                  scope: str | None, attributes: list[Any] | dict[str, bytes] | None,
+                  events: tuple[SpanEvent, ...]) -> LazySpan | None:
     """A LazySpan of a span's fields when they have the usual shape (hex ids, times as decimal strings
-    or numbers, counts as numbers); None when not. Raises what `_span` would raise on the same values."""
+    or numbers, counts as numbers); None when not, or an error: either way the caller reads the span
+    with `_span`, the reference."""
     if type(name) is not str or type(trace_hex) is not str or type(span_hex) is not str \
             or len(trace_hex) != 2 * _TRACE_ID_BYTES or len(span_hex) != 2 * _SPAN_ID_BYTES:
         return None
@@ -402,7 +400,7 @@ def _usual_fields(name: Any, trace_hex: Any, span_hex: Any, parent_hex: Any, sta
     if start_ns < 0 or (end_ns is not None and end_ns < 0):
         return None
     return LazySpan(name, trace_id, span_id, parent_span_id, start_ns, end_ns, scope, attributes, status,
-                    status_message, dropped_attributes or 0, dropped_events or 0)
+                    status_message, dropped_attributes or 0, events, dropped_events or 0)
 
 
 # --- the usual shape, decoded by msgspec ---------------------------------------------------------
@@ -471,8 +469,8 @@ _USUAL_REQUEST = msgspec.json.Decoder(_Request)
 
 def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | None:
     """The items of a line in the usual shape, as `_read_document` would read them; None when the
-    line is not in that shape. A span the schema admits but `_usual_fields` does not (events, a key
-    given twice, odd ids or counts) is read from the line's JSON by the general reader.
+    line is not in that shape. A span the schema admits but `_usual_fields` does not (a key given
+    twice, odd ids, counts or events) is read from the line's JSON by the general reader.
 
     One difference, on purpose: each value is parsed on its own, so a number orjson refuses (out of
     float range) no longer sends the whole line to the standard library's parser, which would read
@@ -498,8 +496,6 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
 
 
 def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:
-    if span.events:
-        return None
     entries = span.attributes
     values = {entry.key: bytes(entry.value) for entry in entries} if entries else {}  # copies: the line can go
     if entries and len(values) != len(entries):
@@ -507,10 +503,12 @@ def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:
     status = span.status
     try:
         status_code, status_message = _status_of(status.code, status.message) if status else (Status.UNSET, None)
+        # Events are read with the span, as `_span` reads them (each from its own JSON).
+        events = tuple(_events([fastjson.loads(bytes(event)) for event in span.events])) if span.events else ()
         return _usual_fields(span.name, span.trace_id, span.span_id, span.parent_span_id,
                              span.start_time_unix_nano, span.end_time_unix_nano, status_code, status_message,
-                             span.dropped_attributes_count, span.dropped_events_count, scope, values)
-    except (ValueError, TypeError, OverflowError):
+                             span.dropped_attributes_count, span.dropped_events_count, scope, values, events)
+    except (ValueError, TypeError, OverflowError, RecursionError):
         return None
 
 
@@ -529,9 +527,11 @@ def _lazy_attributes(raw_values: dict[str, bytes]) -> tuple[Mapping[str, Any], i
     now, to know whether it is readable."""
     values = dict.fromkeys(raw_values, _UNDECODED)
     unreadable = 0
+    decoded = []
     for key, raw in raw_values.items():
         if raw.startswith(_STRING_VALUE):
             continue
+        decoded.append(key)
         if raw.startswith(_INT_VALUE) and raw.endswith(_QUOTED_VALUE_END):
             try:  # digits between the quotes need no JSON decoding; anything else is decoded below
                 values[key] = int(raw[len(_INT_VALUE):-len(_QUOTED_VALUE_END)])
@@ -544,6 +544,8 @@ def _lazy_attributes(raw_values: dict[str, bytes]) -> tuple[Mapping[str, Any], i
             unreadable += 1
         else:
             values[key] = value
+    for key in decoded:  # keep only the JSON still to decode
+        del raw_values[key]
     return _LazyAttributes(values, raw_values), unreadable
 
 

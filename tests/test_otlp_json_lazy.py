@@ -278,3 +278,21 @@ def test_the_analyzer_judges_any_of_these_requests_without_an_internal_error(lin
     except InputError:  # nothing in the file was OTLP: a clean refusal, not a failure
         return
     assert not analysis.coverage.internal_errors
+
+
+def test_a_line_whose_spans_carry_events_is_parsed_once(monkeypatch):
+    """Events are read from the schema's decode, each from its own JSON: the line itself is not
+    parsed a second time for the general reader (recorded chunk events are on every streamed call)."""
+    from otelguard import otlp_json
+
+    parsed: list[Any] = []
+    real_loads = otlp_json.fastjson.loads
+    monkeypatch.setattr(otlp_json.fastjson, "loads", lambda text: parsed.append(text) or real_loads(text))
+    span = {"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "chat m",
+            "events": [{"name": "otelguard.chunk", "timeUnixNano": "5",
+                        "attributes": [{"key": "otelguard.chunk.text", "value": {"stringValue": "ab"}}]}]}
+    line = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n"
+    (lazy,) = iter_lazy_spans(io.StringIO(line))
+    assert [(event.name, dict(event.attributes), event.time_ns) for event in lazy.view().events] == [
+        ("otelguard.chunk", {"otelguard.chunk.text": "ab"}, 5)]
+    assert line not in parsed and len(parsed) == 1  # the one event, not the line
