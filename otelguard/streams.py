@@ -16,11 +16,10 @@ from typing import (
 from opentelemetry import trace as trace_api
 
 from .config import ThinkingLoopGuardConfig
-from .detectors.stream import StreamBreaker
+from .detectors.stream import StreamBreaker, Trip
 from .errors import RepetitiveOutputError
 from .guards.thinking_loop_guard import ThinkingLoopGuard
 from .processor import GuardSpanProcessor, owning_processor
-from .records import Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
 
 TextOf = Callable[[Any], "tuple[str, str] | None"]  # item -> (text, kind) or None when it carries no text
@@ -63,6 +62,8 @@ class _Watch:
         self.breaker: StreamBreaker | None = guard.new_breaker() if guard is not None else None
         self.record_chunks = record_chunks and self.span.is_recording()
         self.text_of = text_of
+        # Plain text deltas to a breaker, nothing recorded: the streams' fast paths need only `push`.
+        self.plain_text = self.breaker is not None and text_of is default_text_of and not self.record_chunks
         self.error: RepetitiveOutputError | None = None
 
     def feed(self, item: Any) -> None:
@@ -77,9 +78,11 @@ class _Watch:
             return
         trip = self.breaker.push(text)
         if trip is not None:
-            self._tripped(self.guard.break_verdict(trip, cut=True))
+            self.tripped(trip)
 
-    def _tripped(self, verdict: Verdict) -> None:
+    def tripped(self, trip: Trip) -> None:
+        """The breaker tripped: tell the engine and the agent, and set `self.error` for the consumer."""
+        verdict = self.guard.break_verdict(trip, cut=True)
         span_id = self.span.get_span_context().span_id
         if self.processor is not None:
             engine = self.processor.engine
@@ -114,7 +117,7 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
 
 
 def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
-    if watch.breaker is not None and watch.text_of is default_text_of and not watch.record_chunks:
+    if watch.plain_text:
         return chain.from_iterable(_text_batches(stream, watch))
     return _watch_items(stream, iter(stream), watch)
 
@@ -146,7 +149,7 @@ def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any
             _close(stream)
             raise watch.error from None
         if trip is not None:
-            watch._tripped(watch.guard.break_verdict(trip, cut=True))
+            watch.tripped(trip)
             _close(stream)
             raise watch.error
 
@@ -161,15 +164,14 @@ def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> 
 
 
 async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
-    breaker = watch.breaker
-    # Plain text deltas, nothing recorded: straight to the breaker, which only collects them until
-    # its budget runs out (an async generator cannot hand items through in C, as the sync path does).
-    push = breaker.push if breaker is not None and watch.text_of is default_text_of and not watch.record_chunks else None
+    # Plain text deltas go straight to the breaker, which only collects them until its budget runs
+    # out (an async generator cannot hand items through in C, as the sync path does).
+    push = watch.breaker.push if watch.plain_text else None
     async for item in stream:
         if push is not None and type(item) is str:
             trip = push(item)
             if trip is not None:
-                watch._tripped(watch.guard.break_verdict(trip, cut=True))
+                watch.tripped(trip)
         else:
             watch.feed(item)
         yield item

@@ -20,10 +20,9 @@ from ..otlp_json import (
     NOT_A_REQUEST,
     ReadProblem,
 )
-from ..records import AGENT_KIND, Content, ModelCall, SpanKind, SpanView, ToolCall
+from ..records import AGENT_KIND, SPAN_KIND_NAMES, Content, ModelCall, SpanKind, SpanView, ToolCall
 from .replay import IDLE, MEMORY, TraceBuffer
 
-_KIND_VALUES = {kind: kind.value for kind in SpanKind}  # (an enum's .value is a slow property)
 
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"
@@ -132,7 +131,7 @@ class Coverage:
     # --- judging ---------------------------------------------------------------------------------
     def judged_span(self, span: SpanView, kind: SpanKind, convention: str, record: Any, late: bool) -> None:
         """An agent, model or tool span was judged (the others are counted in `not_ours` by the replay)."""
-        self.judged[(_KIND_VALUES[kind], convention)] += 1
+        self.judged[(SPAN_KIND_NAMES[kind], convention)] += 1
         if kind is AGENT_KIND:
             return
         if late:

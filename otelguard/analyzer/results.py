@@ -17,9 +17,9 @@ from ..engine import AgentRef, Judged
 from ..records import (
     AGENT_KIND,
     MODEL_KIND,
+    SPAN_KIND_NAMES,
     Content,
     ModelCall,
-    SpanKind,
     SpanView,
     Status,
     ToolCall,
@@ -38,7 +38,6 @@ DEFAULT_MAX_QUIET_ROWS = 500
 DEFAULT_MAX_QUIET_AGENTS = 200
 _PREVIEW_CHARS = 60
 _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
-_KIND_NAMES = {kind: kind.value for kind in SpanKind}  # (an enum's .value is a slow property)
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
 
@@ -212,7 +211,7 @@ class Findings:
                 agent.quiet_steps_not_listed += 1
                 return
             agent.quiet_rows += 1
-        step = Step(agent.steps_total, _KIND_NAMES[kind], span.trace_id, span.span_id, span.name,
+        step = Step(agent.steps_total, SPAN_KIND_NAMES[kind], span.trace_id, span.span_id, span.name,
                     judged.classification.convention, summarize(judged.record), tuple(shown))
         agent.steps.append(step)
         if shown:

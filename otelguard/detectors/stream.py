@@ -74,19 +74,16 @@ def cycle_scan(text: str, max_period: int, min_span: int) -> tuple[int, int]:
     # A qualifying p repeats the last k characters p characters earlier (the periodic span covers
     # p + k characters), so only the occurrences of that suffix found by rfind are candidates.
     # (Plain comparisons below, not min/max: this runs on every evaluation of every stream.)
-    k = SUFFIX_PROBE
-    if min_span - max_period < k:
-        k = min_span - max_period if min_span - max_period > 1 else 1
+    k = probe_length(max_period, min_span)
     if n - 1 < k:
         k = n - 1
     suffix = text[n - k:]
     lo = n - k - max_period if n - k > max_period else 0
     start = text.rfind(suffix, lo, n - 1)  # an occurrence must end before the text does
-    longest = max_period + SUFFIX_PROBE - 1
+    longest = longest_unprobed_tail(max_period, n)
     if start < 0:  # the common case: nothing recurs, no cycle can be near
-        headroom = min_span - (longest if longest < n else n)
+        headroom = min_span - longest
         return 0, headroom if headroom > 1 else 1
-    longest = min(n, longest)
     forming = False
     while start >= 0:
         period = n - k - start  # rfind from the right: smallest period first
@@ -115,6 +112,21 @@ def cycle_scan(text: str, max_period: int, min_span: int) -> tuple[int, int]:
     return 0, max(1, headroom, min_span - n)
 
 
+def probe_length(max_period: int, min_span: int) -> int:
+    """How many of the tail's last characters `cycle_scan` looks for earlier in the text: SUFFIX_PROBE,
+    fewer when the rule's span leaves less room beyond the longest period (at least 1)."""
+    room = min_span - max_period
+    return SUFFIX_PROBE if room >= SUFFIX_PROBE else (room if room > 1 else 1)
+
+
+def longest_unprobed_tail(max_period: int, n: int) -> int:
+    """The longest periodic tail of n characters whose probe recurs nowhere within max_period: shorter
+    than max_period + SUFFIX_PROBE. (With a probe shorter than SUFFIX_PROBE the bound is looser than it
+    could be, never too tight.)"""
+    longest = max_period + SUFFIX_PROBE - 1
+    return longest if longest < n else n
+
+
 def trailing_periodic_span(text: str, max_period: int, min_span: int) -> int:
     """Characters of the tail that the cycle rule checked and found periodic; 0 when it does not trip."""
     period = periodic_period(text, max_period, min_span)
@@ -125,7 +137,9 @@ class StreamBreaker:
     """Fed the visible text deltas of one model call; trips at most once. Not thread-safe.
 
     Feed it with `push(delta)`, or with `push_many(deltas)` (the same as pushing each in turn), and
-    call `finish()` when the stream ends. `budget` is how many deltas may still arrive before the
+    call `finish()` when the stream ends (the analyzer does; `watch_stream` leaves what arrived after
+    the last evaluation, less than the design's cadence past any trip, to the model span's end, where
+    the guard judges the call's final text). `budget` is how many deltas may still arrive before the
     next evaluation: a caller that hands over exactly that many at a time sees a trip on the last
     delta of the batch.
     """
@@ -162,11 +176,11 @@ class StreamBreaker:
         # cycle_scan's common case, precomputed for a full tail: its last `probe` characters (the
         # suffix) do not recur within max_cycle (in the window), so no cycle is nearer than
         # `_quiet_due` characters. (Slices made once: a batch is judged in as few steps as can be.)
-        probe = max(1, min(SUFFIX_PROBE, min_repeated_cycle_chars - max_repeated_cycle_chars))
+        probe = probe_length(max_repeated_cycle_chars, min_repeated_cycle_chars)
         self._keep_slice = slice(-keep, None)
         self._probe_suffix = slice(keep - probe, None)
         self._probe_window = slice(keep - probe - max_repeated_cycle_chars, keep - 1)
-        quiet = min_repeated_cycle_chars - min(max_repeated_cycle_chars + SUFFIX_PROBE - 1, keep)
+        quiet = min_repeated_cycle_chars - longest_unprobed_tail(max_repeated_cycle_chars, keep)
         self._quiet_due = max(1, quiet) + CYCLE_CHECK_EVERY - 1
         self._single_run_budget = min(max_repeated_text - 1, MAX_BUDGET)  # after a run of one
         self._pending: list[str] = []
@@ -279,10 +293,6 @@ class StreamBreaker:
             return None
         self.budget = len(pending)  # judge them now, as if the budget ran out on the last
         return self.push_many(pending)
-
-    @property
-    def identical_run(self) -> int:
-        return self._run
 
     def _tripped(self, trip: Trip) -> Trip:
         self.trip = trip
