@@ -2,7 +2,8 @@
 
 No network and no API key: the model is pydantic-ai's `FunctionModel`, the spans come from
 pydantic-ai's own OpenTelemetry instrumentation, and `GuardSpanProcessor` judges them. Each alert is
-printed as it fires, then what the model received in its next request, then a summary.
+printed as it fires, then what the model received in its next request, then a summary and the guard's
+metrics as Prometheus would scrape them.
 
     otelguard demo                         # the four scenarios, then exit
     otelguard demo --serve 127.0.0.1:9464  # then serve the guard's metrics for Prometheus until interrupted
@@ -16,9 +17,9 @@ missing extra). The message is one line on stderr.
 from __future__ import annotations
 
 import argparse
-import re
 import asyncio
 import logging
+import re
 import signal
 import socket
 import sys

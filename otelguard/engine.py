@@ -137,20 +137,17 @@ class GuardEngine:
         # span id -> agent of every open span inside an agent run, so descendants find their agent.
         self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
-        # Bound once for span_ended/span_started (every agent, model and tool span): `_open.pop`
-        # without the method call, the live trips' dict for an emptiness test (`BoundedMap.__len__`
-        # is a Python call), the agent-state lookup without `_state`.
+        # Bound once for the per-span paths: `_open.pop` without the method call, its dict for an
+        # emptiness test (`OpenSpans.__len__` is a Python call), the agent-state lookup.
         self._pop_open = self._open.items.pop
         self._open_items = self._open.items
-        self._max_open_spans = max_open_spans
-        self._live_trip_items = self._live_trips._items
         self._state_of = self._agents.get_or_create
 
     # --- span lifecycle ------------------------------------------------------------------------
     @property
     def open_span_ids(self) -> dict[int, AgentRef]:
         """Open spans inside agent runs, live; empty when none. The processor's hot path reads it and
-        pops ended spans from it (`forget` without the call); nothing else may change it."""
+        pops ended spans from it (`forget` without the call); inserts go through `adopt_span`."""
         return self._open.items
 
     @property
@@ -164,15 +161,15 @@ class GuardEngine:
 
         The hot path for every span that is not ours: one dict lookup, maybe one insert.
         """
-        if parent_span_id is not None and len(self._open):
+        if parent_span_id is not None and self._open_items:
             parent = self._open.get(parent_span_id)
             if parent is not None:
                 self._open.put(span_id, parent)  # e.g. a CHAIN/turn span between agent and model
 
     def forget(self, span_id: int) -> None:
         """An uninteresting span ended."""
-        if len(self._open):
-            self._open.pop(span_id)
+        if self._open_items:
+            self._pop_open(span_id, None)
 
     def span_started(self, span: SpanView, classification: Classification | None = None) -> Started | None:
         """A span started. Pass `classification` when the caller already classified the span."""
@@ -187,17 +184,14 @@ class GuardEngine:
             assert isinstance(run, AgentRun)
             agent = AgentRef(_agent_key(run, span, parent), run.name, span.span_id)
             self._open.put(span.span_id, agent)
-            state = self._state(agent)
+            state = self._state_of(agent.key, self._new_state)
             with state.lock:
                 for index, guard in self._on_agent_run:
                     guard.on_agent_run(state.guard_states[index])
             return Started(classification, agent)
         agent = parent or self._trace_agent(span)
-        if parent is not None:  # `self._open.put(span.span_id, agent)` without the call
-            open_items = self._open_items
-            open_items[span.span_id] = agent
-            if len(open_items) > self._max_open_spans:
-                self._open._trim()
+        if parent is not None:
+            self._open.put(span.span_id, agent)
         started = Started(classification, agent)
         if classification.kind is TOOL_KIND:
             call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
@@ -224,7 +218,7 @@ class GuardEngine:
             classification = conventions.classify(span.name, span.attributes)
             if classification is None:
                 return None
-        live_trip = self._live_trips.pop(span.span_id) if self._live_trip_items else None
+        live_trip = self._live_trips.pop(span.span_id)
         if agent is None:
             agent = self._agent_of_parent(span)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
@@ -252,9 +246,6 @@ class GuardEngine:
         return self._open.get(span_id)
 
     # --- agents ----------------------------------------------------------------------------------
-    def _state(self, agent: AgentRef) -> AgentState:
-        return self._agents.get_or_create(agent.key, self._new_state)
-
     def _new_state(self) -> AgentState:
         return AgentState(threading.Lock(), [guard.new_state() for guard in self.guards])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Any, Iterable
+from typing import Iterable
 
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
@@ -23,7 +23,6 @@ EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
 PROCESSING_SAMPLE_EVERY = 16
 
 
-_MAX_CLASSIFICATION_OBJECTS = 64  # distinct classification objects counted by identity (9 are shared)
 
 
 def _current(counter: itertools.count) -> int:
@@ -65,11 +64,8 @@ class GuardMetrics:
             "otelguard.verdicts", unit="{verdict}", description="Guard verdicts on agent spans")
         # Counted in local counters read at collection: a judged span costs one `next()` on an
         # itertools.count (atomic under the GIL: no lock, no lost counts), not an SDK measurement
-        # (spans are the hot path; verdicts are rare and recorded directly). Keyed by (kind,
-        # convention), or by the identity of a classification object (`span_of`: no hashing of the
-        # enum member, a Python-level hash); both are summed per label at collection.
+        # (spans are the hot path; verdicts are rare and recorded directly), keyed by (kind, convention).
         self._span_counts: dict[tuple[str, str], itertools.count] = {}
-        self._span_counts_by_id: dict[int, tuple[Any, itertools.count]] = {}
         self._span_counts_lock = threading.Lock()  # only to create a counter
         self.spans = meter.create_observable_counter(
             "otelguard.spans", callbacks=[self._observe_spans], unit="{span}",
@@ -125,25 +121,12 @@ class GuardMetrics:
                 counter = self._span_counts.setdefault(key, itertools.count())
         next(counter)
 
-    def span_of(self, classification: Any) -> None:
-        """One judged span of this classification (an object with `kind` and `convention`, the
-        conventions' shared ones): `span(classification.kind, classification.convention)`, faster."""
-        entry = self._span_counts_by_id.get(id(classification))
-        if entry is None:
-            if len(self._span_counts_by_id) >= _MAX_CLASSIFICATION_OBJECTS:  # not shared ones: by value
-                self.span(classification.kind, classification.convention)
-                return
-            with self._span_counts_lock:  # the entry holds the object: its id stays its own
-                entry = self._span_counts_by_id.setdefault(id(classification), (classification, itertools.count()))
-        next(entry[1])
-
     def span_counts(self) -> dict[tuple[str, str], int]:
         """{(kind label, convention): spans counted so far}."""
         with self._span_counts_lock:
-            by_value = list(self._span_counts.items())
-            by_id = [((c.kind, c.convention), counter) for c, counter in self._span_counts_by_id.values()]
+            counted = list(self._span_counts.items())
         totals: dict[tuple[str, str], int] = {}
-        for (kind, convention), counter in by_value + by_id:
+        for (kind, convention), counter in counted:
             label = (str(kind), convention)
             totals[label] = totals.get(label, 0) + _current(counter)
         return totals

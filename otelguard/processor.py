@@ -318,7 +318,8 @@ class GuardSpanProcessor(SpanProcessor):
             return span
         kind = judged.classification.kind
         run = self._runs.pop(context.span_id) if kind is AGENT_KIND else None
-        self.metrics.span_of(judged.classification)
+        classification = judged.classification
+        self.metrics.span(classification.kind, classification.convention)
         if judged.verdicts:
             self._record(judged)
         if started_at is not None:

@@ -28,8 +28,9 @@ class Content(StrEnum):
     ABSENT = "absent"  # not captured (content capture off, attribute missing)
     MALFORMED = "malformed"  # present but unparsable (bad JSON, wrong type)
     TRUNCATED = "truncated"  # present but cut (span limits): read what there is
-    # Present but not decoded: the live guard skips output too short for any rule to judge (the
-    # offline analyzer always reads it). Says nothing about whether there was output.
+    # Present but not read: the live guard measures output too short for any rule to judge instead of
+    # reading it into text and tool calls (the offline analyzer always reads it). Says nothing about
+    # whether there was output.
     UNREAD = "unread"
 
 

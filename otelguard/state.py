@@ -72,7 +72,7 @@ class BoundedMap(Generic[K, V]):
         self._report(evicted)
 
     def pop(self, key: K) -> V | None:
-        if not self._items:  # the usual case for some maps (live stream trips): skip the lock
+        if not self._items:  # the usual case for some maps (live stream trips, every span end): no lock
             return None
         with self._lock:
             entry = self._items.pop(key, None)
@@ -124,7 +124,7 @@ class BoundedMap(Generic[K, V]):
             if idle:
                 evicted.append(("idle", idle))
         if evicted and self._newest_key is not _NO_KEY and self._newest_key not in items:
-            self._newest_key, self._newest_entry = _NO_KEY, None  # evicted itself (a clock gone back, say)
+            self._newest_key, self._newest_entry = _NO_KEY, None  # evicted itself (an idle TTL of 0: all idle)
 
     def _report(self, evicted: list[tuple[str, int]]) -> None:
         if evicted and self._on_evict is not None:
@@ -154,7 +154,8 @@ class OpenSpans(Generic[K, V]):
 
     @property
     def items(self) -> dict[K, V]:
-        """The underlying dict (for a cheap emptiness test on the hot path); do not modify it."""
+        """The underlying dict: read it and pop from it directly on the hot paths (dict operations are
+        atomic); insert only through `put`, which holds the bound."""
         return self._items
 
     def put(self, key: K, value: V) -> None:

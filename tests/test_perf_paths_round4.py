@@ -158,8 +158,11 @@ def test_unread_output_is_shared_and_cannot_change():
     assert first is UNREAD_OUTPUT and second is UNREAD_OUTPUT
     assert (list(first.texts), list(first.reasoning), list(first.tool_calls), first.content) == \
         ([], [], [], Content.UNREAD)
-    with pytest.raises(AttributeError):
-        first.add_text("x")
+    for change in (lambda: first.add_text("x"), lambda: first.add_reasoning(None),
+                   lambda: first.add_tool_call("t", "{}"), lambda: first.note(Content.ABSENT)):
+        with pytest.raises(TypeError):
+            change()
+    assert first.content is Content.UNREAD and not first.texts and not first.tool_calls
     span = SpanView("chat m", 1, 2, 3, {"gen_ai.output.messages": _SHORT_OUTPUT})
     assert model_call(span, UNREAD_OUTPUT) == model_call(span, Output(content=Content.UNREAD))
     # Long output is still read into a fresh Output.
@@ -190,10 +193,7 @@ def test_span_counts_are_exact_without_a_lock():
         rng = random.Random(seed)
         for _ in range(per_thread):
             c = classifications[rng.randrange(len(classifications))]
-            if rng.random() < 0.5:
-                metrics.span_of(c)
-            else:
-                metrics.span(c.kind, c.convention)
+            metrics.span(c.kind, c.convention)
 
     threads = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
     for thread in threads:
@@ -206,21 +206,11 @@ def test_span_counts_are_exact_without_a_lock():
         rng = random.Random(seed)
         for _ in range(per_thread):
             c = classifications[rng.randrange(len(classifications))]
-            rng.random()
             key = (("otelguard.convention", c.convention), ("otelguard.span.kind", str(c.kind)))
             expected[key] = expected.get(key, 0) + 1
     assert _spans_points(reader) == expected
     assert sum(metrics.span_counts().values()) == 8 * per_thread
     provider.shutdown()
-
-
-def test_span_counts_by_identity_are_bounded():
-    metrics = GuardMetrics()
-    made = [records.Classification(SpanKind.TOOL, "genai") for _ in range(200)]  # not the shared objects
-    for c in made:
-        metrics.span_of(c)
-    assert len(metrics._span_counts_by_id) <= 64
-    assert metrics.span_counts() == {("tool", "genai"): 200}
 
 
 def test_current_reads_a_count_without_advancing_it():
@@ -232,18 +222,27 @@ def test_current_reads_a_count_without_advancing_it():
             next(counter)
 
 
+def reference_is_openllmetry(name: Any, attributes: Mapping[str, Any]) -> bool:
+    """OpenLLMetry's marks, tested the plain way: a set test of its keys, then the name."""
+    if not frozenset(openllmetry.OWN_MARKER_KEYS).isdisjoint(attributes) and any(
+        attributes.get(key) is not None for key in openllmetry.OWN_MARKER_KEYS
+    ):
+        return True
+    return isinstance(name, str) and " " not in name and name.endswith(openllmetry.NAME_SUFFIXES)
+
+
 def reference_classify_marked(name: str, attributes: Mapping[str, Any]):
-    """classify_marked as it was before round 4."""
+    """classify_marked as it was before round 4, its OpenLLMetry test the plain way."""
     get = attributes.get
     span_kind = get("openinference.span.kind")
     if span_kind is not None:
         return openinference.classify_span_kind(span_kind)
     operation = get("gen_ai.operation.name")
     if operation is not None:
-        kind = genai.kind_of_operation(operation)
+        kind = genai.OPERATION_KINDS.get(operation) if isinstance(operation, str) else None
         if kind is None:
             return None
-        if openllmetry.is_openllmetry(name, attributes):
+        if reference_is_openllmetry(name, attributes):
             return openllmetry.classification(kind)
         return genai.classification(kind)
     traceloop_kind = get("traceloop.span.kind")
@@ -267,7 +266,7 @@ def test_classify_marked_matches_the_long_way(seed):
     operations = ["chat", "invoke_agent", "execute_tool", "text_completion", "generate_content", "embeddings",
                   "", 3, None, _StrSubclass("chat"), ("chat",)]
     names = ["chat gpt-4o", "openai.chat", "x.tool", "my.agent", "a b.chat", "", "agent run", "running tool",
-             "openai.response", "x", "thing.completion", "y.response"]
+             "openai.response", "x", "thing.completion", "y.response", "my.tool", None]
     optional = {
         "llm.request.type": ["chat", "completion", "embedding", None],
         "traceloop.span.kind": ["tool", "agent", "workflow", None],
@@ -302,15 +301,15 @@ def test_engine_live_and_analyzer_records_agree_on_model_facts():
             assert getattr(live_record, name) == getattr(offline_record, name)
 
 
-def test_engine_shows_a_live_trip_and_skips_the_empty_map():
+def test_engine_shows_a_live_trip_once():
     engine = GuardEngine({"guards": [{"id": "thinking-loop-guard"}]}, full_records=False)
-    assert not engine._live_trip_items
+    assert not len(engine._live_trips)
     verdict = records.Verdict("thinking-loop-guard", "repetitive_output", "cycle", "none", stream_chars=5)
     engine.record_stream_trip(42, verdict)
     span = SpanView("chat m", 1, 42, None, {"gen_ai.operation.name": "chat"})
     judged = engine.span_ended(span, classification=genai.classification(SpanKind.MODEL))
     assert judged.stream_verdict is verdict
-    assert not engine._live_trip_items
+    assert not len(engine._live_trips)
     assert engine.span_ended(SpanView("chat m", 1, 43, None, {"gen_ai.operation.name": "chat"}),
                              classification=genai.classification(SpanKind.MODEL)).stream_verdict is None
 
@@ -361,7 +360,7 @@ def test_output_left_unread_could_not_have_reached_the_floor(seed):
     assert unread  # the property was exercised
 
 
-def test_engine_open_span_bound_inline_trims_as_put_did():
+def test_engine_open_span_bound_trims_the_oldest():
     evicted: list[tuple] = []
     engine = GuardEngine(max_open_spans=3, on_evict=lambda what, reason, n: evicted.append((what, reason, n)))
     agent_span = SpanView("invoke_agent a", 1, 1, None, {"gen_ai.operation.name": "invoke_agent"})

@@ -2,8 +2,9 @@
 
 Two calls, used by the live processor and the offline analyzer alike:
 
-- `classify(name, attributes)` runs for every span, at start (attributes may be partial) and at end.
-  It costs a few dictionary lookups for a span that is none of ours.
+- `classify(name, attributes)`: the kind and convention of a span, or None. A span with none of the
+  `MARKER_KEYS` and no known name is rejected by one set test; the processor and the analyzer make
+  that test themselves (it tells them which spans to look at) and then call `classify_marked`.
 - `read(span, classification, parent)` normalises a classified span into an `AgentRun`, `ToolCall`
   or `ModelCall`. It never raises: what it could not read is said by the record's `Content` fields.
   The live guard passes an `OutputFloor` too: model output shorter than any rule judges is then
@@ -56,14 +57,14 @@ def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
 
 
 # gen_ai.operation.name -> (GenAI classification, OpenLLMetry classification): the conventions' own
-# shared objects, looked up at once (what `kind_of_operation` and `classification(kind)` give).
+# shared objects, looked up at once.
 _OPERATION_CLASSIFICATIONS: Mapping[str, tuple[Classification, Classification]] = {
     operation: (genai.classification(kind), openllmetry.classification(kind))
     for operation, kind in genai.OPERATION_KINDS.items()
 }
 _OI_SPAN_KIND, _GEN_AI_OPERATION_NAME = sc.OPENINFERENCE_SPAN_KIND, sc.GEN_AI_OPERATION_NAME
 _TRACELOOP_SPAN_KIND, _LLM_REQUEST_TYPE = sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE
-_LLM_MARK_1, _LLM_MARK_2, _LLM_MARK_3, _LLM_MARK_4 = openllmetry.MARKER_KEYS
+_LLM_MARK_1, _LLM_MARK_2, _LLM_MARK_3, _LLM_MARK_4 = openllmetry.OWN_MARKER_KEYS
 _LLM_NAME_SUFFIXES = openllmetry.NAME_SUFFIXES
 
 
@@ -80,7 +81,7 @@ def classify_marked(name: str, attributes: Mapping[str, Any]) -> Classification 
         classifications = _OPERATION_CLASSIFICATIONS.get(operation) if isinstance(operation, str) else None
         if classifications is None:
             return None
-        # `openllmetry.is_openllmetry(name, attributes)`, inline: every agent, model and tool span asks.
+        # OpenLLMetry's GenAI-shaped spans carry one of its own keys or an OpenLLMetry-style name.
         if (get(_LLM_MARK_1) is None and get(_LLM_MARK_2) is None and get(_LLM_MARK_3) is None
                 and get(_LLM_MARK_4) is None
                 and not (isinstance(name, str) and " " not in name and name.endswith(_LLM_NAME_SUFFIXES))):

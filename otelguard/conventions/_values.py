@@ -482,9 +482,22 @@ class Output:
         self.tool_calls.append(RequestedToolCall(as_name(name), canonical))
 
 
-# The Output of model output left unread (`Content.UNREAD`): empty, and shared, so its parts are
-# tuples (nothing may add to it; `add_*` would fail rather than change every unread record).
-UNREAD_OUTPUT = Output(texts=(), reasoning=(), tool_calls=(), content=CONTENT_UNREAD)  # type: ignore[arg-type]
+class _SharedOutput(Output):
+    """An Output every record of unread output shares: changing it would change them all, so it refuses."""
+
+    __slots__ = ()
+
+    def note(self, content: Content) -> None:
+        raise TypeError("the shared unread Output cannot change")
+
+    add_text = add_reasoning = note  # type: ignore[assignment]
+
+    def add_tool_call(self, name: Any, arguments: Any) -> None:
+        raise TypeError("the shared unread Output cannot change")
+
+
+# The Output of model output left unread (`Content.UNREAD`): empty (its parts are tuples) and shared.
+UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=CONTENT_UNREAD)  # type: ignore[arg-type]
 
 
 def model_call(

@@ -17,7 +17,6 @@ from typing import Any
 from .. import semconv as sc
 from ..records import (
     AGENT_KIND,
-    CONTENT_UNREAD,
     TOOL_KIND,
     AgentRun,
     Classification,
@@ -74,10 +73,6 @@ _TOOL_SPAN_PREFIX = "execute_tool "
 
 def classification(kind: SpanKind) -> Classification:
     return _CLASSIFICATIONS[kind]
-
-
-def kind_of_operation(operation: Any) -> SpanKind | None:
-    return OPERATION_KINDS.get(operation) if isinstance(operation, str) else None
 
 
 def classify_legacy_name(name: str, attributes: Mapping[str, Any]) -> Classification | None:
@@ -139,7 +134,7 @@ def _tool_name_from_span(name: str) -> str | None:
 
 
 def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
-    """`floor`: output shorter than it is left undecoded (see `read_output_messages`)."""
+    """`floor`: output shorter than it is measured, not read (see `read_output_messages`)."""
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     output = read_output_messages(messages, floor) if messages is not None else None
@@ -158,7 +153,7 @@ def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None, int | None]:
-    """(model, output tokens, reasoning tokens): `model_facts` without the dict, for every model span."""
+    """(model, output tokens, reasoning tokens): `model_facts` without the dict."""
     return (
         _model_name(attributes),
         first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
@@ -256,7 +251,8 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
 
 def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
     """Whether the read output's text or reasoning could reach the floor: string content reads to at
-    most its own length (text parts joined by one character); other content is read to find out."""
+    most its own length (text parts joined by one character); other content is read to find out.
+    Stops at the first answer: output that may reach the floor is walked again, to be read."""
     text = reasoning = 0
     for role, value in _output_parts(decoded):
         if role is _TEXT or role is _REASONING:
@@ -264,9 +260,13 @@ def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
                 return True
             if role is _TEXT:
                 text += len(value) + 1
+                if text > floor.text_chars:
+                    return True
             else:
                 reasoning += len(value) + 1
-    return text > floor.text_chars or reasoning > floor.reasoning_chars
+                if reasoning > floor.reasoning_chars:
+                    return True
+    return False
 
 
 def _strip_prefix(name: str, prefix: str) -> str | None:

@@ -51,21 +51,13 @@ _REQUEST_TYPES: Mapping[str, SpanKind] = {"chat": SpanKind.MODEL, "completion": 
 # Span names that identify a model span before any attribute is set.
 NAMED_MODEL_SPANS = frozenset({"openai.response"})
 
-# Keys only OpenLLMetry writes, telling its GenAI-shaped spans from other producers'.
-MARKER_KEYS = _MARKER_KEYS = (sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.GEN_AI_IS_STREAMING, sc.GEN_AI_OPENAI_API_BASE)
+# Keys only OpenLLMetry writes, telling its GenAI-shaped spans from other producers' (the test is
+# `conventions.classify_marked`'s, made inline there: every agent, model and tool span asks).
+OWN_MARKER_KEYS = (sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.GEN_AI_IS_STREAMING, sc.GEN_AI_OPENAI_API_BASE)
 # OpenLLMetry names spans `<vendor>.<operation>` and `<entity>.<kind>`; GenAI semconv uses spaces.
-NAME_SUFFIXES = _NAME_SUFFIXES = (".chat", ".completion", ".response", ".agent", ".tool")
+NAME_SUFFIXES = (".chat", ".completion", ".response", ".agent", ".tool")
 _AGENT_SUFFIX = ".agent"
 _TOOL_SUFFIX = ".tool"
-
-
-def is_openllmetry(name: str, attributes: Mapping[str, Any]) -> bool:
-    """(`conventions.classify_marked` makes this test inline: keep the two alike.) Whether a GenAI-semconv span carries OpenLLMetry's marks (only the convention label depends on it)."""
-    get = attributes.get  # a lookup per key: cheaper than a set test over a span's dozen or more keys
-    for key in _MARKER_KEYS:
-        if get(key) is not None:
-            return True
-    return isinstance(name, str) and " " not in name and name.endswith(_NAME_SUFFIXES)
 
 
 def classify_span_kind(value: Any) -> Classification | None:
