@@ -1,8 +1,9 @@
 """Design support for a bounded thinking state: a bottom-k sketch of the previous call's 4-grams.
 
-The thinking detector keeps the previous judged call's full 4-gram set (about 200 KB for 3 000
-characters of reasoning). A bounded alternative keeps only the k smallest 64-bit hashes of that set
-(`array('q')`, 8k bytes) plus its exact size. The next call still has its own full gram set, so the
+The thinking detector once kept the previous judged call's full 4-gram set (about 200 KB for 3 000
+characters of reasoning); it now keeps only the k = 128 smallest of that set's 32-bit crc32 hashes
+(`otelguard.detectors.thinking.SKETCH_SIZE`, 512 B) plus its exact size. This script models the
+sketch with salted 64-bit hashes, so that many salts stand for many hash functions (crc32 has one). The next call still has its own full gram set, so the
 estimate is: intersection ~= |previous| * (share of the previous sketch found among the current
 call's hashes), containment = intersection / min(|previous|, |current|). The share is a sample of k
 without replacement, so its error is binomial: sd ~= sqrt(c (1 - c) / k).

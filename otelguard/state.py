@@ -31,6 +31,8 @@ class BoundedMap(Generic[K, V]):
                  on_evict: Callable[[str, int], None] | None = None):
         if max_items < 1:
             raise ValueError("max_items must be >= 1")
+        if idle_ttl_s is not None and not idle_ttl_s > 0:  # (NaN too) the entry just touched would be idle
+            raise ValueError(f"idle_ttl_s must be > 0 or None, got {idle_ttl_s!r}")
         self._items: OrderedDict[K, list] = OrderedDict()  # key -> [value, last seen]
         self._lock = threading.Lock()
         self._max_items = max_items
@@ -104,6 +106,8 @@ class BoundedMap(Generic[K, V]):
         self._newest_key, self._newest_entry = key, entry
 
     def _evict(self, now: float, evicted: list[tuple[str, int]]) -> None:
+        """Capacity and idle evictions, oldest first. Called right after an entry was stamped `now`
+        and put last, so the newest entry is never among them."""
         items = self._items
         over = len(items) - self._max_items
         if over > 0:
@@ -123,8 +127,6 @@ class BoundedMap(Generic[K, V]):
                 idle += 1
             if idle:
                 evicted.append(("idle", idle))
-        if evicted and self._newest_key is not _NO_KEY and self._newest_key not in items:
-            self._newest_key, self._newest_entry = _NO_KEY, None  # evicted itself (an idle TTL of 0: all idle)
 
     def _report(self, evicted: list[tuple[str, int]]) -> None:
         if evicted and self._on_evict is not None:

@@ -278,3 +278,33 @@ def test_span_view_from_sdk_fields_matches_the_public_properties(status, with_ev
     assert fast == long_way
     assert fast.scope == "scope-name" and fast.parent_span_id is not None
     assert fast.status is {"unset": Status.UNSET, "ok": Status.OK}.get(status, Status.ERROR)
+
+
+def test_idle_entries_go_oldest_first_at_most_once_a_sweep_interval():
+    """The eviction rules themselves, not against the reference above (which shares them)."""
+    from otelguard.state import BoundedMap
+
+    now = [0.0]
+    reports: list[tuple[str, int]] = []
+    bounded = BoundedMap(10, 2.0, clock=lambda: now[0], on_evict=lambda *report: reports.append(report))
+    bounded.put("a", 1)  # t=0: a sweep runs (nothing idle); the next is due a second later
+    now[0] = 0.9
+    bounded.put("b", 2)  # not due: no sweep
+    now[0] = 2.0
+    bounded.put("c", 3)  # due: a, idle for 2.0 >= 2, goes; b (1.1) stays; the next sweep is due at 3.0
+    assert reports == [("idle", 1)] and len(bounded) == 2
+    now[0] = 2.95
+    bounded.put("d", 4)  # b is idle now (2.05), but no sweep is due: it stays
+    assert reports == [("idle", 1)] and len(bounded) == 3
+    now[0] = 3.0
+    bounded.put("e", 5)  # due: b goes, the rest are fresh
+    assert reports == [("idle", 1), ("idle", 1)] and len(bounded) == 3
+    assert bounded.get("b") is None and bounded.get("c") == 3
+
+
+@pytest.mark.parametrize("ttl", [0, -1.0, float("nan")])
+def test_an_idle_ttl_that_would_evict_the_entry_just_touched_is_refused(ttl):
+    from otelguard.state import BoundedMap
+
+    with pytest.raises(ValueError, match="idle_ttl_s"):
+        BoundedMap(3, ttl)

@@ -9,7 +9,9 @@ from enum import StrEnum
 
 from .text import gram_hashes, grams, repeat_ratio_of
 
-SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: 1 KB, containment sd ~0.04 at 0.6
+SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: 512 B, containment sd ~0.04 at 0.6
+# The 32-bit crc32 gram hashes, stored in 4 bytes each ("L" takes 8 on most 64-bit platforms).
+_HASH_TYPECODE = "I" if array("I").itemsize >= 4 else "L"
 
 
 class Step(StrEnum):
@@ -71,7 +73,7 @@ class ThinkingLoopDetector:
             overlap = _estimated_containment(self._previous, self._previous_size, hashes, len(windows))
             repeated = overlap >= self.similarity_threshold
         # Keep a bounded sample of this call's windows (a bottom-k sketch), not the windows themselves.
-        self._previous = array("L", heapq.nsmallest(SKETCH_SIZE, hashes))
+        self._previous = array(_HASH_TYPECODE, heapq.nsmallest(SKETCH_SIZE, hashes))
         self._previous_size = len(windows)
         ratio = repeat_ratio_of(len(reasoning), len(windows))  # the window set is already built
 
