@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -57,4 +58,7 @@ def tool_span(tracer: Any, name: str = "probe", arguments: str = '{"q":"same"}',
         span.set_attribute("gen_ai.tool.call.result", result)
 
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+# The captured fixtures: `../shared/fixtures/` beside the repository, or the OTELGUARD_FIXTURES directory.
+FIXTURES = Path(
+    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+)

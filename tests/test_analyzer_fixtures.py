@@ -9,17 +9,13 @@ thresholds, a stall below `max_thinking_steps`) are not listed in the MANIFEST.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
+from otel_support import FIXTURES
 from otelguard.cli import main
 from vectors_support import SHORT_REMINDER
 
-FIXTURES = Path(
-    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-)
 MANIFEST_PATH = FIXTURES / "MANIFEST.json"
 
 if not MANIFEST_PATH.is_file():  # pragma: no cover - depends on the checkout layout

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
+from otel_support import FIXTURES
 
 from otelguard.conventions import classify, read
 from otelguard.otlp_json import ReadProblem, iter_spans
 from otelguard.records import AgentRun, Content, ModelCall, SpanKind, SpanView, ToolCall
 
-FIXTURES = Path(
-    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-)
 MANIFEST_PATH = FIXTURES / "MANIFEST.json"
 TRACE_FILES = sorted(
     path.name for path in FIXTURES.glob("*.otlp.jsonl") if not path.name.endswith(".logs.otlp.jsonl")

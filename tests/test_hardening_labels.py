@@ -9,7 +9,7 @@ arguments; they go to the agent, never into metrics or exported spans. The guard
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Iterator
 
 import pytest
@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import otelguard
 from otelguard.metrics import MAX_LABEL_VALUES, OTHER
-from otel_support import output_messages
+from otel_support import metric_points, output_messages
 
 SECRET = "PREVIEW-MARKER-7f3a"  # a value inside tool arguments, quoted by the detailed reminder
 MODEL_CONTROLLED = ("gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.request.model")
@@ -250,17 +250,30 @@ def test_no_guard_message_text_is_exported(pipeline):
     assert not [s for s in exported if "consecutive_calls" in s]
 
 
+# The verdicts _loop_workload produces, by kind; each gets exactly one otelguard.verdict event.
+LOOP_WORKLOAD_VERDICTS = Counter({"repeated_tool_call": 4, "thinking_loop": 3, "repetitive_output": 1,
+                                  "tool_timeout": 1})
+
+
 def test_sibling_mode_adds_only_otelguard_verdict_events_to_the_run(pipeline):
     """Without a downstream, the only thing the guard adds to any exported span is otelguard.verdict events
-    with otelguard.* attributes on the agent run."""
+    with otelguard.* attributes on the agent run: one per verdict, and none on any other span."""
     p = pipeline(ALL_GUARDS, downstream=False)
     _loop_workload(p)
     assert p.processor.force_flush(10_000)
+    run_verdicts: Counter[str] = Counter()
     for span in p.original.get_finished_spans():
         assert not [k for k in span.attributes if k.startswith("otelguard.") and k != "otelguard.tool.timeout_ms"]
         for event in span.events:
             assert event.name == "otelguard.verdict"
             assert all(key.startswith("otelguard.") for key in event.attributes)
+        if span.attributes.get("gen_ai.operation.name") == "invoke_agent":
+            run_verdicts.update(event.attributes["otelguard.verdict"] for event in span.events)
+        else:
+            assert not span.events, span.name
+    assert run_verdicts == LOOP_WORKLOAD_VERDICTS
+    recorded = sum(value for _, value in metric_points(p.reader, "otelguard.verdicts"))
+    assert recorded == LOOP_WORKLOAD_VERDICTS.total()  # every verdict the guard recorded is on the run
 
 
 def test_watch_stream_records_no_chunk_text_unless_asked(pipeline):

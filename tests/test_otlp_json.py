@@ -6,13 +6,13 @@ import base64
 import gzip
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from otel_support import FIXTURES
 
 from otelguard.otlp_json import ReadProblem, UnreadableInput, iter_spans
 from otelguard.records import SpanView, Status
@@ -20,9 +20,6 @@ from otelguard.records import SpanView, Status
 TRACE_ID = "5b8efff798038103d269b633813fc60c"
 SPAN_ID = "eee19b7ec3c1b174"
 PARENT_ID = "eee19b7ec3c1b173"
-FIXTURES = Path(
-    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-)
 
 
 def b64(hex_id: str) -> str:

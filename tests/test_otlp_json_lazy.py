@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from otel_support import FIXTURES
 
+from otelguard import otlp_json
 from otelguard.analyzer import InputError, analyze
 from otelguard.otlp_json import LazySpan, ReadProblem, iter_lazy_spans, iter_spans
 from otelguard.records import SpanView
-
-FIXTURES = Path(
-    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-)
 
 
 def comparable(item: SpanView | ReadProblem) -> str:
@@ -156,6 +153,10 @@ def usual_spans(draw: st.DrawFn) -> dict[str, Any]:
     return {field: span[field] for field in order}
 
 
+# Compact, as exporters write it (the only form the reader's fast paths for a value take); now and
+# then spaced inside the line's objects, which those fast paths must pass by.
+COMPACT, SPACED = (",", ":"), (", ", ": ")
+SEPARATORS = st.sampled_from([COMPACT, SPACED])
 SCOPE = st.sampled_from([{"name": "pydantic-ai", "version": "1"}, {"name": 5}, {}, None, "scope", {"name": None}])
 
 
@@ -187,16 +188,31 @@ def requests(draw: st.DrawFn) -> str:
         document = {"resourceSpans": draw(JSON_VALUE)}
     elif mutation == "extra":
         document["resourceLogs"] = []
-    text = json.dumps(document, allow_nan=False)
-    if draw(st.booleans()):  # the same request pretty-printed inside the line's objects
-        text = json.dumps(document, separators=(", ", ": "))
-    return text
+    return json.dumps(document, allow_nan=False, separators=draw(SEPARATORS))
 
 
 @settings(max_examples=400, deadline=None)
 @given(lines=st.lists(requests(), min_size=1, max_size=3))
 def test_requests_of_every_shape_read_alike(lines):
     assert_read_alike("\n".join(lines) + "\n")
+
+
+@st.composite
+def usual_lines(draw: st.DrawFn) -> str:
+    """A request every span of which has the usual shape, with attributes of every value type: the
+    line takes the schema's path, to the fast paths for values written compactly that the requests
+    above, mostly odd somewhere, seldom reach."""
+    spans = [{"traceId": TRACE_ID, "spanId": f"{index + 1:016x}", "name": "chat m",
+              "attributes": draw(st.lists(ATTRIBUTE, max_size=8, unique_by=lambda attribute: attribute["key"]))}
+             for index in range(draw(st.integers(1, 3)))]
+    document = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    return json.dumps(document, allow_nan=False, separators=draw(SEPARATORS))
+
+
+@settings(max_examples=150, deadline=None)
+@given(line=usual_lines())
+def test_usual_lines_of_every_value_read_alike(line):
+    assert_read_alike(line + "\n")
 
 
 def line_with(attributes: str, span_head: str = '"name":"chat m",') -> str:
@@ -235,11 +251,15 @@ def test_values_are_decoded_only_when_asked_for():
     span = {"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "chat m",
             "attributes": [{"key": "big", "value": {"stringValue": "x" * 1000}},
                            {"key": "n", "value": {"intValue": "5"}}]}
-    text = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n"
+    # Compact, as exporters write it: the form whose string values are left undecoded.
+    text = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}, separators=COMPACT) + "\n"
     (lazy,) = iter_lazy_spans(io.StringIO(text))
     attributes = lazy.view().attributes
     assert list(attributes) == ["big", "n"]
+    assert attributes._values["big"] is otlp_json._UNDECODED  # listing the keys decoded nothing
+    assert attributes.get("n") == 5 and attributes._values["big"] is otlp_json._UNDECODED
     assert attributes.get("big") == "x" * 1000 and attributes["big"] is attributes["big"]
+    assert attributes._values["big"] == "x" * 1000 and "big" not in attributes._raw  # decoded once, kept
     assert attributes.get("n") == 5 and attributes.get("missing") is None and "missing" not in attributes
     assert dict(attributes) == {"big": "x" * 1000, "n": 5}
 
@@ -263,7 +283,8 @@ def agent_run_lines(draw: st.DrawFn) -> str:
     if spans[0].get("name") != 7 and draw(st.booleans()):
         spans[0]["name"] = "invoke_agent a"
         spans[0]["attributes"] = [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}}]
-    return json.dumps({"resourceSpans": [{"scopeSpans": [{"scope": {"name": "s"}, "spans": spans}]}]})
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"scope": {"name": "s"}, "spans": spans}]}]},
+                      separators=draw(SEPARATORS))
 
 
 @settings(max_examples=150, deadline=None)
@@ -283,8 +304,6 @@ def test_the_analyzer_judges_any_of_these_requests_without_an_internal_error(lin
 def test_a_line_whose_spans_carry_events_is_parsed_once(monkeypatch):
     """Events are read from the schema's decode, each from its own JSON: the line itself is not
     parsed a second time for the general reader (recorded chunk events are on every streamed call)."""
-    from otelguard import otlp_json
-
     parsed: list[Any] = []
     real_loads = otlp_json.fastjson.loads
     monkeypatch.setattr(otlp_json.fastjson, "loads", lambda text: parsed.append(text) or real_loads(text))

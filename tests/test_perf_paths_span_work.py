@@ -21,6 +21,7 @@ from otel_support import metric_points, output_messages
 
 from otelguard import GuardSpanProcessor
 from otelguard.conventions import OutputFloor, classify, read
+from otelguard.detectors.thinking import ThinkingLoopDetector
 from otelguard.detectors.timeout import is_framework_timeout
 from otelguard.engine import GuardEngine
 from otelguard.guards import ModelFacts
@@ -71,18 +72,29 @@ def test_output_parts_read_as_their_type_says(parts, text, reasoning, tools, con
     assert record.output_content is content
 
 
-def test_the_thinking_guard_skips_unread_output_without_deltas_only():
+def test_the_thinking_guard_skips_unread_output_without_deltas_only(monkeypatch):
     engine = GuardEngine(full_records=False)
     guard = engine.thinking
     state = guard.new_state()
     span = SpanView("chat m", 1, 2)
+    # The skip leaves the same verdicts and state as judging would: only the detector calls tell them apart.
+    observed: list[tuple] = []
+    real_observe = ThinkingLoopDetector.observe
+
+    def recording_observe(detector, *args):
+        observed.append(args)
+        return real_observe(detector, *args)
+
+    monkeypatch.setattr(ThinkingLoopDetector, "observe", recording_observe)  # __slots__: not on the instance
     unread = ModelCall(output_content=Content.UNREAD)
     assert guard.on_model_end(state, unread, span, ModelFacts()) == []
     assert (state.stalled, state._previous) == (0, None)
+    assert observed == []
     # Recorded deltas are judged even when the output attribute was left unread.
     cycle = "abc, " * 60
     with_chunks = ModelCall(output_content=Content.UNREAD, chunks=tuple(Chunk(cycle[i:i + 5]) for i in range(0, 300, 5)))
     assert [v.verdict for v in guard.on_model_end(state, with_chunks, span, ModelFacts())] == ["repetitive_output"]
+    assert len(observed) == 1
 
 
 def test_plain_spans_inside_an_agent_run_lead_descendants_to_it_and_leave_no_trace():

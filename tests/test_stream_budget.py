@@ -12,6 +12,7 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stream_support import reference_identical_trip
 
 from otelguard.detectors.stream import (
     CYCLE_CHECK_EVERY,
@@ -27,14 +28,6 @@ from otelguard.detectors.stream import (
 
 MAX_CYCLE, MIN_CYCLE = 64, 256
 WORDS = ["the", "model", "reads", "a", "file", "then", "checks", "the", "value", "and", "plans", "the", "next", "tool", "call", "because"]
-
-
-def reference_identical_trip(deltas: list[str], limit: int) -> int | None:
-    """Index of the delta on which the trailing identical run first reaches `limit`."""
-    for index in range(len(deltas)):
-        if trailing_identical_run(deltas[: index + 1]) >= limit:
-            return index
-    return None
 
 
 def reference_cycle_trip(deltas: list[str]) -> tuple[int, int] | None:

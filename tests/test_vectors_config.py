@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from otelguard.config import GuardConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig
+from otelguard.config import RepeatToolReminderConfig, ThinkingLoopGuardConfig
 from otelguard.errors import ConfigError
-
-
-def load_row(guard_id: str, config: dict) -> GuardConfig:
-    return GuardConfig.load({"guards": [{"id": guard_id, "config": config}]})
+from vectors_support import assert_invalid, load_row
 
 
 # --- repeat-tool-reminder (vector 11) -------------------------------------------------------------
@@ -32,9 +29,7 @@ REPEAT_INVALID = [
                          ids=[f"{f}-{why}" for f, _, why in REPEAT_INVALID])
 def test_v11_invalid_repeat_tool_reminder_value_fails_at_load(field, value):
     """An invalid repeat-tool-reminder value raises ConfigError naming the field."""
-    with pytest.raises(ConfigError) as caught:
-        load_row("repeat-tool-reminder", {field: value})
-    assert field in str(caught.value)
+    assert_invalid("repeat-tool-reminder", field, value)
 
 
 def test_v11_empty_thresholds_message_says_why():
@@ -97,9 +92,7 @@ THINKING_INVALID = [
                          ids=[f"{f}-{why}" for f, _, why in THINKING_INVALID])
 def test_invalid_thinking_loop_guard_value_fails_at_load(field, value):
     """An invalid thinking-loop-guard value raises ConfigError naming the field."""
-    with pytest.raises(ConfigError) as caught:
-        load_row("thinking-loop-guard", {field: value})
-    assert field in str(caught.value)
+    assert_invalid("thinking-loop-guard", field, value)
 
 
 def test_every_thinking_loop_guard_field_has_an_invalid_case():
@@ -109,23 +102,17 @@ def test_every_thinking_loop_guard_field_has_an_invalid_case():
 
 def test_camel_case_alias_error_names_the_key_as_written():
     """An invalid value under a camelCase alias raises ConfigError naming that key."""
-    with pytest.raises(ConfigError) as caught:
-        load_row("thinking-loop-guard", {"maxThinkingSteps": 1})
-    assert "maxThinkingSteps" in str(caught.value)
+    assert_invalid("thinking-loop-guard", "maxThinkingSteps", 1)
 
 
 def test_unknown_thinking_loop_guard_key_fails_at_load():
     """An unknown key is refused (nothing is ignored silently) and named."""
-    with pytest.raises(ConfigError) as caught:
-        load_row("thinking-loop-guard", {"max_thinking_step": 3})
-    assert "max_thinking_step" in str(caught.value)
+    assert_invalid("thinking-loop-guard", "max_thinking_step", 3)
 
 
 def test_error_message_names_the_received_value():
     """The error names the value it received, not only the field."""
-    with pytest.raises(ConfigError) as caught:
-        load_row("thinking-loop-guard", {"max_fires": 0})
-    assert "max_fires" in str(caught.value) and "0" in str(caught.value)
+    assert "(got 0)" in assert_invalid("thinking-loop-guard", "max_fires", 0)
 
 
 def test_boundary_thinking_loop_guard_values_load():

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
-from test_stream_budget import reference_identical_trip
+from stream_support import reference_identical_trip
 
 import otelguard
 from otelguard import RepetitiveOutputError
@@ -81,8 +81,10 @@ def test_text_then_objects_switches_to_judging_item_by_item():
     items = ["Plan: ", "read the file. "] + [chat_chunk("again ") for _ in range(30)]
     received, error = received_until_cut(iter(items), processor=guard(4))
     assert error is not None and error.rule == "identical-chunks"
-    assert received[:2] == items[:2] and len(received) >= 6
+    # Cut on the 4th identical chunk, the text before it counted: every item was judged, none skipped.
+    assert received[:2] == items[:2] and len(received) == 6
     assert all(item is items[index] for index, item in enumerate(received))
+    assert error.chars == len("Plan: ") + len("read the file. ") + 4 * len("again ") == 45
 
 
 def test_the_upstream_stream_is_closed_on_the_cut():

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+import pytest
+
+from otelguard.config import GuardConfig
+from otelguard.errors import ConfigError
 
 # Verbatim texts of design §4.2 (the tests pin the contract, not the module's constants).
 SHORT_REMINDER = (
@@ -22,6 +28,21 @@ BLOCK_ADVICE = (
     "exact arguments. Inspect prior results and take a different action, or finish the task if enough "
     "evidence has been gathered."
 )
+
+
+def load_row(guard_id: str, config: object) -> GuardConfig:
+    """A config holding one guard row."""
+    return GuardConfig.load({"guards": [{"id": guard_id, "config": config}]})
+
+
+def assert_invalid(guard_id: str, key: str, value: object) -> str:
+    """Loading `{key: value}` as the row's config raises a ConfigError naming the key where it sits
+    (`guards[0] (<id>).config.<key>`, then `:` or an item index); returns the message."""
+    with pytest.raises(ConfigError) as caught:
+        load_row(guard_id, {key: value})
+    message = str(caught.value)
+    assert re.search(rf"guards\[0\] \({re.escape(guard_id)}\)\.config\.{re.escape(key)}[:\[]", message), message
+    return message
 
 
 def R(seed: str, n: int = 400) -> str:

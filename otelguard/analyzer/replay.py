@@ -242,6 +242,13 @@ class TraceBuffer:
 OnJudged = Callable[[SpanView, Judged], None]
 
 
+def may_be_ours(span: LazySpan) -> bool:
+    """Whether a span can be an agent, model or tool span: `classify`'s marker test, made on the
+    span's raw attribute keys, before anything is decoded. A span it passes is classified with
+    `classify_marked`."""
+    return span.name in NAMED_SPANS or span.may_have_attribute(MARKER_KEYS)
+
+
 class ReplayClock:
     """The engine's clock during a replay: trace time in seconds, as far as the replay has got, so
     idle TTLs count as they did live. The replayer moves it; the engine only reads it."""
@@ -280,10 +287,7 @@ class Replayer:
             return
         # Classify each span once for both of its events (None: none of ours). Only a span that may
         # be ours has its attributes decoded (as a mapping); its view is kept for both events.
-        views: list[SpanView | None] = [
-            span.view() if span.name in NAMED_SPANS or span.may_have_attribute(MARKER_KEYS) else None
-            for span in spans
-        ]
+        views: list[SpanView | None] = [span.view() if may_be_ours(span) else None for span in spans]
         kinds = [classify_marked(view.name, view.attributes) if view is not None else None for view in views]
         # A span that is none of ours matters only to its descendants, which find their agent through
         # it (the engine's `inherit`); one without any is counted and skipped. (Parent ids are
