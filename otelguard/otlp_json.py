@@ -10,10 +10,10 @@ Nothing on a line is fatal: whatever is skipped comes out as a `ReadProblem`, in
 count it. Only an unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
 
 `iter_lazy_spans` reads the same, but hands out `LazySpan`s: ids, name and times decoded and checked,
-attributes and events decoded only when a span turns out to matter (the analyzer skips most spans).
-A line in the shape exporters write is decoded by msgspec against a schema of that shape, with each
-attribute value kept as its JSON text: a string value is decoded only when it is asked for, so the
-prompts, histories and tool definitions the guard never reads never become Python strings.
+the `SpanView` built only when a span turns out to matter (the analyzer skips most spans).
+A line in the shape exporters write is decoded by msgspec against a schema of that shape, string
+and integer attribute values included (in C, faster than keeping them as JSON to decode on demand
+in Python); the general reader is the reference for anything else.
 """
 
 from __future__ import annotations
@@ -281,14 +281,15 @@ _KEY = itemgetter("key")
 
 class LazySpan:
     """A span whose ids, name, times, status, counts and events are decoded, and whose attributes are
-    decoded on the first `view()`. Reading it checked everything that can be wrong with it, so `view()` cannot
-    fail: it only puts off work that a span none of the guard's business never needs."""
+    decoded (those of a span in the usual shape already are) and made a `SpanView` on the first
+    `view()`. Reading it checked everything that can be wrong with it, so `view()` cannot fail: it only
+    puts off work that a span none of the guard's business never needs."""
 
     __slots__ = ("_attributes", "_dropped_attributes", "_dropped_events", "_events", "_scope", "_status",
                  "_status_message", "_view", "end_ns", "name", "parent_span_id", "span_id", "start_ns", "trace_id")
 
     def __init__(self, name: str, trace_id: int, span_id: int, parent_span_id: int | None, start_ns: int,
-                 end_ns: int | None, scope: str | None, attributes: list[Any] | dict[str, bytes] | None,
+                 end_ns: int | None, scope: str | None, attributes: list[Any] | dict[str, Any] | None,
                  status: Status = Status.UNSET, status_message: str | None = None, dropped_attributes: int = 0,
                  events: tuple[SpanEvent, ...] = (), dropped_events: int = 0, view: SpanView | None = None):
         self.name = name
@@ -298,7 +299,7 @@ class LazySpan:
         self.start_ns = start_ns
         self.end_ns = end_ns
         self._scope = scope
-        # Until `view()`: the attribute list as JSON objects, or (the usual shape) each value's JSON by key.
+        # The attributes: decoded already (the usual shape), or until `view()` the list of JSON objects.
         self._attributes = attributes
         self._status = status
         self._status_message = status_message
@@ -316,7 +317,7 @@ class LazySpan:
         view = self._view
         if view is None:
             source = self._attributes
-            attributes, unreadable = _lazy_attributes(source) if type(source) is dict else _attributes(source)
+            attributes, unreadable = (source, 0) if type(source) is dict else _attributes(source)
             # Positional (a third of the time keywords take), in SpanView's field order.
             view = self._view = SpanView(
                 self.name, self.trace_id, self.span_id, self.parent_span_id, attributes, self._events, self._status,
@@ -374,7 +375,7 @@ def _usual_span(raw: dict[str, Any], scope: str | None) -> LazySpan | None:
 
 def _usual_fields(name: Any, trace_hex: Any, span_hex: Any, parent_hex: Any, start: Any, end: Any,
                   status: Status, status_message: str | None, dropped_attributes: Any, dropped_events: Any,
-                  scope: str | None, attributes: list[Any] | dict[str, bytes] | None,
+                  scope: str | None, attributes: list[Any] | dict[str, Any] | None,
                   events: tuple[SpanEvent, ...]) -> LazySpan | None:
     """A LazySpan of a span's fields when they have the usual shape (hex ids, times as decimal strings
     or numbers, counts as numbers); None when not, or an error: either way the caller reads the span
@@ -409,11 +410,28 @@ def _usual_fields(name: Any, trace_hex: Any, span_hex: Any, parent_hex: Any, sta
 # general reader above, which is the reference: reading a line either way gives the same items.
 
 _NO_JSON = msgspec.Raw()
+_UNSET = msgspec.UNSET
+
+
+class _AnyValue(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True, gc=False):
+    """An attribute's AnyValue. A string (most values) or an int64 is decoded by the schema; the rarer
+    kinds stay JSON and are read as `_readable_value` reads them."""
+
+    string_value: str | msgspec.UnsetType = _UNSET
+    int_value: str | int | msgspec.UnsetType = _UNSET
+    double_value: msgspec.Raw = _NO_JSON
+    bool_value: msgspec.Raw = _NO_JSON
+    array_value: msgspec.Raw = _NO_JSON
+    kvlist_value: msgspec.Raw = _NO_JSON
+    bytes_value: msgspec.Raw = _NO_JSON
+
+
+_NO_VALUE = _AnyValue()  # an entry without a value: unreadable, as the reference finds it
 
 
 class _KeyValue(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     key: str
-    value: msgspec.Raw = _NO_JSON  # kept as JSON: decoded by `_LazyAttributes` when asked for
+    value: _AnyValue = _NO_VALUE
 
 
 class _SpanStatus(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -472,9 +490,10 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
     line is not in that shape. A span the schema admits but `_usual_fields` does not (a key given
     twice, odd ids, counts or events) is read from the line's JSON by the general reader.
 
-    One difference, on purpose: each value is parsed on its own, so a number orjson refuses (out of
-    float range) no longer sends the whole line to the standard library's parser, which would read
-    an integer beyond 64 bits elsewhere on that line exactly instead of as orjson reads it."""
+    One difference, on purpose: a value of the rarer kinds is parsed on its own, so a number orjson
+    refuses (out of float range) no longer sends the whole line to the standard library's parser,
+    which would read an integer beyond 64 bits elsewhere on that line exactly instead of as orjson
+    reads it."""
     try:
         request = _USUAL_REQUEST.decode(line)
     except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # (a str with lone surrogates)
@@ -497,109 +516,51 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
 
 def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:
     entries = span.attributes
-    values = {entry.key: bytes(entry.value) for entry in entries} if entries else {}  # copies: the line can go
-    if entries and len(values) != len(entries):
-        return None  # a key given twice: which value stands depends on which are readable
     status = span.status
+    unreadable: list[str] = []
     try:
+        if entries:
+            # Strings, most values, come decoded by the schema: a span's attributes are read here,
+            # once, by one comprehension.
+            values = {entry.key: text if (text := entry.value.string_value) is not _UNSET
+                      else _other_value(entry, unreadable) for entry in entries}
+            if len(values) != len(entries):
+                return None  # a key given twice: which value stands depends on which are readable
+            for key in unreadable:
+                del values[key]
+        else:
+            values = {}
         status_code, status_message = _status_of(status.code, status.message) if status else (Status.UNSET, None)
         # Events are read with the span, as `_span` reads them (each from its own JSON).
         events = tuple(_events([fastjson.loads(bytes(event)) for event in span.events])) if span.events else ()
+        dropped_attributes = span.dropped_attributes_count
+        if unreadable and (dropped_attributes is None or (type(dropped_attributes) is int and dropped_attributes >= 0)):
+            dropped_attributes = (dropped_attributes or 0) + len(unreadable)  # unreadable values count as dropped
         return _usual_fields(span.name, span.trace_id, span.span_id, span.parent_span_id,
                              span.start_time_unix_nano, span.end_time_unix_nano, status_code, status_message,
-                             span.dropped_attributes_count, span.dropped_events_count, scope, values, events)
+                             dropped_attributes, span.dropped_events_count, scope, values, events)
     except (ValueError, TypeError, OverflowError, RecursionError):
         return None
 
 
-# How exporters write the two usual AnyValues, which can be told readable from their JSON alone.
-_STRING_VALUE = b'{"stringValue":"'
-_STRING_START = len(_STRING_VALUE)
-_QUOTE, _BACKSLASH = ord('"'), ord("\\")  # an int is found in bytes far faster than a 1-byte bytes
-_INT_VALUE = b'{"intValue":"'
-_QUOTED_VALUE_END = b'"}'
-_UNDECODED = object()
-
-
-def _lazy_attributes(raw_values: dict[str, bytes]) -> tuple[Mapping[str, Any], int]:
-    """(attributes, how many values were unreadable and dropped) of values kept as JSON. A string
-    value in the form exporters write it is readable and waits to be asked for; any other is decoded
-    now, to know whether it is readable."""
-    values = dict.fromkeys(raw_values, _UNDECODED)
-    unreadable = 0
-    decoded = []
-    for key, raw in raw_values.items():
-        if raw.startswith(_STRING_VALUE):
-            continue
-        decoded.append(key)
-        if raw.startswith(_INT_VALUE) and raw.endswith(_QUOTED_VALUE_END):
-            try:  # digits between the quotes need no JSON decoding; anything else is decoded below
-                values[key] = int(raw[len(_INT_VALUE):-len(_QUOTED_VALUE_END)])
-                continue
-            except ValueError:
-                pass
-        value = _raw_value(raw)
-        if value is None:
-            del values[key]
-            unreadable += 1
-        else:
-            values[key] = value
-    for key in decoded:  # keep only the JSON still to decode
-        del raw_values[key]
-    return _LazyAttributes(values, raw_values), unreadable
-
-
-def _raw_value(raw: bytes) -> Any:
-    """An AnyValue's JSON decoded as `_attributes` decodes it; None when unreadable (or absent)."""
-    try:
-        return _readable_value(fastjson.loads(raw)) if raw else None
-    except (ValueError, RecursionError):  # not reached: the schema admitted it as JSON
-        return None
-
-
-def _string_value(raw: bytes) -> Any:
-    """A string AnyValue (`raw` starts with _STRING_VALUE) decoded. Between the prefix and the last
-    two bytes, text without a quote or a backslash is the whole string, unescaped (the closing quote
-    must then be the second last byte, and JSON holds no raw control characters): that spares the
-    JSON parser the short names and ids that make up most values asked for."""
-    text = raw[_STRING_START:-2]
-    if _QUOTE not in text and _BACKSLASH not in text:
-        return text.decode()
-    return _raw_value(raw)
-
-
-class _LazyAttributes(Mapping[str, Any]):
-    """A span's attributes, each string value decoded from its JSON on first access and kept."""
-
-    __slots__ = ("_raw", "_values")
-
-    def __init__(self, values: dict[str, Any], raw: dict[str, bytes]):
-        self._values = values  # key -> value, or _UNDECODED
-        self._raw = raw  # key -> JSON of an _UNDECODED value
-
-    def __getitem__(self, key: str) -> Any:
-        value = self._values[key]
-        if value is _UNDECODED:
-            value = self._values[key] = _string_value(self._raw.pop(key))
-        return value
-
-    def get(self, key: str, default: Any = None) -> Any:
-        value = self._values.get(key, default)
-        if value is _UNDECODED:
-            value = self._values[key] = _string_value(self._raw.pop(key))
-        return value
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._values
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __repr__(self) -> str:
-        return repr(dict(self.items()))
+def _other_value(entry: _KeyValue, unreadable: list[str]) -> Any:
+    """A value that is not a string, decoded as `_readable_value` decodes it; an unreadable one has
+    its key noted in `unreadable` (and gives None)."""
+    value = entry.value
+    number = value.int_value
+    if number is not _UNSET:  # a decimal string (OTLP/JSON) or a JSON integer, as `_decode_int` reads them
+        try:
+            return int(number)
+        except ValueError:
+            unreadable.append(entry.key)
+            return None
+    raw = {name: fastjson.loads(bytes(field)) for name, field in (
+        ("doubleValue", value.double_value), ("boolValue", value.bool_value), ("arrayValue", value.array_value),
+        ("kvlistValue", value.kvlist_value), ("bytesValue", value.bytes_value)) if field}
+    decoded = _readable_value(raw)
+    if decoded is None:
+        unreadable.append(entry.key)
+    return decoded
 
 
 def _span(raw: Any, scope: str | None) -> SpanView:

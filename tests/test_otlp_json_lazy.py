@@ -1,8 +1,8 @@
 """`iter_lazy_spans` (the analyzer's reader) reads every input exactly as `iter_spans` does.
 
-The lazy reader takes shortcuts for the usual shape of a span (decoding attribute values only when a
-span turns out to matter, and only the values asked for); these tests hold it to the plain reader on
-the captured fixtures, on spans of every field order and value type, and on mutated requests.
+The lazy reader takes shortcuts for the usual shape of a span (a schema decodes the line, attribute
+lists of other shapes wait until a span turns out to matter); these tests hold it to the plain reader
+on the captured fixtures, on spans of every field order and value type, and on mutated requests.
 """
 
 from __future__ import annotations
@@ -153,8 +153,8 @@ def usual_spans(draw: st.DrawFn) -> dict[str, Any]:
     return {field: span[field] for field in order}
 
 
-# Compact, as exporters write it (the only form the reader's fast paths for a value take); now and
-# then spaced inside the line's objects, which those fast paths must pass by.
+# Compact, as exporters write it; now and then spaced inside the line's objects, which the schema
+# must read alike.
 COMPACT, SPACED = (",", ":"), (", ", ": ")
 SEPARATORS = st.sampled_from([COMPACT, SPACED])
 SCOPE = st.sampled_from([{"name": "pydantic-ai", "version": "1"}, {"name": 5}, {}, None, "scope", {"name": None}])
@@ -246,22 +246,25 @@ def test_edge_lines_read_alike(text):
     assert_read_alike(text + "\n")
 
 
-def test_values_are_decoded_only_when_asked_for():
-    """The lazy view decodes a string value on first access, and gives the same value each time."""
-    span = {"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "chat m",
-            "attributes": [{"key": "big", "value": {"stringValue": "x" * 1000}},
-                           {"key": "n", "value": {"intValue": "5"}}]}
-    # Compact, as exporters write it: the form whose string values are left undecoded.
-    text = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}, separators=COMPACT) + "\n"
-    (lazy,) = iter_lazy_spans(io.StringIO(text))
-    attributes = lazy.view().attributes
-    assert list(attributes) == ["big", "n"]
-    assert attributes._values["big"] is otlp_json._UNDECODED  # listing the keys decoded nothing
-    assert attributes.get("n") == 5 and attributes._values["big"] is otlp_json._UNDECODED
-    assert attributes.get("big") == "x" * 1000 and attributes["big"] is attributes["big"]
-    assert attributes._values["big"] == "x" * 1000 and "big" not in attributes._raw  # decoded once, kept
-    assert attributes.get("n") == 5 and attributes.get("missing") is None and "missing" not in attributes
-    assert dict(attributes) == {"big": "x" * 1000, "n": 5}
+def test_a_usual_line_is_read_by_the_schema_alone(monkeypatch):
+    """Values of every kind, unreadable ones included, are read from the schema's decode: the line
+    is never parsed again for the general reader (only a rarer value's own JSON is), and what the
+    plain reader finds unreadable is dropped and counted here too."""
+    parsed: list[Any] = []
+    real_loads = otlp_json.fastjson.loads
+    monkeypatch.setattr(otlp_json.fastjson, "loads", lambda text: parsed.append(text) or real_loads(text))
+    line = line_with('[{"key":"s","value":{"stringValue":"a\\"b"}},{"key":"i","value":{"intValue":"5"}},'
+                     '{"key":"j","value":{"intValue":-7}},{"key":"d","value":{"doubleValue":0.5}},'
+                     '{"key":"b","value":{"boolValue":true}},'
+                     '{"key":"a","value":{"arrayValue":{"values":[{"stringValue":"x"}]}}},'
+                     '{"key":"bad","value":{"intValue":"z"}},{"key":"empty","value":{}},{"key":"none"}]') + "\n"
+    (lazy,) = iter_lazy_spans(io.StringIO(line))
+    view = lazy.view()
+    assert type(view.attributes) is dict
+    assert view.attributes == {"s": 'a"b', "i": 5, "j": -7, "d": 0.5, "b": True, "a": ("x",)}
+    assert view.dropped_attributes == 3
+    assert line not in parsed and len(parsed) == 3  # the double's, the bool's and the array's JSON
+    assert read_both(line)[0] == [comparable(view)]
 
 
 @st.composite
