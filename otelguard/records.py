@@ -128,14 +128,8 @@ class Chunk:
     kind: str = "text"  # "text" | "reasoning"
 
 
-class _FactsSource:
-    """Where a ModelCall's model facts come from when they are read on demand (see `lazy_facts`)."""
-
-    __slots__ = ("_facts_source",)
-
-
 @dataclass(slots=True)
-class ModelCall(_FactsSource):
+class ModelCall:
     text: str = ""  # visible output text, parts joined
     reasoning: str = ""
     tool_calls: tuple[RequestedToolCall, ...] = ()
@@ -157,83 +151,6 @@ class ModelCall(_FactsSource):
         if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.UNREAD):
             return None  # no evidence either way
         return False
-
-
-# The model facts: what the model was and what it spent. Only a loop verdict's metric and the
-# analyzer's report (the model alone) use them, so GenAI model spans have them read from the span on
-# first access (`model_call_deferring_facts`). Each is a property over the dataclass's own slot: a
-# record built the usual way has them set and reads them straight back; a deferred one reads those
-# not set yet on first use.
-MODEL_FACTS = ("model", "output_tokens", "reasoning_tokens", "finish_reasons")
-_FACT_SLOTS = tuple(ModelCall.__dict__[name] for name in MODEL_FACTS)
-_SOURCE_SLOT = _FactsSource.__dict__["_facts_source"]
-
-
-def _resolve_facts(call: ModelCall) -> None:
-    """Read a deferred record's facts into their slots (those not set meanwhile)."""
-    try:
-        reader, attributes = _SOURCE_SLOT.__get__(call, ModelCall)
-    except AttributeError:  # another thread resolved it meanwhile (it deletes the source last)
-        return
-    values = reader(attributes)
-    for slot, value in zip(_FACT_SLOTS, values):
-        try:
-            slot.__get__(call, ModelCall)
-        except AttributeError:
-            slot.__set__(call, value)
-    try:
-        _SOURCE_SLOT.__delete__(call)
-    except AttributeError:
-        pass
-
-
-def _fact_property(name: str, slot: Any) -> property:
-    get, set_ = slot.__get__, slot.__set__
-
-    def read(call: ModelCall) -> Any:
-        try:
-            return get(call, ModelCall)
-        except AttributeError:  # deferred: read every fact from the span now
-            _resolve_facts(call)
-            return get(call, ModelCall)
-
-    return property(read, set_, doc=f"ModelCall.{name} (read from the span on first access when deferred)")
-
-
-for _name, _slot in zip(MODEL_FACTS, _FACT_SLOTS):
-    setattr(ModelCall, _name, _fact_property(_name, _slot))
-del _name, _slot
-
-_new_model_call = ModelCall.__new__
-_set_source = _SOURCE_SLOT.__set__
-
-
-def model_call_deferring_facts(
-    reader: Any,
-    attributes: Any,
-    text: str,
-    reasoning: str,
-    tool_calls: tuple,
-    output_content: "Content",
-    chunks: tuple,
-    chunk_events: int,
-    dropped_events: int,
-    status: "Status",
-) -> ModelCall:
-    """A ModelCall whose model facts are read on first access: `reader(attributes)` gives
-    (model, output_tokens, reasoning_tokens, finish_reasons), exactly as the eager path reads them.
-    `attributes` must not change afterwards (an ended span's)."""
-    call = _new_model_call(ModelCall)
-    call.text = text
-    call.reasoning = reasoning
-    call.tool_calls = tool_calls
-    call.output_content = output_content
-    call.chunks = chunks
-    call.chunk_events = chunk_events
-    call.dropped_events = dropped_events
-    call.status = status
-    _set_source(call, (reader, attributes))
-    return call
 
 
 Record = AgentRun | ToolCall | ModelCall

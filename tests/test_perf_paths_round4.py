@@ -1,8 +1,7 @@
 """Round 4 of the per-span shortcuts: each reaches the same answer as the long way it replaces.
 
-- the live guard's model records read their model facts (model, token counts, finish reasons) from
-  the span on first access (`records.model_call_deferring_facts`); the analyzer reads them at once;
-- model output left unread shares one empty, immutable `Output` (`_values.UNREAD_OUTPUT`);
+- model output left unread shares one empty, immutable `Output` (`_values.UNREAD_OUTPUT`), and the
+  record built on it is the one a fresh unread Output gives, model facts included;
 - `otelguard.spans` counts on `itertools.count` objects (atomic under the GIL), without a lock;
 - `classify_marked` looks a GenAI operation's two classifications up at once and makes the
   OpenLLMetry test inline;
@@ -11,11 +10,9 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 import json
-import pickle
 import random
 import threading
 from collections.abc import Mapping
@@ -31,8 +28,6 @@ from otelguard.conventions._values import UNREAD_OUTPUT, Output, model_call
 from otelguard.engine import GuardEngine
 from otelguard.metrics import GuardMetrics, _current
 from otelguard.records import Content, ModelCall, SpanKind, SpanView, Status
-
-_SOURCE_SLOT = records._FactsSource.__dict__["_facts_source"]
 
 _LONG_OUTPUT = json.dumps([{"role": "assistant", "parts": [
     {"type": "thinking", "content": "r" * 3000}, {"type": "text", "content": "t" * 300},
@@ -82,110 +77,19 @@ def _fields(call: ModelCall) -> dict[str, Any]:
 
 @pytest.mark.parametrize("seed", range(40))
 @pytest.mark.parametrize("floor", [OutputFloor(256, 2048), OutputFloor(1, 1), OutputFloor(float("inf"), float("inf"))])
-def test_deferred_model_facts_read_as_the_eager_record(seed, floor):
+def test_model_records_read_as_the_long_way(seed, floor):
     rng = random.Random(seed)
     for _ in range(25):
         attributes = _random_attributes(rng)
         status = rng.choice([Status.UNSET, Status.ERROR, Status.OK])
         span = SpanView("chat m", 1, 2, 3, attributes, status=status)
         expected = _eager(span, floor)
-        deferred = genai.read_model(span, floor)
-        # Read the facts in a random order first (each access must resolve all of them alike).
-        for name in rng.sample(records.MODEL_FACTS, len(records.MODEL_FACTS)):
-            assert getattr(deferred, name) == getattr(expected, name)
-        assert _fields(deferred) == _fields(expected)
-        assert deferred == expected and repr(deferred) == repr(expected)
+        record = genai.read_model(span, floor)
+        assert _fields(record) == _fields(expected)
+        assert record == expected and repr(record) == repr(expected)
         assert read(span, genai.classification(SpanKind.MODEL), output_floor=floor) == expected
-        # Read whole (the analyzer's path): the same record, built eagerly.
+        # Read whole (the analyzer's path).
         assert genai.read_model(span, None) == _eager(span, None)
-
-
-def test_deferred_record_behaves_as_a_record():
-    attributes = {"gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 41,
-                  "gen_ai.usage.reasoning_tokens": 7, "gen_ai.response.finish_reasons": ("stop",)}
-    span = SpanView("chat m", 1, 2, 3, attributes)
-    expected = ModelCall(output_content=Content.ABSENT, model="m", output_tokens=41, reasoning_tokens=7,
-                         finish_reasons=("stop",))
-
-    def fresh() -> ModelCall:
-        return genai.read_model(span, OutputFloor(256, 2048))
-
-    assert fresh() == expected
-    assert copy.copy(fresh()) == expected and copy.deepcopy(fresh()) == expected
-    assert pickle.loads(pickle.dumps(fresh())) == expected
-    assert dataclasses.replace(fresh()) == expected
-    assert dataclasses.asdict(fresh()) == dataclasses.asdict(expected)
-    assert isinstance(fresh(), ModelCall) and type(fresh()) is ModelCall
-    # A fact set before the others are read keeps its value; the rest come from the span.
-    call = fresh()
-    call.model = "other"
-    assert (call.model, call.output_tokens, call.reasoning_tokens, call.finish_reasons) == ("other", 41, 7, ("stop",))
-    call = fresh()
-    call.output_tokens = None
-    assert (call.model, call.output_tokens) == ("m", None)
-    # Read once: a later change to the mapping does not reach a resolved record.
-    mutable = dict(attributes)
-    call = genai.read_model(SpanView("chat m", 1, 2, 3, mutable), OutputFloor(256, 2048))
-    assert call.model == "m"
-    mutable["gen_ai.request.model"] = "changed"
-    assert call.model == "m" and call.output_tokens == 41
-    # The eager constructor still takes and returns every fact.
-    assert ModelCall(model="x", output_tokens=2).model == "x"
-
-
-def _counted_deferred_record() -> tuple[ModelCall, list[None]]:
-    """A deferred record, and the list its reader appends to on each call (the span read once each)."""
-    calls: list[None] = []
-
-    def reader(attributes: Mapping[str, Any]) -> tuple:
-        calls.append(None)
-        return ("m", 3, None, ("stop",))
-
-    call = records.model_call_deferring_facts(reader, {}, "", "", (), Content.UNREAD, (), 0, 0, Status.UNSET)
-    return call, calls
-
-
-def _read_facts(call: ModelCall) -> tuple:
-    return call.model, call.output_tokens, call.reasoning_tokens, call.finish_reasons
-
-
-def test_deferred_facts_resolve_once():
-    """On one thread the span is read on the first access to a fact, never again, and then let go."""
-    for first in records.MODEL_FACTS:  # whichever fact is asked for first
-        call, calls = _counted_deferred_record()
-        assert not calls  # nothing read until a fact is asked for
-        getattr(call, first)
-        assert len(calls) == 1
-        for _ in range(5):
-            assert _read_facts(call) == ("m", 3, None, ("stop",))
-        assert len(calls) == 1
-        with pytest.raises(AttributeError):  # the source (the span's attributes) is not kept
-            _SOURCE_SLOT.__get__(call, ModelCall)
-
-
-def _read_three_facts(call: ModelCall, seen: list[tuple]) -> None:
-    seen.append((call.model, call.output_tokens, call.finish_reasons))
-
-
-def test_deferred_facts_resolve_once_across_threads():
-    threads_per_record = 4
-    for _ in range(50):
-        call, calls = _counted_deferred_record()
-        seen: list[tuple] = []
-        threads = [threading.Thread(target=_read_three_facts, args=(call, seen)) for _ in range(threads_per_record)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert seen == [("m", 3, ("stop",))] * threads_per_record
-        # At least once; a race may read the span twice (the same values), but no thread reads it twice.
-        assert 1 <= len(calls) <= threads_per_record
-        resolved = len(calls)
-        for _ in range(3):
-            assert _read_facts(call) == ("m", 3, None, ("stop",))
-        assert len(calls) == resolved  # resolved: later reads go to the slots, not the span
-        with pytest.raises(AttributeError):
-            _SOURCE_SLOT.__get__(call, ModelCall)
 
 
 def test_unread_output_is_shared_and_cannot_change():
@@ -343,7 +247,7 @@ def test_engine_live_and_analyzer_records_agree_on_model_facts():
         classification = genai.classification(SpanKind.MODEL)
         live_record = live.span_ended(span, classification=classification).record
         offline_record = offline.span_ended(span, classification=classification).record
-        for name in records.MODEL_FACTS:
+        for name in ("model", "output_tokens", "reasoning_tokens", "finish_reasons"):
             assert getattr(live_record, name) == getattr(offline_record, name)
 
 

@@ -1,7 +1,5 @@
 """Round 5 of the per-span shortcuts: each reaches the same answer as the long way it replaces.
 
-- GenAI model records read whole (the analyzer's) read the model at once and the other model facts
-  (token counts, finish reasons) from the span on first access, as the live guard's records read all four;
 - the replay classifies the spans it decoded with `classify_marked`, skipping `classify`'s marker test:
   a span is decoded only when its name or raw attribute keys passed that test already.
 """
@@ -15,60 +13,14 @@ from typing import Any
 
 import pytest
 
-from otelguard import records
 from otelguard.analyzer import analyze
 from otelguard.analyzer.replay import may_be_ours
 from otelguard.conventions import (
     NAMED_SPANS,
     classify,
     classify_marked,
-    genai,
 )
-from otelguard.conventions._values import as_str_tuple, model_call
 from otelguard.otlp_json import LazySpan, iter_lazy_spans
-from otelguard.records import ModelCall, SpanView, Status
-
-_SOURCE_SLOT = records._FactsSource.__dict__["_facts_source"]
-
-_FACTS = {
-    "gen_ai.request.model": ["m", " m ", "", None, 5, True],
-    "gen_ai.response.model": ["r", None],
-    "gen_ai.usage.output_tokens": [41, "12", 3.0, float("nan"), None, "x"],
-    "gen_ai.usage.completion_tokens": [8, None],
-    "gen_ai.usage.details.reasoning_tokens": [5, None],
-    "gen_ai.usage.reasoning_tokens": [6, "7", None],
-    "llm.usage.reasoning_tokens": [1, None],
-    "gen_ai.response.finish_reasons": [("stop",), '["tool_call"]', "stop", "[bad", "", None, 3],
-    "gen_ai.output.messages": [json.dumps([{"role": "assistant", "parts": [
-        {"type": "thinking", "content": "r" * 50}, {"type": "text", "content": "t"},
-        {"type": "tool_call", "name": "f", "arguments": {"b": 1, "a": 2}}]}]), "[{", None],
-}
-
-
-def _eager(span: SpanView) -> ModelCall:
-    """The long way: every fact read while the record is built."""
-    attributes = span.attributes
-    messages = attributes.get("gen_ai.output.messages")
-    output = genai.read_output_messages(messages) if messages is not None else None
-    return model_call(span, output, finish_reasons=as_str_tuple(attributes.get("gen_ai.response.finish_reasons")),
-                      **genai.model_facts(attributes))
-
-
-@pytest.mark.parametrize("seed", range(30))
-def test_whole_model_records_read_the_model_at_once_and_the_rest_on_demand(seed):
-    rng = random.Random(seed)
-    for _ in range(30):
-        attributes = {"gen_ai.operation.name": "chat"}
-        attributes.update((key, rng.choice(values)) for key, values in _FACTS.items() if rng.random() < 0.7)
-        span = SpanView("chat m", 1, 2, 3, attributes, status=rng.choice(list(Status)))
-        expected = _eager(span)
-        call = genai.read_model(span)
-        assert call.model == expected.model
-        _SOURCE_SLOT.__get__(call, ModelCall)  # the model was read at once: the other facts still wait
-        facts = rng.sample(records.MODEL_FACTS, len(records.MODEL_FACTS))
-        assert [getattr(call, name) for name in facts] == [getattr(expected, name) for name in facts]
-        assert call == expected and repr(call) == repr(expected)
-
 
 _NAMES = ["chat m", "agent run", "running tool", "openai.response", "openai.chat", "x.tool", "POST", ""]
 _VALUES = {

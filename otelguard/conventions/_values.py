@@ -29,7 +29,6 @@ from ..records import (
     RequestedToolCall,
     SpanEvent,
     Status,
-    model_call_deferring_facts,
 )
 
 # A broken instrumentation may nest absurdly; deeper payloads are not worth walking.
@@ -516,13 +515,6 @@ def model_call(
         output_tokens=output_tokens, reasoning_tokens=reasoning_tokens, finish_reasons=finish_reasons,
         chunks=chunks, chunk_events=chunk_events, dropped_events=dropped_events, status=status,
     )
-
-
-def model_call_deferring(span: Any, output: Output | None, reader: Any, attributes: Mapping[str, Any]) -> ModelCall:
-    """`model_call` with the model facts read on first access, as `reader(attributes)` gives them
-    (model, output tokens, reasoning tokens, finish reasons): most are never used (a loop verdict's
-    metric reads them). `attributes` must be the ended span's (they no longer change)."""
-    return model_call_deferring_facts(reader, attributes, *_call_fields(span, output))
 
 
 def _call_fields(span: Any, output: Output | None) -> tuple:

@@ -38,7 +38,7 @@ from ._values import (
     first_present,
     load_json,
     UNREAD_OUTPUT,
-    model_call_deferring,
+    model_call,
     read_arguments,
     span_name_of,
     status_of,
@@ -138,12 +138,9 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     output = read_output_messages(messages, floor) if messages is not None else None
-    # The model facts (name, tokens, finish reasons) are read from the span's attributes when first
-    # used: only a loop verdict's metric reads the tokens and finish reasons.
-    call = model_call_deferring(span, output, _all_model_facts, attributes)
-    if floor is None:
-        call.model = _model_name(attributes)  # the analyzer shows every step's model: read it now
-    return call
+    model, output_tokens, reasoning_tokens = _model_facts(attributes)
+    return model_call(span, output, model=model, output_tokens=output_tokens, reasoning_tokens=reasoning_tokens,
+                      finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)))
 
 
 def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -168,12 +165,6 @@ def _model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None,
 
 def _model_name(attributes: Mapping[str, Any]) -> str | None:
     return as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL))
-
-
-def _all_model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None, int | None, tuple[str, ...]]:
-    """(model, output tokens, reasoning tokens, finish reasons), as `read_model` reads them."""
-    model, output_tokens, reasoning_tokens = _model_facts(attributes)
-    return model, output_tokens, reasoning_tokens, as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS))
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
