@@ -146,7 +146,8 @@ class ModelCall:
     @property
     def has_output(self) -> bool | None:
         """Any visible text or tool call; None when the output was not captured."""
-        if self.text.strip() or self.tool_calls:
+        text = self.text
+        if (text and not text.isspace()) or self.tool_calls:  # (strip() would copy the text to tell)
             return True
         if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.UNREAD):
             return None  # no evidence either way

@@ -18,6 +18,7 @@ from otelguard.records import (
     Classification,
     Content,
     ModelCall,
+    RequestedToolCall,
     SpanEvent,
     SpanKind,
     SpanView,
@@ -502,3 +503,18 @@ def test_agent_run_identity():
     assert (run.name, run.agent_id, run.conversation_id) == ("a", "agent-1", None)
     oi_run = read(span("Agent workflow", {sc.SESSION_ID: "sess-1"}), Classification(SpanKind.AGENT, "openinference"))
     assert (oi_run.name, oi_run.conversation_id) == ("Agent workflow", "sess-1")
+
+
+@pytest.mark.parametrize(("text", "tool_calls", "content", "expected"), [
+    ("", (), Content.OK, False),
+    (" \n\t\u2003", (), Content.OK, False),  # whitespace alone (Unicode's too) is no output
+    (" a ", (), Content.OK, True),
+    ("\u2003x", (), Content.ABSENT, True),  # text seen is output, whatever the capture said
+    ("", (RequestedToolCall("f", "{}"),), Content.OK, True),
+    ("  ", (), Content.ABSENT, None),
+    ("", (), Content.UNREAD, None),
+    ("", (), Content.MALFORMED, None),
+    ("", (), Content.TRUNCATED, False),
+])
+def test_has_output(text, tool_calls, content, expected):
+    assert ModelCall(text=text, tool_calls=tool_calls, output_content=content).has_output is expected
