@@ -33,7 +33,7 @@ run state_memory "${QUICK[@]}"
 run hook_delay "${QUICK[@]}"
 if [[ -f benchmarks/analyzer_throughput.py ]]; then
     if [[ ${#QUICK[@]} -gt 0 ]]; then
-        run analyzer_throughput --size-mb 20 --small-mb 5 --repeat 1
+        run analyzer_throughput --size-mb 20 --small-mb 5 --repeat 3
     else
         run analyzer_throughput
     fi
