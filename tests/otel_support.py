@@ -4,10 +4,59 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
+from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otelguard import GuardSpanProcessor
+
+
+class Guarded:
+    """A TracerProvider guarded by a GuardSpanProcessor that exports to memory and records metrics to memory.
+
+    `config` and `processor_kwargs` (control, max_agents, hook_wait_s, ...) go to GuardSpanProcessor as they
+    are. What differs between tests is said by the arguments:
+    - `export`: the guard passes its spans on to `exporter`; False leaves `exporter` out of the guard's
+      downstream (with no `downstream` either, that is sibling mode: verdicts become events on the run);
+    - `downstream`: more processors the guard passes its spans to, after `exporter`;
+    - `siblings`: processors added to the provider after the guard (they see the spans as ended, unjudged);
+    - a `meter_provider` given in `processor_kwargs` replaces the in-memory one (`metric_reader` is then None).
+    Usable as a context manager; subclasses add what a file needs (instrumentors, span helpers).
+    """
+
+    def __init__(self, config: Any = None, *, export: bool = True, downstream: Sequence[SpanProcessor] = (),
+                 siblings: Sequence[SpanProcessor] = (), **processor_kwargs: Any):
+        self.exporter = InMemorySpanExporter()
+        self.metric_reader: InMemoryMetricReader | None = None
+        self.meter_provider: MeterProvider | None = None  # only the one made here: shut down with the provider
+        if "meter_provider" not in processor_kwargs:
+            self.metric_reader = InMemoryMetricReader()
+            self.meter_provider = MeterProvider(metric_readers=[self.metric_reader])
+            processor_kwargs["meter_provider"] = self.meter_provider
+        exported = [SimpleSpanProcessor(self.exporter)] if export else []
+        self.processor = GuardSpanProcessor(config, downstream=[*exported, *downstream], **processor_kwargs)
+        self.provider = TracerProvider()
+        for processor in (self.processor, *siblings):
+            self.provider.add_span_processor(processor)
+        self.tracer = self.provider.get_tracer("otelguard-tests")
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
+        if self.meter_provider is not None:
+            self.meter_provider.shutdown()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
 
 
 def metric_points(reader: InMemoryMetricReader, name: str, *, include_zero: bool = False

@@ -14,19 +14,15 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 from opentelemetry import trace as trace_api
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 import otelguard
-from otel_support import metric_points
+from otel_support import Guarded, metric_points
 
 CALLS = 8
 THREADS = 8
@@ -43,37 +39,11 @@ def _otelguard_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if t.name.startswith("otelguard-") and t.is_alive()}
 
 
-class Guarded:
-    """A TracerProvider whose guard exports to memory and records metrics to memory."""
-
-    def __init__(self, config: Any = REPEAT, *, also_downstream: Sequence[SpanProcessor] = (), **kwargs: Any):
-        self.exporter = InMemorySpanExporter()
-        self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.reader])
-        self.processor = otelguard.GuardSpanProcessor(
-            config, downstream=[SimpleSpanProcessor(self.exporter), *also_downstream],
-            meter_provider=self.meter_provider, **kwargs)
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(self.processor)
-        self.tracer = self.provider.get_tracer("hardening")
-
-    def shutdown(self) -> None:
-        self.provider.shutdown()
-        self.meter_provider.shutdown()
-
-
 @pytest.fixture
 def guarded():
     before = _otelguard_threads()
-    made: list[Guarded] = []
-
-    def build(config: Any = REPEAT, **kwargs: Any) -> Guarded:
-        made.append(Guarded(config, **kwargs))
-        return made[-1]
-
-    yield build
-    for g in made:
-        g.shutdown()
+    with ExitStack() as built:  # each one built is shut down before the leak check
+        yield lambda config=REPEAT, **kwargs: built.enter_context(Guarded(config, **kwargs))
     leaked = _otelguard_threads() - before
     assert not leaked, f"threads still running after shutdown: {sorted(t.name for t in leaked)}"
 
@@ -96,9 +66,9 @@ def _check_verdicts(g: Guarded, agents: dict[str, otelguard.Mailbox]) -> None:
         messages = mailbox.drain()
         assert len(messages) == 3, (agent, [m.text[:40] for m in messages])
         assert "consecutive_calls: 5" in messages[1].text and "consecutive_calls: 8" in messages[2].text
-    verdicts = sum(v for _, v in metric_points(g.reader, "otelguard.verdicts"))
+    verdicts = sum(v for _, v in metric_points(g.metric_reader, "otelguard.verdicts"))
     assert verdicts == len(agents) * (CALLS - 1)
-    assert metric_points(g.reader, "otelguard.internal.errors") == []
+    assert metric_points(g.metric_reader, "otelguard.internal.errors") == []
 
 
 def _thread_driver(g: Guarded, names: list[str], mailboxes: dict[str, otelguard.Mailbox],
@@ -262,7 +232,7 @@ def test_force_flush_with_nothing_pending_returns_true(guarded):
 def test_shutdown_stops_the_watchdog_and_control_threads():
     """After shutdown, the watchdog and control threads this processor started are gone."""
     before = _otelguard_threads()
-    g = Guarded(control=otelguard.Mailbox())
+    g = Guarded(REPEAT, control=otelguard.Mailbox())
     _arm_watchdog(g)
     _repeat_run(g)
     assert g.processor.force_flush(5_000)
@@ -278,7 +248,7 @@ def test_shutdown_with_a_stuck_hook_returns_and_threads_stop_once_it_returns():
     """shutdown returns within its join timeouts while a hook is stuck; the threads end when the hook returns."""
     before = _otelguard_threads()
     control = BlockingControl()
-    g = Guarded(control=control)
+    g = Guarded(REPEAT, control=control)
     _arm_watchdog(g)
     _repeat_run(g)
     assert control.entered.wait(5)
@@ -308,7 +278,7 @@ def test_spans_after_shutdown_pass_through_untouched():
     """Spans ended after shutdown are passed on as they are, unjudged: no verdict, no hook call, no metric."""
     mailbox = otelguard.Mailbox()
     downstream = RecordingProcessor()  # the exporter refuses spans once shut down; this one keeps them
-    g = Guarded(control=mailbox, also_downstream=[downstream])
+    g = Guarded(REPEAT, control=mailbox, downstream=[downstream])
     g.provider.shutdown()  # the meter provider stays up: it must show nothing was recorded
     try:
         # opentelemetry-sdk (1.45) still calls on_start/on_end after shutdown: the guard must ignore them.
@@ -317,9 +287,9 @@ def test_spans_after_shutdown_pass_through_untouched():
         assert not [s.name for s in downstream.ended if any(k.startswith("otelguard.") for k in s.attributes)]
         assert not [s.name for s in downstream.ended if s.events]
         assert not mailbox.drain()  # ...and none was judged
-        assert not metric_points(g.reader, "otelguard.verdicts")
-        assert not metric_points(g.reader, "otelguard.spans")
-        assert not metric_points(g.reader, "otelguard.control.calls")
+        assert not metric_points(g.metric_reader, "otelguard.verdicts")
+        assert not metric_points(g.metric_reader, "otelguard.spans")
+        assert not metric_points(g.metric_reader, "otelguard.control.calls")
     finally:
         g.meter_provider.shutdown()
 
@@ -350,7 +320,7 @@ def _child_body(g: Guarded) -> int:
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="os.fork on Linux")
 def test_forked_child_uses_the_inherited_processor():
     """A child forked while the watchdog and control threads run judges spans and fires deadlines itself."""
-    g = Guarded(control=otelguard.Mailbox())
+    g = Guarded(REPEAT, control=otelguard.Mailbox())
     try:
         _arm_watchdog(g)  # the parent's watchdog thread is running at fork time
         _repeat_run(g)  # ... and its control workers
@@ -392,19 +362,13 @@ def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
     """
     from opentelemetry.metrics import NoOpMeterProvider
 
-    exporter = InMemorySpanExporter()
-    processor = otelguard.GuardSpanProcessor(REPEAT, downstream=[SimpleSpanProcessor(exporter)],
-                                             control=otelguard.Mailbox(), meter_provider=NoOpMeterProvider())
-    provider = TracerProvider()
-    provider.add_span_processor(processor)
-    g = Guarded.__new__(Guarded)
-    g.tracer, g.processor, g.exporter = provider.get_tracer("fork"), processor, exporter
+    g = Guarded(REPEAT, control=otelguard.Mailbox(), meter_provider=NoOpMeterProvider())
     stop = threading.Event()
 
     def busy() -> None:
         while not stop.is_set():
             _repeat_run(g, calls=3)
-            exporter.clear()
+            g.exporter.clear()
 
     workers = [threading.Thread(target=busy, name=f"busy-{i}") for i in range(2)]
     for worker in workers:
@@ -417,7 +381,7 @@ def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
                 status = CHILD_RAISED
                 try:
                     _repeat_run(g, calls=3)
-                    status = CHILD_OK if processor.force_flush(5_000) else CHILD_WRONG
+                    status = CHILD_OK if g.processor.force_flush(5_000) else CHILD_WRONG
                 finally:
                     os._exit(status)
             deadline = time.monotonic() + 10
@@ -436,7 +400,7 @@ def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
         stop.set()
         for worker in workers:
             worker.join(JOIN_TIMEOUT_S)
-        provider.shutdown()
+        g.shutdown()
     assert outcomes == Counter({CHILD_OK: 30})
 
 

@@ -10,40 +10,31 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from contextlib import ExitStack
 from typing import Any, Iterator
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
 from otelguard.metrics import MAX_LABEL_VALUES, OTHER
-from otel_support import metric_points, output_messages
+from otel_support import Guarded, metric_points, output_messages
 
 SECRET = "PREVIEW-MARKER-7f3a"  # a value inside tool arguments, quoted by the detailed reminder
 MODEL_CONTROLLED = ("gen_ai.tool.name", "gen_ai.agent.name", "gen_ai.request.model")
 MAX_LABEL_CHARS = 256
 
 
-class Pipeline:
+class Pipeline(Guarded):
     """A guarded provider (exporting through the guard) plus a sibling exporter that sees the original spans."""
 
-    def __init__(self, config: Any = None, *, downstream: bool = True):
-        self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.reader])
-        self.guarded = InMemorySpanExporter()
+    def __init__(self, config: Any = None, **guarded_kwargs: Any):
         self.original = InMemorySpanExporter()
         self.mailbox = otelguard.Mailbox()
-        self.processor = otelguard.GuardSpanProcessor(
-            config, downstream=[SimpleSpanProcessor(self.guarded)] if downstream else None,
-            control=self.mailbox, meter_provider=self.meter_provider)
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(self.processor)
-        self.provider.add_span_processor(SimpleSpanProcessor(self.original))
-        self.tracer = self.provider.get_tracer("hardening")
+        super().__init__(config, siblings=[SimpleSpanProcessor(self.original)], control=self.mailbox,
+                         **guarded_kwargs)
 
     def agent(self, name: str = "agent", **attributes: Any):
         return self.tracer.start_as_current_span(f"invoke_agent {name}", attributes={
@@ -65,7 +56,7 @@ class Pipeline:
     def labels(self) -> dict[tuple[str, str], set[Any]]:
         """(metric, label key) -> the distinct label values recorded."""
         values: dict[tuple[str, str], set[Any]] = defaultdict(set)
-        data = self.reader.get_metrics_data()
+        data = self.metric_reader.get_metrics_data()
         for rm in (data.resource_metrics if data else []):
             for sm in rm.scope_metrics:
                 for metric in sm.metrics:
@@ -74,22 +65,11 @@ class Pipeline:
                             values[(metric.name, key)].add(value)
         return values
 
-    def shutdown(self) -> None:
-        self.provider.shutdown()
-        self.meter_provider.shutdown()
-
 
 @pytest.fixture
 def pipeline() -> Iterator[Any]:
-    made: list[Pipeline] = []
-
-    def build(config: Any = None, **kwargs: Any) -> Pipeline:
-        made.append(Pipeline(config, **kwargs))
-        return made[-1]
-
-    yield build
-    for p in made:
-        p.shutdown()
+    with ExitStack() as pipelines:  # each one built is shut down after the test
+        yield lambda config=None, **kwargs: pipelines.enter_context(Pipeline(config, **kwargs))
 
 
 REPEAT_2 = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
@@ -162,7 +142,7 @@ def test_a_huge_model_controlled_name_is_not_a_huge_label(pipeline):
 
 def _all_metric_strings(p: Pipeline) -> list[str]:
     strings = [str(v) for values in p.labels().values() for v in values]
-    data = p.reader.get_metrics_data()
+    data = p.metric_reader.get_metrics_data()
     for rm in (data.resource_metrics if data else []):
         for sm in rm.scope_metrics:
             for metric in sm.metrics:
@@ -219,7 +199,7 @@ def test_exported_spans_gain_only_otelguard_attributes_and_verdict_events(pipeli
     _loop_workload(p)
     assert p.processor.force_flush(10_000)
     originals = {s.context.span_id: s for s in p.original.get_finished_spans()}
-    exported = p.guarded.get_finished_spans()
+    exported = p.exporter.get_finished_spans()
     assert len(exported) == len(originals)
     verdicts = set()
     for span in exported:
@@ -243,7 +223,7 @@ def test_no_guard_message_text_is_exported(pipeline):
     assert p.processor.force_flush(10_000)
     messages = [m.text for m in p.mailbox.drain()]
     assert messages
-    exported = [s for span in p.guarded.get_finished_spans() for s in _strings_of(span)]
+    exported = [s for span in p.exporter.get_finished_spans() for s in _strings_of(span)]
     originals = {s for span in p.original.get_finished_spans() for s in _strings_of(span)}
     for text in messages:
         assert not [s for s in exported if text in s and s not in originals]
@@ -258,7 +238,7 @@ LOOP_WORKLOAD_VERDICTS = Counter({"repeated_tool_call": 4, "thinking_loop": 3, "
 def test_sibling_mode_adds_only_otelguard_verdict_events_to_the_run(pipeline):
     """Without a downstream, the only thing the guard adds to any exported span is otelguard.verdict events
     with otelguard.* attributes on the agent run: one per verdict, and none on any other span."""
-    p = pipeline(ALL_GUARDS, downstream=False)
+    p = pipeline(ALL_GUARDS, export=False)  # sibling mode: the guard has no downstream
     _loop_workload(p)
     assert p.processor.force_flush(10_000)
     run_verdicts: Counter[str] = Counter()
@@ -272,7 +252,7 @@ def test_sibling_mode_adds_only_otelguard_verdict_events_to_the_run(pipeline):
         else:
             assert not span.events, span.name
     assert run_verdicts == LOOP_WORKLOAD_VERDICTS
-    recorded = sum(value for _, value in metric_points(p.reader, "otelguard.verdicts"))
+    recorded = sum(value for _, value in metric_points(p.metric_reader, "otelguard.verdicts"))
     assert recorded == LOOP_WORKLOAD_VERDICTS.total()  # every verdict the guard recorded is on the run
 
 
@@ -283,5 +263,5 @@ def test_watch_stream_records_no_chunk_text_unless_asked(pipeline):
         with p.tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
             assert list(otelguard.watch_stream([f"{SECRET} part {i} " for i in range(10)],
                                                processor=p.processor)) != []
-    for span in p.guarded.get_finished_spans():
+    for span in p.exporter.get_finished_spans():
         assert not [s for s in _strings_of(span) if SECRET in s]

@@ -10,23 +10,17 @@ from __future__ import annotations
 import math
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
+from otel_support import Guarded
 
 TIMEOUT_ONLY = {"guards": [{"id": "timeout-policy"}]}
 
 
 @pytest.fixture
 def guarded():
-    exporter = InMemorySpanExporter()
-    processor = otelguard.GuardSpanProcessor(TIMEOUT_ONLY, downstream=[SimpleSpanProcessor(exporter)])
-    provider = TracerProvider()
-    provider.add_span_processor(processor)
-    yield provider.get_tracer("hardening"), processor, exporter
-    provider.shutdown()
+    with Guarded(TIMEOUT_ONLY) as g:
+        yield g
 
 
 def _tool_span(tracer, name: str, budget_ms: float):
@@ -46,17 +40,15 @@ def _normal_deadlines_still_fire(tracer, exporter) -> None:
 @pytest.mark.parametrize("budget_ms", [math.inf, 1e300, 1e18, 2**63], ids=["inf", "1e300", "1e18", "2**63"])
 def test_a_huge_budget_attribute_leaves_later_deadlines_firing(guarded, budget_ms):
     """A tool declaring an enormous (or infinite) budget does not stop a later 30 ms budget from firing."""
-    tracer, _, exporter = guarded
-    with _tool_span(tracer, "huge", budget_ms):  # still running while the others come and go
-        _normal_deadlines_still_fire(tracer, exporter)
+    with _tool_span(guarded.tracer, "huge", budget_ms):  # still running while the others come and go
+        _normal_deadlines_still_fire(guarded.tracer, guarded.exporter)
 
 
 @pytest.mark.parametrize("budget_ms", [math.nan, math.inf, 1e300], ids=["nan", "inf", "1e300"])
 def test_a_bad_budget_armed_by_an_integration_leaves_later_deadlines_firing(guarded, budget_ms):
     """arm_budget (the decorator's and integrations' entry) with a non-finite or huge budget does not stop
     a later 30 ms budget from firing."""
-    tracer, processor, exporter = guarded
-    with tracer.start_as_current_span("execute_tool odd", attributes={
+    with guarded.tracer.start_as_current_span("execute_tool odd", attributes={
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "odd"}) as span:
-        processor.arm_budget(span.get_span_context().span_id, budget_ms)
-        _normal_deadlines_still_fire(tracer, exporter)
+        guarded.processor.arm_budget(span.get_span_context().span_id, budget_ms)
+        _normal_deadlines_still_fire(guarded.tracer, guarded.exporter)

@@ -5,6 +5,7 @@ the mailbox before each call; the fake server's recorded request bodies prove wh
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from typing import Any, Iterator
 
 import pytest
@@ -15,13 +16,12 @@ pytest.importorskip("openinference.instrumentation.openai")
 from openai import OpenAI
 from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
 from otelguard.demo_scenarios import reasoning_text
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
 from otelguard.integrations.openai_client import agent_run, guard_messages, tool_call
+from otel_support import Guarded
 
 from support.fake_openai_server import FakeOpenAIServer, Reply, ToolCallReply
 
@@ -30,32 +30,23 @@ TOOLS = [{"type": "function", "function": {
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
 
-class Instrumented:
+class Instrumented(Guarded):
+    """A guarded provider that the OpenAI client's calls are traced into (by OpenInference)."""
+
     def __init__(self, config: Any = None):
-        self.exporter = InMemorySpanExporter()
-        self.processor = otelguard.GuardSpanProcessor(config, downstream=[SimpleSpanProcessor(self.exporter)])
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(self.processor)
-        self.tracer = self.provider.get_tracer("hand-written-loop")
+        super().__init__(config)
         self.instrumentor = OpenAIInstrumentor()
         self.instrumentor.instrument(tracer_provider=self.provider)
 
-    def close(self) -> None:
+    def shutdown(self) -> None:
         self.instrumentor.uninstrument()
-        self.provider.shutdown()
+        super().shutdown()
 
 
 @pytest.fixture
 def instrumented() -> Iterator[Any]:
-    made: list[Instrumented] = []
-
-    def build(config: Any = None) -> Instrumented:
-        made.append(Instrumented(config))
-        return made[-1]
-
-    yield build
-    for env in made:
-        env.close()
+    with ExitStack() as built:  # each one built is uninstrumented and shut down after the test
+        yield lambda config=None: built.enter_context(Instrumented(config))
 
 
 def tool_messages(body: dict[str, Any]) -> int:

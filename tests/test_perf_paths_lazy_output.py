@@ -10,12 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from otel_support import metric_points, output_messages
+from otel_support import Guarded, metric_points, output_messages
 
-from otelguard import GuardSpanProcessor
 from otelguard.conventions import OutputFloor, classify, read
 from otelguard.engine import GuardEngine
 from otelguard.metrics import PROCESSING_SAMPLE_EVERY
@@ -98,33 +94,29 @@ def test_live_and_full_engines_reach_the_same_verdicts(text):
 
 
 def test_processing_time_is_sampled_from_the_first_judged_span():
-    reader = InMemoryMetricReader()
-    provider = TracerProvider()
-    provider.add_span_processor(GuardSpanProcessor(meter_provider=MeterProvider(metric_readers=[reader])))
-    tracer = provider.get_tracer("t")
+    with Guarded(export=False) as g:  # the guard alone: no downstream
+        tracer, reader = g.tracer, g.metric_reader
 
-    def chat_spans(n: int) -> None:
-        for _ in range(n):
-            with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
-                pass
+        def chat_spans(n: int) -> None:
+            for _ in range(n):
+                with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+                    pass
 
-    chat_spans(1)
-    assert [count for _, count in metric_points(reader, "otelguard.processing.duration")] == [1]
-    chat_spans(PROCESSING_SAMPLE_EVERY)
-    assert [count for _, count in metric_points(reader, "otelguard.processing.duration")] == [2]
-    assert [value for _, value in metric_points(reader, "otelguard.spans")] == [1 + PROCESSING_SAMPLE_EVERY]
+        chat_spans(1)
+        assert [count for _, count in metric_points(reader, "otelguard.processing.duration")] == [1]
+        chat_spans(PROCESSING_SAMPLE_EVERY)
+        assert [count for _, count in metric_points(reader, "otelguard.processing.duration")] == [2]
+        assert [value for _, value in metric_points(reader, "otelguard.spans")] == [1 + PROCESSING_SAMPLE_EVERY]
 
 
 def test_a_tool_signal_is_made_once_on_demand():
-    provider = TracerProvider()
-    processor = GuardSpanProcessor()
-    provider.add_span_processor(processor)
-    tracer = provider.get_tracer("t")
-    with tracer.start_as_current_span("execute_tool probe", attributes={
-            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "probe"}) as span:
-        span_id = span.get_span_context().span_id
-        assert processor._tools.get(span_id).signal is None  # nothing asked yet: nothing made
-        signal = processor.signal_for(span_id)
-        assert signal is not None and processor.signal_for(span_id) is signal
-        assert not signal.aborted
-    assert processor.signal_for(span_id) is None  # the span ended: its entry is gone
+    with Guarded(export=False) as g:  # the guard alone: no downstream
+        processor = g.processor
+        with g.tracer.start_as_current_span("execute_tool probe", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "probe"}) as span:
+            span_id = span.get_span_context().span_id
+            assert processor._tools.get(span_id).signal is None  # nothing asked yet: nothing made
+            signal = processor.signal_for(span_id)
+            assert signal is not None and processor.signal_for(span_id) is signal
+            assert not signal.aborted
+        assert processor.signal_for(span_id) is None  # the span ended: its entry is gone

@@ -14,12 +14,8 @@ import json
 import re
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from otel_support import metric_points, output_messages
+from otel_support import Guarded, metric_points, output_messages
 
-from otelguard import GuardSpanProcessor
 from otelguard.conventions import OutputFloor, classify, read
 from otelguard.detectors.thinking import ThinkingLoopDetector
 from otelguard.detectors.timeout import is_framework_timeout
@@ -98,31 +94,27 @@ def test_the_thinking_guard_skips_unread_output_without_deltas_only(monkeypatch)
 
 
 def test_plain_spans_inside_an_agent_run_lead_descendants_to_it_and_leave_no_trace():
-    provider = TracerProvider()
-    processor = GuardSpanProcessor()
-    provider.add_span_processor(processor)
-    tracer = provider.get_tracer("t")
-    with tracer.start_as_current_span("invoke_agent a", attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}) as agent:
-        with tracer.start_as_current_span("GET", attributes={"http.request.method": "GET"}) as http:
-            assert processor.engine.agent_of(http.get_span_context().span_id).name == "a"
-            with tracer.start_as_current_span("execute_tool f", attributes={
-                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}) as tool:
-                assert processor.engine.agent_of(tool.get_span_context().span_id).name == "a"
-        assert processor.engine.agent_of(http.get_span_context().span_id) is None  # ended: dropped
-        assert set(processor.engine.open_span_ids) == {agent.get_span_context().span_id}
-    assert not processor.engine.open_span_ids
-    with tracer.start_as_current_span("GET"):  # no agent run open: nothing noted
-        assert not processor.engine.open_span_ids
+    with Guarded(export=False) as g:  # the guard alone: no downstream
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}) as agent:
+            with tracer.start_as_current_span("GET", attributes={"http.request.method": "GET"}) as http:
+                assert engine.agent_of(http.get_span_context().span_id).name == "a"
+                with tracer.start_as_current_span("execute_tool f", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}) as tool:
+                    assert engine.agent_of(tool.get_span_context().span_id).name == "a"
+            assert engine.agent_of(http.get_span_context().span_id) is None  # ended: dropped
+            assert set(engine.open_span_ids) == {agent.get_span_context().span_id}
+        assert not engine.open_span_ids
+        with tracer.start_as_current_span("GET"):  # no agent run open: nothing noted
+            assert not engine.open_span_ids
 
 
 def test_span_counts_are_labelled_with_plain_strings():
-    reader = InMemoryMetricReader()
-    provider = TracerProvider()
-    provider.add_span_processor(GuardSpanProcessor(meter_provider=MeterProvider(metric_readers=[reader])))
-    with provider.get_tracer("t").start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
-        pass
-    points = metric_points(reader, "otelguard.spans")
+    with Guarded(export=False) as g:  # the guard alone: no downstream
+        with g.tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+            pass
+        points = metric_points(g.metric_reader, "otelguard.spans")
     assert [value for _, value in points] == [1]
     labels = dict(points[0][0])
     assert labels["otelguard.span.kind"] == "model" and type(labels["otelguard.span.kind"]) is str
