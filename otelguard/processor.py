@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
 from .config import GuardConfig
 from .containment import Containment
 from .control import AgentControl, bound_control, deliver, needs_delivery
-from .conventions import MARKER_KEYS, NAMED_SPANS, classify_marked
+from .conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, model_usage
 from .dispatch import ControlDispatcher
 from .engine import (
     DEFAULT_IDLE_TTL_S,
@@ -311,9 +311,8 @@ class GuardSpanProcessor(SpanProcessor):
                     armed.deadline.cancel()
                 if armed.timed_out:
                     timed_out_ms = armed.signal.budget_ms  # type: ignore[union-attr]
-        judged = self.engine.span_ended(
-            _view(span, name, context, attributes), timed_out_ms=timed_out_ms, classification=classification
-        )
+        view = _view(span, name, context, attributes)
+        judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span
         kind = judged.classification.kind
@@ -321,7 +320,7 @@ class GuardSpanProcessor(SpanProcessor):
         classification = judged.classification
         self.metrics.span(classification.kind, classification.convention)
         if judged.verdicts:
-            self._record(judged)
+            self._record(judged, view)
         if started_at is not None:
             self.metrics.processing.record(time.perf_counter() - started_at)
         if not judged.verdicts and judged.stream_verdict is None:
@@ -334,16 +333,16 @@ class GuardSpanProcessor(SpanProcessor):
             return span
         return _enriched(span, shown)
 
-    def _record(self, judged: Judged) -> None:
-        record = judged.record
+    def _record(self, judged: Judged, span: SpanView) -> None:
+        usage = None  # read from the span for the first loop verdict (no guard needs it)
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name)
             if verdict.repeat_count is not None:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
-            if isinstance(record, ModelCall) and record.output_tokens and verdict.verdict in (
-                "thinking_loop", "repetitive_output"
-            ):
-                self.metrics.loop_token_spend(verdict.guard, record.model, record.output_tokens)
+            if isinstance(judged.record, ModelCall) and verdict.verdict in ("thinking_loop", "repetitive_output"):
+                usage = usage or model_usage(span, judged.classification)
+                if usage.output_tokens:
+                    self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
             if needs_delivery(verdict):
                 self._deliver(judged.agent, verdict)
 

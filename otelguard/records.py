@@ -134,10 +134,6 @@ class ModelCall:
     reasoning: str = ""
     tool_calls: tuple[RequestedToolCall, ...] = ()
     output_content: Content = Content.ABSENT  # ABSENT: output was not captured
-    model: str | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    finish_reasons: tuple[str, ...] = ()
     chunks: tuple[Chunk, ...] = ()  # recorded otelguard.chunk events, in order
     chunk_events: int = 0  # textless chunk events (they only count chunks)
     dropped_events: int = 0
@@ -152,6 +148,18 @@ class ModelCall:
         if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.UNREAD):
             return None  # no evidence either way
         return False
+
+
+@dataclass(slots=True)
+class ModelUsage:
+    """What a model call was and what it spent, for reports and the loop-token metric. No guard judges
+    these, so they are not part of the `ModelCall` every model span makes: whoever needs them reads
+    them from the span (`conventions.model_usage`)."""
+
+    model: str | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    finish_reasons: tuple[str, ...] = ()
 
 
 Record = AgentRun | ToolCall | ModelCall

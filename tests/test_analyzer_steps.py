@@ -7,15 +7,16 @@ from otelguard.records import Content, ModelCall, RequestedToolCall, Status, Too
 
 
 def test_model_step_keeps_lengths_not_text():
-    record = ModelCall(text="done", reasoning="x" * 10_000, output_content=Content.OK, model="m",
+    record = ModelCall(text="done", reasoning="x" * 10_000, output_content=Content.OK,
                        tool_calls=(RequestedToolCall("search", "{}"), RequestedToolCall(None, "{}")),
                        status=Status.ERROR)
-    summary = summarize(record)
+    summary = summarize(record, "m")
     assert max(len(item) for item in summary if isinstance(item, str)) < 100
     what, facts = describe(summary)
     assert what == "reasoning 10,000 ch · text 4 ch · calls ?, search · error"
     assert facts["reasoning_chars"] == 10_000 and facts["tool_calls_requested"] == ["search", None]
     assert facts["has_output"] is True and facts["output_content"] == "ok" and facts["status"] == "error"
+    assert facts["model"] == "m"
 
 
 def test_tool_step_keeps_bounded_previews():

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from otel_support import FIXTURES
 
-from otelguard.conventions import classify, read
+from otelguard.conventions import classify, model_usage, read
 from otelguard.otlp_json import ReadProblem, iter_spans
 from otelguard.records import AgentRun, Content, ModelCall, SpanKind, SpanView, ToolCall
 
@@ -130,13 +130,15 @@ def test_model_calls_match_manifest(file):
     """Model spans read with MANIFEST's reasoning, output, requested tool calls and counts."""
     spans = classified(file, SpanKind.MODEL)
     for expected in manifest()[file]["observed"]["model_calls"]:
-        call = read_span(file, spans[expected["span_id"]])
+        span = spans[expected["span_id"]]
+        call = read_span(file, span)
         assert isinstance(call, ModelCall)
         where = f"{file} {expected['span_id']}"
+        usage = model_usage(span, classify(span.name, span.attributes))
         if expected["reasoning_chars"] is not None:
             assert len(call.reasoning) == expected["reasoning_chars"], where
         assert status_name(call.status) == expected["status"], where
-        assert call.finish_reasons == tuple(expected["finish_reasons"] or ()), where
+        assert usage.finish_reasons == tuple(expected["finish_reasons"] or ()), where
         assert call.chunk_events == expected["chunk_events"], where
         assert call.dropped_events == expected.get("dropped_events", 0), where
         if (file, expected["span_id"]) in KNOWN_GAPS:

@@ -11,13 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otelguard import semconv as sc
-from otelguard.conventions import classify, read
+from otelguard.conventions import classify, model_usage, read
 from otelguard.records import (
     AgentRun,
     Chunk,
     Classification,
     Content,
     ModelCall,
+    ModelUsage,
     RequestedToolCall,
     SpanEvent,
     SpanKind,
@@ -272,15 +273,16 @@ def test_token_counts_are_read_liberally():
         sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS: True,
         sc.GEN_AI_USAGE_REASONING_TOKENS: "12",
     }
-    call = read(span(attributes=attributes), GENAI_MODEL)
-    assert call.output_tokens == 20 and call.reasoning_tokens == 12
-    assert read(span(attributes={sc.GEN_AI_USAGE_OUTPUT_TOKENS: "many"}), GENAI_MODEL).output_tokens is None
+    usage = model_usage(span(attributes=attributes), GENAI_MODEL)
+    assert usage.output_tokens == 20 and usage.reasoning_tokens == 12
+    assert model_usage(span(attributes={sc.GEN_AI_USAGE_OUTPUT_TOKENS: "many"}), GENAI_MODEL).output_tokens is None
 
 
 def test_finish_reasons_from_a_string_or_a_json_array():
     """Finish reasons given as one string or as a JSON array string read as a tuple."""
-    assert read(span(attributes={sc.GEN_AI_RESPONSE_FINISH_REASONS: "stop"}), GENAI_MODEL).finish_reasons == ("stop",)
-    as_json = read(span(attributes={sc.GEN_AI_RESPONSE_FINISH_REASONS: '["stop", "length"]'}), GENAI_MODEL)
+    assert model_usage(span(attributes={sc.GEN_AI_RESPONSE_FINISH_REASONS: "stop"}), GENAI_MODEL).finish_reasons == (
+        "stop",)
+    as_json = model_usage(span(attributes={sc.GEN_AI_RESPONSE_FINISH_REASONS: '["stop", "length"]'}), GENAI_MODEL)
     assert as_json.finish_reasons == ("stop", "length")
 
 
@@ -359,7 +361,8 @@ def test_legacy_openllmetry_indexed_completions_are_read():
         "gen_ai.completion.0.tool_calls.0.arguments": '{ "city" : "Paris" }',
     }
     call = read(span("openai.chat", attributes), OLLM_MODEL)
-    assert call.text == "checking" and call.finish_reasons == ("tool_calls",)
+    assert call.text == "checking" and model_usage(span("openai.chat", attributes), OLLM_MODEL).finish_reasons == (
+        "tool_calls",)
     assert [(t.name, t.arguments) for t in call.tool_calls] == [("get_weather", '{"city":"Paris"}')]
 
 
@@ -518,3 +521,24 @@ def test_agent_run_identity():
 ])
 def test_has_output(text, tool_calls, content, expected):
     assert ModelCall(text=text, tool_calls=tool_calls, output_content=content).has_output is expected
+
+
+def test_a_reading_bug_costs_the_record_or_the_usage_never_the_span(monkeypatch, caplog):
+    """`read` and `model_usage` contain a convention's own exception: an unreadable record (or empty
+    usage), logged once per convention, kind and error type."""
+    from otelguard import conventions
+
+    def broken(*args, **kwargs):
+        raise KeyError("bug")
+
+    monkeypatch.setattr(conventions, "_READERS", {"genai": broken})
+    monkeypatch.setattr(conventions, "_USAGE_READERS", {"genai": broken})
+    monkeypatch.setattr(conventions, "_reported_failures", set())
+    model = span(attributes={sc.GEN_AI_REQUEST_MODEL: "m"})
+    with caplog.at_level(logging.WARNING, logger="otelguard.conventions"):
+        for _ in range(3):
+            assert read(model, GENAI_MODEL).output_content is Content.MALFORMED
+            assert model_usage(model, GENAI_MODEL) == ModelUsage()
+            assert read(model, GENAI_TOOL).arguments_content is Content.MALFORMED
+    assert [record.getMessage() for record in caplog.records] == [
+        "otelguard could not read a genai model span", "otelguard could not read a genai tool span"]

@@ -3,7 +3,7 @@
 - the processor classifies with `classify_marked`, skipping the marker test it has already made;
 - OpenLLMetry's marker keys are looked up one by one instead of a set test first (now inline in
   `classify_marked`, held to the set test by test_perf_paths_round4);
-- a GenAI model span's model name and token counts are read without building the `model_facts` dict;
+- a GenAI model span's facts (model name, token counts, finish reasons) are read as written;
 - the per-span paths compare against enum members bound once (`records.AGENT_KIND`, ...);
 - `BoundedMap` touches its newest entry without a lookup (agent state: LRU order, idle times, evictions
   and their reports as before; an evicted agent is made anew);
@@ -20,14 +20,12 @@ from otelguard import records
 from otelguard.conventions import (
     MARKER_KEYS,
     NAMED_SPANS,
-    OutputFloor,
     classify,
     classify_marked,
     genai,
-    read,
+    model_usage,
 )
-from otelguard.conventions._values import model_call
-from otelguard.records import Content, SpanKind, SpanView, Status
+from otelguard.records import Content, ModelUsage, SpanKind, SpanView, Status
 
 _OUTPUT = json.dumps([{"role": "assistant", "parts": [
     {"type": "thinking", "content": "r" * 40}, {"type": "text", "content": "t" * 30},
@@ -75,34 +73,25 @@ def test_classify_still_rejects_what_is_not_a_mapping():
     assert classify("chat x", {"http.method": "GET"}) is None
 
 
-MODEL_ATTRIBUTES = [
-    {"gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 41, "gen_ai.output.messages": _OUTPUT,
-     "gen_ai.response.finish_reasons": ("tool_call",)},
-    {"gen_ai.response.model": " r ", "gen_ai.usage.completion_tokens": "12", "gen_ai.usage.reasoning_tokens": 3.0},
-    {"gen_ai.request.model": None, "gen_ai.response.model": 5, "gen_ai.usage.output_tokens": True,
-     "gen_ai.usage.completion_tokens": 9, "llm.usage.reasoning_tokens": "x"},
-    {"gen_ai.request.model": "", "gen_ai.usage.details.reasoning_tokens": float("nan"), "gen_ai.output.messages": "[{"},
-    {},
+MODEL_USAGE = [
+    ({"gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 41, "gen_ai.output.messages": _OUTPUT,
+      "gen_ai.response.finish_reasons": ("tool_call",)}, ModelUsage("m", 41, None, ("tool_call",))),
+    ({"gen_ai.response.model": " r ", "gen_ai.usage.completion_tokens": "12", "gen_ai.usage.reasoning_tokens": 3.0},
+     ModelUsage("r", 12, 3)),
+    ({"gen_ai.request.model": None, "gen_ai.response.model": 5, "gen_ai.usage.output_tokens": True,
+      "gen_ai.usage.completion_tokens": 9, "llm.usage.reasoning_tokens": "x"}, ModelUsage("5", 9, None)),
+    # An empty model name is the name given (unset): the response model does not stand in for it.
+    ({"gen_ai.request.model": "", "gen_ai.response.model": "r", "gen_ai.usage.details.reasoning_tokens": float("nan"),
+      "gen_ai.output.messages": "[{", "gen_ai.response.finish_reasons": '["stop", "length"]'},
+     ModelUsage(None, None, None, ("stop", "length"))),
+    ({}, ModelUsage()),
 ]
 
 
-@pytest.mark.parametrize("attributes", MODEL_ATTRIBUTES)
-@pytest.mark.parametrize("floor", [None, OutputFloor(256, 2048), OutputFloor(1, 1)])
-def test_model_spans_read_as_the_long_way_builds_them(attributes, floor):
+@pytest.mark.parametrize(("attributes", "expected"), MODEL_USAGE)
+def test_model_usage_read_as_written(attributes, expected):
     span = SpanView("chat m", 1, 2, 3, attributes, status=Status.UNSET)
-    messages = attributes.get("gen_ai.output.messages")
-    output = genai.read_output_messages(messages, floor) if messages is not None else None
-    expected = model_call(
-        span, output,
-        finish_reasons=genai.as_str_tuple(attributes.get("gen_ai.response.finish_reasons")),
-        **genai.model_facts(attributes),
-    )
-    assert genai.read_model(span, floor) == expected
-    assert read(span, genai.classification(SpanKind.MODEL), output_floor=floor) == expected
-
-
-def test_model_facts_keeps_its_dict():
-    assert genai.model_facts(MODEL_ATTRIBUTES[0]) == {"model": "m", "output_tokens": 41, "reasoning_tokens": None}
+    assert model_usage(span, genai.classification(SpanKind.MODEL)) == expected
 
 
 def test_bound_enum_members_are_the_members():

@@ -16,12 +16,12 @@ import re
 import pytest
 from otel_support import Guarded, metric_points, output_messages
 
-from otelguard.conventions import OutputFloor, classify, read
+from otelguard.conventions import OutputFloor, classify, model_usage, read
 from otelguard.detectors.thinking import ThinkingLoopDetector
 from otelguard.detectors.timeout import is_framework_timeout
 from otelguard.engine import GuardEngine
 from otelguard.guards import ModelFacts
-from otelguard.records import Chunk, Content, ModelCall, SpanView
+from otelguard.records import Chunk, Content, ModelCall, ModelUsage, SpanView
 
 _REFERENCE_TIMEOUT = re.compile(r"\btimed out after\b", re.IGNORECASE)
 
@@ -121,11 +121,12 @@ def test_span_counts_are_labelled_with_plain_strings():
     assert labels["otelguard.convention"] == "genai"
 
 
-def test_short_output_floor_still_reads_model_facts():
+def test_model_usage_does_not_depend_on_the_output_floor():
     view = SpanView("chat m", 1, 2, None, {
         "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 7,
         "gen_ai.usage.details.reasoning_tokens": "3", "gen_ai.response.finish_reasons": ("tool_call", ""),
         "gen_ai.output.messages": output_messages(text="Checking.", tool="get_weather")})
-    record = read(view, classify(view.name, view.attributes), output_floor=OutputFloor(256, 2048))
-    assert (record.model, record.output_tokens, record.reasoning_tokens) == ("m", 7, 3)
-    assert record.finish_reasons == ("tool_call",) and record.output_content is Content.UNREAD
+    classification = classify(view.name, view.attributes)
+    record = read(view, classification, output_floor=OutputFloor(256, 2048))
+    assert record.output_content is Content.UNREAD  # the output was too short to read...
+    assert model_usage(view, classification) == ModelUsage("m", 7, 3, ("tool_call",))  # ...the facts are there

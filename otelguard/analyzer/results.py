@@ -13,6 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..canonical import arguments_preview
+from ..conventions import model_usage
 from ..engine import AgentRef, Judged
 from ..records import (
     AGENT_KIND,
@@ -211,8 +212,9 @@ class Findings:
                 agent.quiet_steps_not_listed += 1
                 return
             agent.quiet_rows += 1
+        model = model_usage(span, judged.classification).model if kind is MODEL_KIND else None
         step = Step(agent.steps_total, SPAN_KIND_NAMES[kind], span.trace_id, span.span_id, span.name,
-                    judged.classification.convention, summarize(judged.record), tuple(shown))
+                    judged.classification.convention, summarize(judged.record, model), tuple(shown))
         agent.steps.append(step)
         if shown:
             agent.steps_with_verdicts += 1
@@ -243,9 +245,10 @@ class Findings:
         self.quiet_agents_not_listed_steps += agent.steps_total
 
 
-def summarize(record: Any) -> tuple[Any, ...]:
-    """What `describe` needs of a record, kept per listed step: lengths, not text. Put into words
-    only when shown (on a large input most listed steps are not: their agent goes past --max-agents)."""
+def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
+    """What `describe` needs of a record (and, for a model call, the model's name), kept per listed
+    step: lengths, not text. Put into words only when shown (on a large input most listed steps are
+    not: their agent goes past --max-agents)."""
     if isinstance(record, ToolCall):
         arguments = record.arguments
         if arguments is not None:  # bounded previews, not the arguments (which may be long)
@@ -254,7 +257,7 @@ def summarize(record: Any) -> tuple[Any, ...]:
         return (_TOOL, record.name, arguments, record.arguments_content, record.status, record.denied)
     if isinstance(record, ModelCall):
         chunks = record.chunks
-        return (_MODEL, record.model, len(record.reasoning), len(record.text),
+        return (_MODEL, model, len(record.reasoning), len(record.text),
                 tuple(map(_NAME, record.tool_calls)), record.has_output, record.output_content,
                 sum(1 for chunk in chunks if chunk.kind == "text") if chunks else 0, record.chunk_events,
                 record.dropped_events, record.status)

@@ -1,6 +1,6 @@
 """Span conventions: recognise agent, model and tool spans, and turn them into records.
 
-Two calls, used by the live processor and the offline analyzer alike:
+Three calls, used by the live processor and the offline analyzer alike:
 
 - `classify(name, attributes)`: the kind and convention of a span, or None. A span with none of the
   `MARKER_KEYS` and no known name is rejected by one set test; the processor and the analyzer make
@@ -9,6 +9,8 @@ Two calls, used by the live processor and the offline analyzer alike:
   or `ModelCall`. It never raises: what it could not read is said by the record's `Content` fields.
   The live guard passes an `OutputFloor` too: model output shorter than any rule judges is then
   measured, not read (`Content.UNREAD`).
+- `model_usage(span, classification)`: a model span's model name, token counts and finish reasons,
+  read only by whoever reports them (no guard judges them, so `read` leaves them out).
 
 Nothing here imports OpenTelemetry; spans come as `SpanView`s.
 """
@@ -26,6 +28,7 @@ from ..records import (
     Classification,
     Content,
     ModelCall,
+    ModelUsage,
     SpanKind,
     SpanView,
     ToolCall,
@@ -33,7 +36,7 @@ from ..records import (
 from . import genai, openinference, openllmetry
 from ._values import OutputFloor
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "read"]
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "model_usage", "read"]
 
 _log = logging.getLogger(__name__)
 
@@ -130,6 +133,24 @@ def read(
     except Exception as error:  # a reading bug must not cost the agent its span: say so, once
         _report_failure(classification, kind, error)
         return _unreadable(kind)
+
+
+_USAGE_READERS = {
+    genai.CONVENTION: genai.read_model_usage,
+    openinference.CONVENTION: openinference.read_model_usage,
+    openllmetry.CONVENTION: openllmetry.read_model_usage,
+}
+
+
+def model_usage(span: SpanView, classification: Classification) -> ModelUsage:
+    """What a model span's call was and spent (model, token counts, finish reasons). Read on demand,
+    by the loop-token metric and the analyzer's report: no guard judges them. Never raises."""
+    reader = _USAGE_READERS.get(classification.convention, genai.read_model_usage)
+    try:
+        return reader(span)
+    except Exception as error:  # as `read`: a reading bug costs the usage, said once, not the span
+        _report_failure(classification, MODEL_KIND, error)
+        return ModelUsage()
 
 
 def _report_failure(classification: Classification, kind: SpanKind, error: Exception) -> None:

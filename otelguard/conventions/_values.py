@@ -499,31 +499,12 @@ class _SharedOutput(Output):
 UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=CONTENT_UNREAD)  # type: ignore[arg-type]
 
 
-def model_call(
-    span: Any,
-    output: Output | None,
-    *,
-    model: str | None = None,
-    output_tokens: int | None = None,
-    reasoning_tokens: int | None = None,
-    finish_reasons: tuple[str, ...] = (),
-) -> ModelCall:
+def model_call(span: Any, output: Output | None) -> ModelCall:
     """Assemble a ModelCall. `output` None means no output attribute was found at all."""
-    text, reasoning, tool_calls, content, chunks, chunk_events, dropped_events, status = _call_fields(span, output)
-    return ModelCall(
-        text=text, reasoning=reasoning, tool_calls=tool_calls, output_content=content, model=model,
-        output_tokens=output_tokens, reasoning_tokens=reasoning_tokens, finish_reasons=finish_reasons,
-        chunks=chunks, chunk_events=chunk_events, dropped_events=dropped_events, status=status,
-    )
-
-
-def _call_fields(span: Any, output: Output | None) -> tuple:
-    """(text, reasoning, tool calls, content, chunks, chunk events, dropped events, status): what a
-    ModelCall holds besides its model facts."""
     status = status_of(span)
     chunks, chunk_events = read_chunks(span)
     if output is None:
         # A failed call produced nothing, whatever the capture setting: that is known, not absent.
         output = Output(content=CONTENT_OK if status is STATUS_ERROR else Content.ABSENT)
-    return ("\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls), output.content,
-            chunks, chunk_events, dropped_events_of(span), status)
+    return ModelCall("\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls), output.content,
+                     chunks, chunk_events, dropped_events_of(span), status)

@@ -22,6 +22,7 @@ from ..records import (
     Classification,
     Content,
     ModelCall,
+    ModelUsage,
     SpanKind,
     SpanView,
     ToolCall,
@@ -137,34 +138,23 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     """`floor`: output shorter than it is measured, not read (see `read_output_messages`)."""
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-    output = read_output_messages(messages, floor) if messages is not None else None
-    model, output_tokens, reasoning_tokens = _model_facts(attributes)
-    return model_call(span, output, model=model, output_tokens=output_tokens, reasoning_tokens=reasoning_tokens,
-                      finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)))
+    return model_call(span, read_output_messages(messages, floor) if messages is not None else None)
 
 
-def model_facts(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """Model name and token counts, as GenAI semconv and its known variants write them."""
-    model, output_tokens, reasoning_tokens = _model_facts(attributes)
-    return {"model": model, "output_tokens": output_tokens, "reasoning_tokens": reasoning_tokens}
-
-
-def _model_facts(attributes: Mapping[str, Any]) -> tuple[str | None, int | None, int | None]:
-    """(model, output tokens, reasoning tokens): `model_facts` without the dict."""
-    return (
-        _model_name(attributes),
-        first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
-        first_int(
+def read_model_usage(span: SpanView) -> ModelUsage:
+    """Model name, token counts and finish reasons, as GenAI semconv and its known variants write them."""
+    attributes = attributes_of(span)
+    return ModelUsage(
+        model=as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
+        output_tokens=first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
+        reasoning_tokens=first_int(
             attributes,
             sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS,
             sc.GEN_AI_USAGE_REASONING_TOKENS,
             sc.LLM_USAGE_REASONING_TOKENS,
         ),
+        finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)),
     )
-
-
-def _model_name(attributes: Mapping[str, Any]) -> str | None:
-    return as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL))
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:

@@ -21,6 +21,7 @@ from ..records import (
     Classification,
     Content,
     ModelCall,
+    ModelUsage,
     SpanKind,
     SpanView,
     ToolCall,
@@ -140,11 +141,12 @@ def _json_object(value: Any) -> Mapping[str, Any] | None:
 
 
 def read_model(span: SpanView) -> ModelCall:
+    return model_call(span, _read_output(attributes_of(span)))
+
+
+def read_model_usage(span: SpanView) -> ModelUsage:
     attributes = attributes_of(span)
-    output = _read_output(attributes)
-    return model_call(
-        span,
-        output,
+    return ModelUsage(
         model=as_name(first_present(attributes, sc.LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
         output_tokens=first_int(attributes, sc.LLM_TOKEN_COUNT_COMPLETION, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
         reasoning_tokens=first_int(

@@ -24,6 +24,7 @@ from ..records import (
     Classification,
     Content,
     ModelCall,
+    ModelUsage,
     SpanKind,
     SpanView,
     ToolCall,
@@ -33,7 +34,6 @@ from ._values import (
     Output,
     OutputFloor,
     as_name,
-    as_str_tuple,
     as_text,
     attributes_of,
     group_indexed,
@@ -110,35 +110,38 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     """`floor` applies to `gen_ai.output.messages`; the legacy indexed completions are read whole."""
     attributes = attributes_of(span)
     if attributes.get(sc.GEN_AI_OUTPUT_MESSAGES) is None:
-        legacy = _indexed_completions(attributes)
-        if legacy is not None:
-            output, finish_reasons = legacy
-            return model_call(
-                span,
-                output,
-                finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)) or finish_reasons,
-                **genai.model_facts(attributes),
-            )
+        completions = _indexed_completions(attributes)
+        if completions:
+            return model_call(span, _completions_output(completions))
     return genai.read_model(span, floor)
 
 
-def _indexed_completions(attributes: Mapping[str, Any]) -> tuple[Output, tuple[str, ...]] | None:
-    """Legacy `gen_ai.completion.{i}.*` attributes, read per completion in index order."""
-    completions = group_indexed(attributes.items(), sc.GEN_AI_COMPLETION_PREFIX)
-    if not completions:
-        return None
+def read_model_usage(span: SpanView) -> ModelUsage:
+    """GenAI's, the finish reasons taken from the legacy completions when the span has no other."""
+    usage = genai.read_model_usage(span)
+    attributes = attributes_of(span)
+    if not usage.finish_reasons and attributes.get(sc.GEN_AI_OUTPUT_MESSAGES) is None:
+        completions = _indexed_completions(attributes)
+        reasons = (as_name(completions[index].get(sc.COMPLETION_FINISH_REASON)) for index in sorted(completions))
+        usage.finish_reasons = tuple(filter(None, reasons))
+    return usage
+
+
+def _indexed_completions(attributes: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """Legacy `gen_ai.completion.{i}.*` attributes, by completion index."""
+    return group_indexed(attributes.items(), sc.GEN_AI_COMPLETION_PREFIX)
+
+
+def _completions_output(completions: dict[int, dict[str, Any]]) -> Output:
+    """The legacy completions' output, read per completion in index order."""
     output = Output()
-    finish_reasons: list[str] = []
     for index in sorted(completions):
         fields = completions[index]
         output.add_text(fields.get(sc.COMPLETION_CONTENT))
         if fields.get(sc.COMPLETION_REASONING) is not None:
             output.add_reasoning(fields[sc.COMPLETION_REASONING])
         _add_indexed_tool_calls(fields, output)
-        reason = as_name(fields.get(sc.COMPLETION_FINISH_REASON))
-        if reason:
-            finish_reasons.append(reason)
-    return output, tuple(finish_reasons)
+    return output
 
 
 def _add_indexed_tool_calls(fields: Mapping[str, Any], output: Output) -> None:
