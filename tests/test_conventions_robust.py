@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otelguard import semconv as sc
-from otelguard.conventions import classify, model_usage, read
+from otelguard.conventions import classify, model_name, model_usage, read
 from otelguard.records import (
     AgentRun,
     Chunk,
@@ -533,12 +533,14 @@ def test_a_reading_bug_costs_the_record_or_the_usage_never_the_span(monkeypatch,
 
     monkeypatch.setattr(conventions, "_READERS", {"genai": broken})
     monkeypatch.setattr(conventions, "_USAGE_READERS", {"genai": broken})
+    monkeypatch.setattr(conventions, "_MODEL_NAME_READERS", {"genai": broken})
     monkeypatch.setattr(conventions, "_reported_failures", set())
     model = span(attributes={sc.GEN_AI_REQUEST_MODEL: "m"})
     with caplog.at_level(logging.WARNING, logger="otelguard.conventions"):
         for _ in range(3):
             assert read(model, GENAI_MODEL).output_content is Content.MALFORMED
             assert model_usage(model, GENAI_MODEL) == ModelUsage()
+            assert model_name(model, GENAI_MODEL) is None
             assert read(model, GENAI_TOOL).arguments_content is Content.MALFORMED
     assert [record.getMessage() for record in caplog.records] == [
         "otelguard could not read a genai model span", "otelguard could not read a genai tool span"]

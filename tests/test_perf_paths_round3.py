@@ -23,9 +23,10 @@ from otelguard.conventions import (
     classify,
     classify_marked,
     genai,
+    model_name,
     model_usage,
 )
-from otelguard.records import Content, ModelUsage, SpanKind, SpanView, Status
+from otelguard.records import Classification, Content, ModelUsage, SpanKind, SpanView, Status
 
 _OUTPUT = json.dumps([{"role": "assistant", "parts": [
     {"type": "thinking", "content": "r" * 40}, {"type": "text", "content": "t" * 30},
@@ -92,6 +93,19 @@ MODEL_USAGE = [
 def test_model_usage_read_as_written(attributes, expected):
     span = SpanView("chat m", 1, 2, 3, attributes, status=Status.UNSET)
     assert model_usage(span, genai.classification(SpanKind.MODEL)) == expected
+
+
+@pytest.mark.parametrize("convention", ["genai", "openinference", "openllmetry"])
+@pytest.mark.parametrize("attributes", [
+    *(attributes for attributes, _ in MODEL_USAGE),
+    {"llm.model_name": "oi", "gen_ai.request.model": "g"}, {"llm.model_name": " ", "gen_ai.response.model": "r"},
+    {"llm.model_name": 7}, {"gen_ai.request.model": ("m",)},
+])
+def test_model_name_is_the_usage_model(convention, attributes):
+    """The analyzer's shortcut reads the model alone: the same name `model_usage` reads."""
+    span = SpanView("chat m", 1, 2, 3, attributes)
+    classification = Classification(SpanKind.MODEL, convention)
+    assert model_name(span, classification) == model_usage(span, classification).model
 
 
 def test_bound_enum_members_are_the_members():

@@ -13,7 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..canonical import arguments_preview
-from ..conventions import model_usage
+from ..conventions import model_name
 from ..engine import AgentRef, Judged
 from ..records import (
     AGENT_KIND,
@@ -212,7 +212,7 @@ class Findings:
                 agent.quiet_steps_not_listed += 1
                 return
             agent.quiet_rows += 1
-        model = model_usage(span, judged.classification).model if kind is MODEL_KIND else None
+        model = model_name(span, judged.classification) if kind is MODEL_KIND else None
         step = Step(agent.steps_total, SPAN_KIND_NAMES[kind], span.trace_id, span.span_id, span.name,
                     judged.classification.convention, summarize(judged.record, model), tuple(shown))
         agent.steps.append(step)

@@ -36,7 +36,8 @@ from ..records import (
 from . import genai, openinference, openllmetry
 from ._values import OutputFloor
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "model_usage", "read"]
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "model_name", "model_usage",
+           "read"]
 
 _log = logging.getLogger(__name__)
 
@@ -140,17 +141,32 @@ _USAGE_READERS = {
     openinference.CONVENTION: openinference.read_model_usage,
     openllmetry.CONVENTION: openllmetry.read_model_usage,
 }
+_MODEL_NAME_READERS = {
+    genai.CONVENTION: genai.read_model_name,
+    openinference.CONVENTION: openinference.read_model_name,
+    openllmetry.CONVENTION: genai.read_model_name,
+}
 
 
 def model_usage(span: SpanView, classification: Classification) -> ModelUsage:
     """What a model span's call was and spent (model, token counts, finish reasons). Read on demand,
-    by the loop-token metric and the analyzer's report: no guard judges them. Never raises."""
+    by the loop-token metric: no guard judges them. Never raises."""
     reader = _USAGE_READERS.get(classification.convention, genai.read_model_usage)
     try:
         return reader(span)
     except Exception as error:  # as `read`: a reading bug costs the usage, said once, not the span
         _report_failure(classification, MODEL_KIND, error)
         return ModelUsage()
+
+
+def model_name(span: SpanView, classification: Classification) -> str | None:
+    """`model_usage(...).model` alone (the analyzer's step rows show the model, nothing else of it)."""
+    reader = _MODEL_NAME_READERS.get(classification.convention, genai.read_model_name)
+    try:
+        return reader(span)
+    except Exception as error:
+        _report_failure(classification, MODEL_KIND, error)
+        return None
 
 
 def _report_failure(classification: Classification, kind: SpanKind, error: Exception) -> None:

@@ -141,11 +141,15 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     return model_call(span, read_output_messages(messages, floor) if messages is not None else None)
 
 
+def read_model_name(span: SpanView) -> str | None:
+    return as_name(first_present(attributes_of(span), sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL))
+
+
 def read_model_usage(span: SpanView) -> ModelUsage:
     """Model name, token counts and finish reasons, as GenAI semconv and its known variants write them."""
     attributes = attributes_of(span)
     return ModelUsage(
-        model=as_name(first_present(attributes, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
+        model=read_model_name(span),
         output_tokens=first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
         reasoning_tokens=first_int(
             attributes,

@@ -144,10 +144,15 @@ def read_model(span: SpanView) -> ModelCall:
     return model_call(span, _read_output(attributes_of(span)))
 
 
+def read_model_name(span: SpanView) -> str | None:
+    return as_name(first_present(attributes_of(span), sc.LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL,
+                                 sc.GEN_AI_RESPONSE_MODEL))
+
+
 def read_model_usage(span: SpanView) -> ModelUsage:
     attributes = attributes_of(span)
     return ModelUsage(
-        model=as_name(first_present(attributes, sc.LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL)),
+        model=read_model_name(span),
         output_tokens=first_int(attributes, sc.LLM_TOKEN_COUNT_COMPLETION, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
         reasoning_tokens=first_int(
             attributes,
