@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from typing import Any, Iterator
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
+from otel_support import Guarded
 
 
 @pytest.fixture
@@ -38,22 +38,16 @@ def mailbox() -> otelguard.Mailbox:
 
 @pytest.fixture
 def guard_factory(span_exporter, meter_provider, mailbox):
-    """Build a guarded TracerProvider: `guard_factory(config) -> (tracer, processor)`; shut down after."""
-    providers: list[TracerProvider] = []
+    """Build a guarded TracerProvider: `guard_factory(config) -> (tracer, processor)`; shut down after.
 
-    def build(config: Any = None, **kwargs: Any):
-        processor = otelguard.GuardSpanProcessor(
-            config,
-            downstream=[SimpleSpanProcessor(span_exporter)],
-            control=kwargs.pop("control", mailbox),
-            meter_provider=meter_provider,
-            **kwargs,
-        )
-        provider = TracerProvider()
-        provider.add_span_processor(processor)
-        providers.append(provider)
-        return provider.get_tracer("tests"), processor
+    Every one built exports to `span_exporter`, records to `meter_provider` and, unless given another
+    `control` (None included), sends to `mailbox`.
+    """
+    with ExitStack() as built:
+        def build(config: Any = None, **kwargs: Any):
+            kwargs.setdefault("control", mailbox)
+            guarded = built.enter_context(
+                Guarded(config, exporter=span_exporter, meter_provider=meter_provider, **kwargs))
+            return guarded.tracer, guarded.processor
 
-    yield build
-    for provider in providers:
-        provider.shutdown()
+        yield build

@@ -26,13 +26,15 @@ class Guarded:
       downstream (with no `downstream` either, that is sibling mode: verdicts become events on the run);
     - `downstream`: more processors the guard passes its spans to, after `exporter`;
     - `siblings`: processors added to the provider after the guard (they see the spans as ended, unjudged);
+    - `exporter`: an InMemorySpanExporter to use instead of a new one (one shared by several providers);
     - a `meter_provider` given in `processor_kwargs` replaces the in-memory one (`metric_reader` is then None).
     Usable as a context manager; subclasses add what a file needs (instrumentors, span helpers).
     """
 
     def __init__(self, config: Any = None, *, export: bool = True, downstream: Sequence[SpanProcessor] = (),
-                 siblings: Sequence[SpanProcessor] = (), **processor_kwargs: Any):
-        self.exporter = InMemorySpanExporter()
+                 siblings: Sequence[SpanProcessor] = (), exporter: InMemorySpanExporter | None = None,
+                 **processor_kwargs: Any):
+        self.exporter = exporter if exporter is not None else InMemorySpanExporter()
         self.metric_reader: InMemoryMetricReader | None = None
         self.meter_provider: MeterProvider | None = None  # only the one made here: shut down with the provider
         if "meter_provider" not in processor_kwargs:

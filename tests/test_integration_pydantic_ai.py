@@ -5,15 +5,13 @@ on the messages the FunctionModel received."""
 from __future__ import annotations
 
 import asyncio
+from contextlib import ExitStack
 from typing import Any, Iterator
 
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.messages import (
@@ -32,6 +30,7 @@ import otelguard
 from otelguard.demo_scenarios import CHANT_LINES, reasoning_text
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
 from otelguard.integrations.pydantic_ai import OtelGuard
+import otel_support
 
 STEER_TEXT = (
     "You are repeating the same reasoning without acting (several long reasoning-only calls with no "
@@ -40,14 +39,8 @@ STEER_TEXT = (
 TIMEOUT_MESSAGE = "tool call timed out after 100ms"
 
 
-class Guarded:
-    """A TracerProvider whose GuardSpanProcessor exports enriched spans to memory."""
-
-    def __init__(self, config: Any = None):
-        self.exporter = InMemorySpanExporter()
-        self.processor = otelguard.GuardSpanProcessor(config, downstream=[SimpleSpanProcessor(self.exporter)])
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(self.processor)
+class Guarded(otel_support.Guarded):
+    """A guarded provider exporting enriched spans to memory (otel_support.Guarded) that agents trace into."""
 
     def agent(self, model: Any, **kwargs: Any) -> Agent:
         instrumentation = Instrumentation(settings=InstrumentationSettings(tracer_provider=self.provider))
@@ -60,15 +53,8 @@ class Guarded:
 
 @pytest.fixture
 def guarded() -> Iterator[Any]:
-    made: list[Guarded] = []
-
-    def build(config: Any = None) -> Guarded:
-        made.append(Guarded(config))
-        return made[-1]
-
-    yield build
-    for guard in made:
-        guard.provider.shutdown()
+    with ExitStack() as made:  # each one built is shut down after the test
+        yield lambda config=None: made.enter_context(Guarded(config))
 
 
 class Recorder:

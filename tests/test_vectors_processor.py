@@ -11,19 +11,18 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterator
 
 import pytest
 from opentelemetry import trace as trace_api
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 
 import otelguard
-from otelguard import GuardMessage, GuardSpanProcessor, Mailbox, RepetitiveOutputError
+from otelguard import GuardMessage, Mailbox, RepetitiveOutputError
 from otelguard.processor import active_processors
 
+import otel_support
 from vectors_support import SHORT_REMINDER, break_correction, timeout_error
 
 PROBE_ARGS = '{"q": "same"}'
@@ -49,17 +48,12 @@ class KindMailbox(Mailbox):
         super().steer(message)
 
 
-class Guarded:
-    """One TracerProvider whose GuardSpanProcessor exports to memory."""
+class Guarded(otel_support.Guarded):
+    """A guarded provider exporting to memory (otel_support.Guarded), with its control and span helpers."""
 
     def __init__(self, config: Any, control: Mailbox):
-        self.exporter = InMemorySpanExporter()
+        super().__init__(config, control=control)
         self.control = control
-        self.processor = GuardSpanProcessor(config, downstream=[SimpleSpanProcessor(self.exporter)],
-                                            control=control)
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(self.processor)
-        self.tracer = self.provider.get_tracer("otelguard-vector-tests")
 
     def spans(self, name: str) -> list[ReadableSpan]:
         """Exported spans with this name, in end order."""
@@ -115,15 +109,11 @@ def _otelguard_threads() -> set[threading.Thread]:
 def guarded() -> Iterator[Callable[..., Guarded]]:
     """Builds guarded providers; shuts each down afterwards and checks that its threads stopped."""
     before = _otelguard_threads()
-    built: list[Guarded] = []
+    with ExitStack() as built:
+        def build(config: Any = None, control: Mailbox | None = None) -> Guarded:
+            return built.enter_context(Guarded(config, control if control is not None else Mailbox()))
 
-    def build(config: Any = None, control: Mailbox | None = None) -> Guarded:
-        built.append(Guarded(config, control if control is not None else Mailbox()))
-        return built[-1]
-
-    yield build
-    for g in built:
-        g.provider.shutdown()
+        yield build
     assert _otelguard_threads() - before == set()
 
 
