@@ -1,8 +1,10 @@
 """JSON through orjson where it can, the standard library where orjson refuses.
 
 orjson parses several times faster, which is most of the analyzer's time and a good part of judging a
-model span. It is stricter than `json`: NaN/Infinity literals and integers beyond 64 bits are
-refused, so those inputs fall back to `json` and read exactly as before.
+model span. It is stricter than `json`: NaN/Infinity literals and numbers out of float range are
+refused, so those inputs fall back to `json`. One difference stays: an integer beyond 64 bits
+(outside -2**63 .. 2**64-1) comes back as a float, where `json` reads it exactly; OTLP's integers
+are 64-bit, so no valid value is changed by it.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import IO, Any
+from typing import IO, Annotated, Any
 
 import msgspec
 
@@ -83,7 +83,8 @@ def iter_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Iterator
 
 
 def iter_lazy_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Iterator[LazySpan | ReadProblem]:
-    """As `iter_spans`, with each span's attributes and events decoded only by `LazySpan.view()`.
+    """As `iter_spans`, with each span's `SpanView` built only by `LazySpan.view()` (and the attribute
+    list of a span not in the usual shape decoded only then).
 
     The same spans and the same problems, in the same order: a span is checked as fully as
     `iter_spans` checks it, only the decoding of what cannot fail is put off.
@@ -328,8 +329,8 @@ class LazySpan:
         return view
 
     def may_have_attribute(self, keys: frozenset[str]) -> bool:
-        """Whether any of `keys` can be among the attributes (their values are not decoded, so one may
-        still turn out unreadable). Decodes nothing when the attribute list has its usual shape."""
+        """Whether any of `keys` can be among the attributes. Decodes nothing: an attribute list not in
+        the usual shape is tested on its raw keys, whose values may still turn out unreadable."""
         if self._view is None:
             source = self._attributes
             if type(source) is dict:
@@ -411,6 +412,9 @@ def _usual_fields(name: Any, trace_hex: Any, span_hex: Any, parent_hex: Any, sta
 
 _NO_JSON = msgspec.Raw()
 _UNSET = msgspec.UNSET
+# A JSON integer the schema takes: an int64, which `fastjson` (orjson) reads exactly too. Any other
+# sends the line to the general reader (orjson reads one beyond 64 bits as a float), so both agree.
+_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
 
 class _AnyValue(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True, gc=False):
@@ -418,7 +422,7 @@ class _AnyValue(msgspec.Struct, rename="camel", forbid_unknown_fields=True, froz
     kinds stay JSON and are read as `_readable_value` reads them."""
 
     string_value: str | msgspec.UnsetType = _UNSET
-    int_value: str | int | msgspec.UnsetType = _UNSET
+    int_value: str | _Int | msgspec.UnsetType = _UNSET
     double_value: msgspec.Raw = _NO_JSON
     bool_value: msgspec.Raw = _NO_JSON
     array_value: msgspec.Raw = _NO_JSON
@@ -435,7 +439,7 @@ class _KeyValue(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class _SpanStatus(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    code: int | str | None = None
+    code: _Int | str | None = None
     message: str | None = None
 
 
@@ -444,12 +448,12 @@ class _Span(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False
     span_id: str
     name: str
     parent_span_id: str | None = None
-    start_time_unix_nano: str | int | None = None
-    end_time_unix_nano: str | int | None = None
+    start_time_unix_nano: str | _Int | None = None
+    end_time_unix_nano: str | _Int | None = None
     attributes: list[_KeyValue] | None = None
-    dropped_attributes_count: int | None = None
+    dropped_attributes_count: _Int | None = None
     events: list[msgspec.Raw] | None = None
-    dropped_events_count: int | None = None
+    dropped_events_count: _Int | None = None
     status: _SpanStatus | None = None
     # Fields the guard does not read.
     trace_state: msgspec.Raw = _NO_JSON
@@ -492,8 +496,9 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
 
     One difference, on purpose: a value of the rarer kinds is parsed on its own, so a number orjson
     refuses (out of float range) no longer sends the whole line to the standard library's parser,
-    which would read an integer beyond 64 bits elsewhere on that line exactly instead of as orjson
-    reads it."""
+    which would read an integer beyond 64 bits inside an array or kvlist value on that line exactly
+    instead of as orjson reads it (a float). (Such an integer anywhere else fails the schema, and
+    the line is read by the general reader.)"""
     try:
         request = _USUAL_REQUEST.decode(line)
     except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # (a str with lone surrogates)
@@ -534,7 +539,7 @@ def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:
         # Events are read with the span, as `_span` reads them (each from its own JSON).
         events = tuple(_events([fastjson.loads(bytes(event)) for event in span.events])) if span.events else ()
         dropped_attributes = span.dropped_attributes_count
-        if unreadable and (dropped_attributes is None or (type(dropped_attributes) is int and dropped_attributes >= 0)):
+        if unreadable and (dropped_attributes is None or dropped_attributes >= 0):  # (negative: not the usual shape)
             dropped_attributes = (dropped_attributes or 0) + len(unreadable)  # unreadable values count as dropped
         return _usual_fields(span.name, span.trace_id, span.span_id, span.parent_span_id,
                              span.start_time_unix_nano, span.end_time_unix_nano, status_code, status_message,

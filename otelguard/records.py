@@ -154,7 +154,7 @@ class ModelCall:
 class ModelUsage:
     """What a model call was and what it spent, for reports and the loop-token metric. No guard judges
     these, so they are not part of the `ModelCall` every model span makes: whoever needs them reads
-    them from the span (`conventions.model_usage`)."""
+    them from the span (`conventions.model_usage`, or `conventions.model_name` for the model alone)."""
 
     model: str | None = None
     output_tokens: int | None = None

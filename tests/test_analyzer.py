@@ -710,3 +710,21 @@ def test_library_api_bounds_memory_options(tmp_path) -> None:
     assert [row.verdict.action for row in analysis.reaching("remind")] == ["remind"]
     with pytest.raises(ValueError):
         ReplayLimits(max_buffered_spans=0)
+
+
+def test_step_rows_name_each_model_calls_model(tmp_path) -> None:
+    """A model step's row shows the model its convention names: GenAI's request model (else its
+    response model), OpenInference's llm.model_name."""
+    messages = output_messages(text="done")
+    path = write(tmp_path / "models.jsonl", request(
+        agent("a", 0, 100),
+        model("m1", "a", 1, 10),
+        span("chat other", "m2", start=11, end=20, parent="a",
+             attrs={"gen_ai.operation.name": "chat", "gen_ai.response.model": "resp-model",
+                    "gen_ai.output.messages": messages}),
+        span("ChatOpenAI", "m3", start=21, end=30, parent="a",
+             attrs={"openinference.span.kind": "LLM", "llm.model_name": "oi-model",
+                    "gen_ai.request.model": "not-this-one", "output.value": "done"}),
+    ))
+    (agent_summary,) = analyze([path]).findings.agents.values()
+    assert [step.to_json()["model"] for step in agent_summary.steps] == ["fake-model", "resp-model", "oi-model"]

@@ -67,6 +67,9 @@ ANY_VALUE = st.one_of(
     st.builds(lambda text: {"stringValue": text}, st.text(max_size=30)),
     st.builds(lambda number: {"intValue": str(number)}, st.integers(min_value=-(2**63), max_value=2**63)),
     st.builds(lambda number: {"intValue": number}, st.integers(min_value=-(2**40), max_value=2**40)),
+    # JSON numbers past int64 (orjson reads those beyond 64 bits as floats, the schema refuses them).
+    st.builds(lambda number: {"intValue": number}, st.integers(min_value=2**63 - 2, max_value=2**65)
+              | st.integers(min_value=-(2**65), max_value=-(2**63) + 1)),
     st.builds(lambda flag: {"boolValue": flag}, st.booleans()),
     st.builds(lambda number: {"doubleValue": number}, st.floats(allow_nan=False, allow_infinity=False)),
     st.sampled_from([{"doubleValue": "NaN"}, {"doubleValue": "Infinity"}, {"intValue": "12x"}, {"intValue": " 7 "},
@@ -226,6 +229,12 @@ def line_with(attributes: str, span_head: str = '"name":"chat m",') -> str:
     # Literals orjson refuses and the standard library reads, in the line and in a value.
     line_with('[{"key":"x","value":{"doubleValue":NaN}}]'),
     line_with('[{"key":"x","value":{"doubleValue":1e999}},{"key":"y","value":{"intValue":"1"}}]'),
+    # Integers past int64 as JSON numbers (orjson reads those beyond 64 bits as floats), alone and on
+    # a line that also holds a number orjson refuses (the line is then the standard library's).
+    line_with('[{"key":"x","value":{"intValue":18446744073709551617}},{"key":"y","value":{"intValue":-9223372036854775809}}]'),
+    line_with('[{"key":"x","value":{"intValue":9223372036854775808}}]', '"name":"chat m","droppedAttributesCount":18446744073709551617,'),
+    line_with('[{"key":"x","value":{"intValue":18446744073709551617}},{"key":"y","value":{"doubleValue":1e999}}]',
+              '"name":"chat m","startTimeUnixNano":18446744073709551617,'),
     line_with('[{"key":"x","value":{"stringValue":"\\ud800"}}]'),
     # Duplicate keys: the last one is read, in the request, a span, an attribute list and a value.
     '{"resourceSpans":[],' + line_with('[{"key":"x","value":{"stringValue":"1"}},{"key":"x","value":{"intValue":"2"}},'

@@ -121,7 +121,7 @@ def test_span_counts_are_labelled_with_plain_strings():
     assert labels["otelguard.convention"] == "genai"
 
 
-def test_model_usage_does_not_depend_on_the_output_floor():
+def test_usage_is_read_from_a_span_whose_output_was_left_unread():
     view = SpanView("chat m", 1, 2, None, {
         "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 7,
         "gen_ai.usage.details.reasoning_tokens": "3", "gen_ai.response.finish_reasons": ("tool_call", ""),

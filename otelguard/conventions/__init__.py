@@ -1,6 +1,6 @@
 """Span conventions: recognise agent, model and tool spans, and turn them into records.
 
-Three calls, used by the live processor and the offline analyzer alike:
+The calls, used by the live processor and the offline analyzer alike:
 
 - `classify(name, attributes)`: the kind and convention of a span, or None. A span with none of the
   `MARKER_KEYS` and no known name is rejected by one set test; the processor and the analyzer make
@@ -10,7 +10,8 @@ Three calls, used by the live processor and the offline analyzer alike:
   The live guard passes an `OutputFloor` too: model output shorter than any rule judges is then
   measured, not read (`Content.UNREAD`).
 - `model_usage(span, classification)`: a model span's model name, token counts and finish reasons,
-  read only by whoever reports them (no guard judges them, so `read` leaves them out).
+  read only by whoever reports them (no guard judges them, so `read` leaves them out);
+  `model_name(span, classification)` is its model alone.
 
 Nothing here imports OpenTelemetry; spans come as `SpanView`s.
 """

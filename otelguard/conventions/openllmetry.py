@@ -108,27 +108,27 @@ def read_tool(span: SpanView) -> ToolCall:
 
 def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     """`floor` applies to `gen_ai.output.messages`; the legacy indexed completions are read whole."""
-    attributes = attributes_of(span)
-    if attributes.get(sc.GEN_AI_OUTPUT_MESSAGES) is None:
-        completions = _indexed_completions(attributes)
-        if completions:
-            return model_call(span, _completions_output(completions))
+    completions = _legacy_completions(attributes_of(span))
+    if completions:
+        return model_call(span, _completions_output(completions))
     return genai.read_model(span, floor)
 
 
 def read_model_usage(span: SpanView) -> ModelUsage:
     """GenAI's, the finish reasons taken from the legacy completions when the span has no other."""
     usage = genai.read_model_usage(span)
-    attributes = attributes_of(span)
-    if not usage.finish_reasons and attributes.get(sc.GEN_AI_OUTPUT_MESSAGES) is None:
-        completions = _indexed_completions(attributes)
+    if not usage.finish_reasons:
+        completions = _legacy_completions(attributes_of(span))
         reasons = (as_name(completions[index].get(sc.COMPLETION_FINISH_REASON)) for index in sorted(completions))
         usage.finish_reasons = tuple(filter(None, reasons))
     return usage
 
 
-def _indexed_completions(attributes: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
-    """Legacy `gen_ai.completion.{i}.*` attributes, by completion index."""
+def _legacy_completions(attributes: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """Legacy `gen_ai.completion.{i}.*` attributes, by completion index; none when the span has
+    `gen_ai.output.messages` (which then holds the output)."""
+    if attributes.get(sc.GEN_AI_OUTPUT_MESSAGES) is not None:
+        return {}
     return group_indexed(attributes.items(), sc.GEN_AI_COMPLETION_PREFIX)
 
 
