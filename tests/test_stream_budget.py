@@ -294,7 +294,7 @@ def test_a_long_steady_stream_is_judged_as_the_long_way():
         for delta in deltas:
             assert breaker.push(delta) is reference.push(delta) is None
             assert breaker.budget == reference.budget
-            planned_alike += breaker._steady_batch is not None
+            planned_alike += breaker._steady_count != 0
         assert breaker.finish() is reference.finish() is None
         assert planned_alike > len(deltas) / 2  # the repeated plan was in use for most of it
 

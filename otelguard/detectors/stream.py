@@ -157,7 +157,8 @@ class StreamBreaker:
         "_recent_deltas",
         "_run",
         "_single_run_budget",
-        "_steady_batch",
+        "_steady_count",
+        "_steady_size",
         "_tail",
         "budget",
         "chars",
@@ -189,7 +190,8 @@ class StreamBreaker:
         self._tail = ""
         self._cycle_due = min_repeated_cycle_chars  # no cycle can trip on fewer characters
         self._recent_chars = self._recent_deltas = 0
-        self._steady_batch: tuple[int, int] | None = None  # (size, count) of a batch whose plan repeats
+        # Size and count of a batch whose plan repeats (two ints: a tuple compared costs more); 0: none.
+        self._steady_size = self._steady_count = 0
         self.chars = 0  # characters judged so far (deltas still pending are not counted yet)
         self.trip: Trip | None = None
         self.budget = 1  # the first delta is judged alone: it tells the breaker how long deltas are
@@ -252,7 +254,7 @@ class StreamBreaker:
                 # characters, once as many have arrived), is cycle_scan's first test done inline.
                 if chars >= self._keep and tail[self._probe_suffix] not in tail[self._probe_window]:
                     self._cycle_due = chars + self._quiet_due
-                    if (size, count) == self._steady_batch and budget >= count:
+                    if size == self._steady_size and count == self._steady_count and budget >= count:
                         # Quiet again, after a batch just like this one that planned `count` more
                         # deltas: the average stands still (see below), so the plan is the same.
                         self.budget = count
@@ -280,9 +282,9 @@ class StreamBreaker:
             # batch forgets it, as the sums move.
             if left == self._quiet_due and budget == count == deltas_left \
                     and recent_chars == (recent_chars >> 1) + size and recent_deltas == (recent_deltas >> 1) + count:
-                self._steady_batch = (size, count)
+                self._steady_size, self._steady_count = size, count
             else:
-                self._steady_batch = None
+                self._steady_size = self._steady_count = 0
         self.budget = budget  # at least 1: a run short of its limit, `left` above, or MAX_BUDGET
         return None
 
