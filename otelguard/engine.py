@@ -172,7 +172,8 @@ class GuardEngine:
             self._pop_open(span_id, None)
 
     def span_started(self, span: SpanView, classification: Classification | None = None) -> Started | None:
-        """A span started. Pass `classification` when the caller already classified the span."""
+        """A span started. Pass `classification` when the caller already classified the span. (For a
+        model span this does what `inherit` does: the live processor calls that instead.)"""
         if classification is None:
             classification = conventions.classify(span.name, span.attributes)
             if classification is None:

@@ -37,7 +37,7 @@ from .engine import (
 )
 from .errors import ConfigError
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .records import AGENT_KIND, STATUS_UNSET, TOOL_KIND, ModelCall, SpanEvent, SpanView, Status, Verdict
+from .records import AGENT_KIND, MODEL_KIND, STATUS_UNSET, TOOL_KIND, ModelCall, SpanEvent, SpanView, Status, Verdict
 from .signals import TOOL_TIMEOUT, ToolSignal
 from .state import OpenSpans
 from .watchdog import Deadline, Watchdog
@@ -239,7 +239,10 @@ class GuardSpanProcessor(SpanProcessor):
     # --- start -------------------------------------------------------------------------------------
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], context: Any, parent: Any) -> None:
         classification = classify_marked(name, attributes)
-        if classification is None:  # a marker attribute, but none of ours (an OpenInference CHAIN, say)
+        if classification is None or classification.kind is MODEL_KIND:
+            # A marker attribute but none of ours (an OpenInference CHAIN, say), or a model span, which
+            # nothing judges before it ends: either only joins its agent's run (`span_started` does no
+            # more for a model span; this skips building its view).
             if parent is not None:
                 self.engine.inherit(context.span_id, parent.span_id)
             return

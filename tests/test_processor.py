@@ -229,3 +229,16 @@ def test_json_arguments_with_other_spacing_are_one_key(guard_factory, span_expor
         tool_span(tracer, arguments='{ "a" : [1,2],  "b":1 }')
     second = [s for s in span_exporter.get_finished_spans() if s.name == "execute_tool probe"][1]
     assert second.attributes["otelguard.repeat.count"] == 2
+
+
+def test_spans_inside_a_model_span_belong_to_its_agent(guard_factory, metric_reader):
+    """A model span joins its agent's run when it starts (the processor does that without building its
+    view), so tool spans a framework nests inside it are that agent's steps, not the trace's."""
+    tracer, _ = guard_factory(REPEAT_ONLY)
+    with _agent(tracer, "weather"):
+        with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+            with tracer.start_as_current_span("POST", attributes={"http.request.method": "POST"}):
+                for _ in range(2):
+                    tool_span(tracer, "probe")
+    (point,) = metric_points(metric_reader, "otelguard.verdicts")
+    assert point[0]["gen_ai.agent.name"] == "weather" and point[0]["otelguard.rule"] == "repeat-threshold"
