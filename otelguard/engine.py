@@ -35,9 +35,11 @@ DEFAULT_IDLE_TTL_S = 3600.0
 DEFAULT_MAX_OPEN_SPANS = 100_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AgentRef:
-    """Which agent a span belongs to: the state key and the agent's name for reports and labels."""
+    """Which agent a span belongs to: the state key and the agent's name for reports and labels.
+    Read-only all the same (not frozen: every agent run makes one, and a frozen dataclass sets each
+    field through `object.__setattr__`)."""
 
     key: str
     name: str | None
@@ -45,14 +47,16 @@ class AgentRef:
 
 
 _NO_CALL = ToolCall(name=None, arguments=None)
+_NO_LIVE_FACTS = ModelFacts()  # what most model calls had besides their record: nothing (shared, read-only)
 
 
 def _agent_key(run: AgentRun, span: SpanView, parent: AgentRef | None) -> str:
     """State key of an agent run: its durable identity; else, inside another agent's run, that agent's
     key plus the name (so a graph's repeated `agent` steps or a re-run sub-agent keep one state); else
     the run span itself."""
-    if run.durable_key:
-        return run.durable_key
+    durable = run.durable_key
+    if durable:
+        return durable
     if parent is not None and run.name:
         return f"{parent.key}/{run.name}"
     return f"span:{span.trace_id:032x}:{span.span_id:016x}"
@@ -232,8 +236,8 @@ class GuardEngine:
                 for index, guard in self._on_tool_end:
                     judged.verdicts.extend(guard.on_tool_end(state.guard_states[index], record, span, timed_out_ms))
             elif isinstance(record, ModelCall):
-                facts = ModelFacts(live_trip=live_trip)
-                judged.stream_verdict = facts.live_trip
+                facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
+                judged.stream_verdict = live_trip
                 for index, guard in self._on_model_end:
                     judged.verdicts.extend(guard.on_model_end(state.guard_states[index], record, span, facts))
         return judged
