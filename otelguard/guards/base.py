@@ -17,9 +17,10 @@ class ToolStart:
     block: Verdict | None = None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ModelFacts:
-    """What the live side saw of a model call besides its record (a breaker fed mid-stream)."""
+    """What the live side saw of a model call besides its record (a breaker fed mid-stream). Frozen:
+    the engine hands every call without a live trip one shared instance."""
 
     live_trip: Verdict | None = None
 
