@@ -152,22 +152,22 @@ _MODEL_NAME_READERS = {
 def model_usage(span: SpanView, classification: Classification) -> ModelUsage:
     """What a model span's call was and spent (model, token counts, finish reasons). Read on demand,
     by the loop-token metric: no guard judges them. Never raises."""
-    reader = _USAGE_READERS.get(classification.convention, genai.read_model_usage)
-    try:
-        return reader(span)
-    except Exception as error:  # as `read`: a reading bug costs the usage, said once, not the span
-        _report_failure(classification, MODEL_KIND, error)
-        return ModelUsage()
+    return _read_model_span(_USAGE_READERS, span, classification, ModelUsage())
 
 
 def model_name(span: SpanView, classification: Classification) -> str | None:
     """`model_usage(...).model` alone (the analyzer's step rows show the model, nothing else of it)."""
-    reader = _MODEL_NAME_READERS.get(classification.convention, genai.read_model_name)
+    return _read_model_span(_MODEL_NAME_READERS, span, classification, None)
+
+
+def _read_model_span(readers: Mapping[str, Any], span: SpanView, classification: Classification,
+                     unreadable: Any) -> Any:
+    reader = readers.get(classification.convention, readers[genai.CONVENTION])
     try:
         return reader(span)
-    except Exception as error:
+    except Exception as error:  # as `read`: a reading bug costs this answer, said once, not the span
         _report_failure(classification, MODEL_KIND, error)
-        return None
+        return unreadable
 
 
 def _report_failure(classification: Classification, kind: SpanKind, error: Exception) -> None:
