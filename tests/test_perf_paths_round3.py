@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+from itertools import takewhile
 
 import pytest
 
@@ -117,66 +118,64 @@ def test_bound_enum_members_are_the_members():
 
 # --- BoundedMap: the newest entry is touched without a lookup -----------------------------------------
 class ReferenceBoundedMap:
-    """The map as it was before the shortcut (tuple entries, a lookup and a reordering per touch)."""
+    """The map's rules said as plainly as can be: a list of [key, value, last seen], least recently
+    touched first; a touch moves an entry last; an insert evicts the oldest past the bound, then, at
+    most once a sweep interval, the idle ones at the front."""
 
     def __init__(self, max_items, idle_ttl_s=None, *, clock, on_evict=None):
-        from collections import OrderedDict
-
-        self._items, self._max_items, self._ttl, self._clock = OrderedDict(), max_items, idle_ttl_s, clock
+        self.entries, self._max_items, self._ttl, self._clock = [], max_items, idle_ttl_s, clock
         self._on_evict, self._next_sweep = on_evict, 0.0
 
+    def _take(self, key):
+        found = [entry for entry in self.entries if entry[0] == key]
+        for entry in found:
+            self.entries.remove(entry)
+        return found[0] if found else None
+
     def get(self, key):
-        entry = self._items.get(key)
+        entry = self._take(key)
         if entry is None:
             return None
-        self._items.move_to_end(key)
-        self._items[key] = (entry[0], self._clock())
-        return entry[0]
+        self.entries.append([key, entry[1], self._clock()])
+        return entry[1]
 
     def get_or_create(self, key, factory):
         now = self._clock()
-        entry = self._items.get(key)
+        entry = self._take(key)
         if entry is not None:
-            self._items.move_to_end(key)
-            self._items[key] = (entry[0], now)
-            return entry[0]
+            self.entries.append([key, entry[1], now])
+            return entry[1]
         value = factory()
-        self._items[key] = (value, now)
+        self.entries.append([key, value, now])
         self._evict(now)
         return value
 
     def put(self, key, value):
         now = self._clock()
-        self._items[key] = (value, now)
-        self._items.move_to_end(key)
+        self._take(key)
+        self.entries.append([key, value, now])
         self._evict(now)
 
     def pop(self, key):
-        entry = self._items.pop(key, None)
-        return None if entry is None else entry[0]
+        entry = self._take(key)
+        return None if entry is None else entry[1]
 
     def clear(self):
-        self._items.clear()
+        self.entries = []
 
     def _evict(self, now):
-        items, evicted = self._items, []
-        over = len(items) - self._max_items
+        reports = []
+        over = len(self.entries) - self._max_items
         if over > 0:
-            for _ in range(over):
-                items.popitem(last=False)
-            evicted.append(("capacity", over))
+            del self.entries[:over]
+            reports.append(("capacity", over))
         if self._ttl is not None and now >= self._next_sweep:
             self._next_sweep = now + min(1.0, self._ttl)
-            idle = 0
-            while items:
-                _, (_, seen) = next(iter(items.items()))
-                if now - seen < self._ttl:
-                    break
-                items.popitem(last=False)
-                idle += 1
+            idle = len(list(takewhile(lambda entry: now - entry[2] >= self._ttl, self.entries)))
             if idle:
-                evicted.append(("idle", idle))
-        for reason, count in evicted:
+                del self.entries[:idle]
+                reports.append(("idle", idle))
+        for reason, count in reports:
             self._on_evict(reason, count)
 
 
@@ -221,7 +220,7 @@ def test_bounded_map_touches_evicts_and_reports_as_before(seed, max_items, ttl):
         else:
             bounded.clear()
             reference.clear()
-        assert snapshot(bounded) == [(key, value, seen) for key, (value, seen) in reference._items.items()]
+        assert snapshot(bounded) == [tuple(entry) for entry in reference.entries]
         assert reports == reference_reports
 
 
@@ -284,7 +283,7 @@ def test_span_view_from_sdk_fields_matches_the_public_properties(status, with_ev
 
 
 def test_idle_entries_go_oldest_first_at_most_once_a_sweep_interval():
-    """The eviction rules themselves, not against the reference above (which shares them)."""
+    """The eviction rules themselves, on a timeline worked by hand (the reference above states them too)."""
     from otelguard.state import BoundedMap
 
     now = [0.0]
