@@ -527,13 +527,14 @@ def test_a_reading_bug_costs_the_record_or_the_usage_never_the_span(monkeypatch,
     """`read` and `model_usage` contain a convention's own exception: an unreadable record (or empty
     usage), logged once per convention, kind and error type."""
     from otelguard import conventions
+    from otelguard.conventions import genai
 
     def broken(*args, **kwargs):
         raise KeyError("bug")
 
-    monkeypatch.setattr(conventions, "_READERS", {"genai": broken})
-    monkeypatch.setattr(conventions, "_USAGE_READERS", {"genai": broken})
-    monkeypatch.setattr(conventions, "_MODEL_NAME_READERS", {"genai": broken})
+    monkeypatch.setattr(genai, "read", broken)
+    monkeypatch.setattr(genai, "read_model_usage", broken)
+    monkeypatch.setattr(genai, "USAGE_KEYS", None)  # (the model name's keys: reading them raises)
     monkeypatch.setattr(conventions, "_reported_failures", set())
     model = span(attributes={sc.GEN_AI_REQUEST_MODEL: "m"})
     with caplog.at_level(logging.WARNING, logger="otelguard.conventions"):
@@ -542,5 +543,9 @@ def test_a_reading_bug_costs_the_record_or_the_usage_never_the_span(monkeypatch,
             assert model_usage(model, GENAI_MODEL) == ModelUsage()
             assert model_name(model, GENAI_MODEL) is None
             assert read(model, GENAI_TOOL).arguments_content is Content.MALFORMED
-    assert [record.getMessage() for record in caplog.records] == [
-        "otelguard could not read a genai model span", "otelguard could not read a genai tool span"]
+    # Once per convention, kind and error type: the KeyErrors of the model and the tool span, the
+    # AttributeError of the model name's missing keys.
+    assert [(record.getMessage(), record.exc_info[0]) for record in caplog.records] == [
+        ("otelguard could not read a genai model span", KeyError),
+        ("otelguard could not read a genai model span", AttributeError),
+        ("otelguard could not read a genai tool span", KeyError)]

@@ -35,7 +35,7 @@ from ..records import (
     ToolCall,
 )
 from . import genai, openinference, openllmetry
-from ._values import OutputFloor
+from ._values import OutputFloor, model_name_of
 
 __all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "model_name", "model_usage",
            "read"]
@@ -109,11 +109,8 @@ def _classify_name(name: str, attributes: Mapping[str, Any]) -> Classification |
     return genai.classify_legacy_name(name, attributes)
 
 
-_READERS = {
-    genai.CONVENTION: genai.read,
-    openinference.CONVENTION: openinference.read,
-    openllmetry.CONVENTION: openllmetry.read,
-}
+# Each convention's module: its `read`, `read_model_usage` and `USAGE_KEYS`.
+_CONVENTIONS = {genai.CONVENTION: genai, openinference.CONVENTION: openinference, openllmetry.CONVENTION: openllmetry}
 _reported_failures: set[tuple[str, str, type]] = set()
 _MAX_REPORTED_FAILURES = 64  # bounded: a flood of distinct failures is still logged once each, up to this
 
@@ -129,43 +126,33 @@ def read(
     tool arguments live there); without it, a tool call has whatever its own span carries.
     `output_floor`: model output that cannot reach it is left unread (None reads everything)."""
     kind = classification.kind if isinstance(classification.kind, SpanKind) else MODEL_KIND
-    reader = _READERS.get(classification.convention, genai.read)
+    convention = _CONVENTIONS.get(classification.convention, genai)
     try:
-        return reader(span, kind, parent, output_floor)
+        return convention.read(span, kind, parent, output_floor)
     except Exception as error:  # a reading bug must not cost the agent its span: say so, once
         _report_failure(classification, kind, error)
         return _unreadable(kind)
 
 
-_USAGE_READERS = {
-    genai.CONVENTION: genai.read_model_usage,
-    openinference.CONVENTION: openinference.read_model_usage,
-    openllmetry.CONVENTION: openllmetry.read_model_usage,
-}
-_MODEL_NAME_READERS = {
-    genai.CONVENTION: genai.read_model_name,
-    openinference.CONVENTION: openinference.read_model_name,
-    openllmetry.CONVENTION: genai.read_model_name,
-}
-
-
 def model_usage(span: SpanView, classification: Classification) -> ModelUsage:
     """What a model span's call was and spent (model, token counts, finish reasons). Read on demand,
     by the loop-token metric: no guard judges them. Never raises."""
-    return _read_model_span(_USAGE_READERS, span, classification, ModelUsage())
+    convention = _CONVENTIONS.get(classification.convention, genai)
+    return _contained(convention.read_model_usage, span, classification, ModelUsage())
 
 
 def model_name(span: SpanView, classification: Classification) -> str | None:
     """`model_usage(...).model` alone (the analyzer's step rows show the model, nothing else of it)."""
-    return _read_model_span(_MODEL_NAME_READERS, span, classification, None)
+    convention = _CONVENTIONS.get(classification.convention, genai)
+    return _contained(model_name_of, span, classification, None, convention.USAGE_KEYS)
 
 
-def _read_model_span(readers: Mapping[str, Any], span: SpanView, classification: Classification,
-                     unreadable: Any) -> Any:
-    reader = readers.get(classification.convention, readers[genai.CONVENTION])
+def _contained(reader: Any, span: SpanView, classification: Classification, unreadable: Any, *args: Any) -> Any:
+    """`reader(span, *args)`, or `unreadable` when it raises: as `read`, a reading bug costs this
+    answer, said once, not the span."""
     try:
-        return reader(span)
-    except Exception as error:  # as `read`: a reading bug costs this answer, said once, not the span
+        return reader(span, *args)
+    except Exception as error:
         _report_failure(classification, MODEL_KIND, error)
         return unreadable
 

@@ -26,6 +26,7 @@ from ..records import (
     Chunk,
     Content,
     ModelCall,
+    ModelUsage,
     RequestedToolCall,
     SpanEvent,
     Status,
@@ -508,3 +509,30 @@ def model_call(span: Any, output: Output | None) -> ModelCall:
         output = Output(content=CONTENT_OK if status is STATUS_ERROR else Content.ABSENT)
     return ModelCall("\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls), output.content,
                      chunks, chunk_events, dropped_events_of(span), status)
+
+
+# --- model usage ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UsageKeys:
+    """Where a convention writes a model call's usage: each fact's attribute keys, preferred first."""
+
+    model: tuple[str, ...]
+    output_tokens: tuple[str, ...]
+    reasoning_tokens: tuple[str, ...]
+    finish_reasons: tuple[str, ...]
+
+
+def model_name_of(span: Any, keys: UsageKeys) -> str | None:
+    return as_name(first_present(attributes_of(span), *keys.model))
+
+
+def model_usage_of(span: Any, keys: UsageKeys) -> ModelUsage:
+    attributes = attributes_of(span)
+    return ModelUsage(
+        model_name_of(span, keys),
+        first_int(attributes, *keys.output_tokens),
+        first_int(attributes, *keys.reasoning_tokens),
+        as_str_tuple(first_present(attributes, *keys.finish_reasons)),
+    )

@@ -31,15 +31,15 @@ from ._values import (
     Output,
     OutputFloor,
     as_name,
-    as_str_tuple,
     as_text,
     attributes_of,
     error_message,
-    first_int,
     first_present,
     load_json,
     UNREAD_OUTPUT,
+    UsageKeys,
     model_call,
+    model_usage_of,
     read_arguments,
     span_name_of,
     status_of,
@@ -141,24 +141,18 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     return model_call(span, read_output_messages(messages, floor) if messages is not None else None)
 
 
-def read_model_name(span: SpanView) -> str | None:
-    return as_name(first_present(attributes_of(span), sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL))
+# Model name, token counts and finish reasons, as GenAI semconv and its known variants write them.
+USAGE_KEYS = UsageKeys(
+    model=(sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL),
+    output_tokens=(sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
+    reasoning_tokens=(sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS, sc.GEN_AI_USAGE_REASONING_TOKENS,
+                      sc.LLM_USAGE_REASONING_TOKENS),
+    finish_reasons=(sc.GEN_AI_RESPONSE_FINISH_REASONS,),
+)
 
 
 def read_model_usage(span: SpanView) -> ModelUsage:
-    """Model name, token counts and finish reasons, as GenAI semconv and its known variants write them."""
-    attributes = attributes_of(span)
-    return ModelUsage(
-        model=read_model_name(span),
-        output_tokens=first_int(attributes, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS),
-        reasoning_tokens=first_int(
-            attributes,
-            sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS,
-            sc.GEN_AI_USAGE_REASONING_TOKENS,
-            sc.LLM_USAGE_REASONING_TOKENS,
-        ),
-        finish_reasons=as_str_tuple(attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)),
-    )
+    return model_usage_of(span, USAGE_KEYS)
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:

@@ -31,16 +31,16 @@ from ._values import (
     Output,
     OutputFloor,
     as_name,
-    as_str_tuple,
     as_text,
     attributes_of,
     error_message,
-    first_int,
     first_present,
     group_indexed,
     iter_mappings,
     load_json,
+    UsageKeys,
     model_call,
+    model_usage_of,
     read_arguments,
     span_name_of,
     status_of,
@@ -144,24 +144,17 @@ def read_model(span: SpanView) -> ModelCall:
     return model_call(span, _read_output(attributes_of(span)))
 
 
-def read_model_name(span: SpanView) -> str | None:
-    return as_name(first_present(attributes_of(span), sc.LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL,
-                                 sc.GEN_AI_RESPONSE_MODEL))
+USAGE_KEYS = UsageKeys(
+    model=(sc.LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL),
+    output_tokens=(sc.LLM_TOKEN_COUNT_COMPLETION, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
+    reasoning_tokens=(sc.LLM_TOKEN_COUNT_COMPLETION_REASONING, sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS,
+                      sc.GEN_AI_USAGE_REASONING_TOKENS),
+    finish_reasons=(sc.GEN_AI_RESPONSE_FINISH_REASONS, sc.LLM_FINISH_REASON),
+)
 
 
 def read_model_usage(span: SpanView) -> ModelUsage:
-    attributes = attributes_of(span)
-    return ModelUsage(
-        model=read_model_name(span),
-        output_tokens=first_int(attributes, sc.LLM_TOKEN_COUNT_COMPLETION, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
-        reasoning_tokens=first_int(
-            attributes,
-            sc.LLM_TOKEN_COUNT_COMPLETION_REASONING,
-            sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS,
-            sc.GEN_AI_USAGE_REASONING_TOKENS,
-        ),
-        finish_reasons=as_str_tuple(first_present(attributes, sc.GEN_AI_RESPONSE_FINISH_REASONS, sc.LLM_FINISH_REASON)),
-    )
+    return model_usage_of(span, USAGE_KEYS)
 
 
 def _read_output(attributes: Mapping[str, Any]) -> Output | None:

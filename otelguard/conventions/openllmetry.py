@@ -114,6 +114,9 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     return genai.read_model(span, floor)
 
 
+USAGE_KEYS = genai.USAGE_KEYS
+
+
 def read_model_usage(span: SpanView) -> ModelUsage:
     """GenAI's, the finish reasons taken from the legacy completions when the span has no other."""
     usage = genai.read_model_usage(span)
