@@ -23,8 +23,6 @@ EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
 PROCESSING_SAMPLE_EVERY = 16
 
 
-
-
 def _current(counter: itertools.count) -> int:
     """How many times `next()` was called on an `itertools.count()` (its repr, `count(N)`, reads it
     without advancing it)."""

@@ -682,7 +682,7 @@ def _readable_value(raw: Any) -> Any:
             try:
                 return int(number)
             except ValueError:
-                pass  # unreadable, as `_any_value` finds too
+                return None  # unreadable (`_any_value` would try the same int() again)
     try:
         return _any_value(raw)
     except (_BadSpan, ValueError, TypeError, OverflowError, RecursionError):

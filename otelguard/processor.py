@@ -318,10 +318,9 @@ class GuardSpanProcessor(SpanProcessor):
         judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span
-        kind = judged.classification.kind
+        kind = classification.kind
         run = self._runs.pop(context.span_id) if kind is AGENT_KIND else None
-        classification = judged.classification
-        self.metrics.span(classification.kind, classification.convention)
+        self.metrics.span(kind, classification.convention)
         if judged.verdicts:
             self._record(judged, view)
         if started_at is not None:

@@ -23,7 +23,6 @@ from ..otlp_json import (
 from ..records import AGENT_KIND, SPAN_KIND_NAMES, Content, ModelCall, SpanKind, SpanView, ToolCall
 from .replay import IDLE, MEMORY, TraceBuffer
 
-
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"
 UNREADABLE_SPAN = "unreadable span (no valid ids, wrong field types)"
