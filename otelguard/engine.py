@@ -19,6 +19,7 @@ from .config import GuardConfig
 from .guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from .records import (
     AGENT_KIND,
+    MODEL_KIND,
     TOOL_KIND,
     AgentRun,
     Classification,
@@ -175,14 +176,22 @@ class GuardEngine:
         if self._open_items:
             self._pop_open(span_id, None)
 
+    def model_started(self, span_id: int, parent_span_id: int | None) -> None:
+        """A model span started. Nothing is judged before it ends: it only joins its agent's run, as
+        `inherit` has any span do, so the spans inside it find their agent. (`span_started` does this
+        for a model span; a caller that has not built the span's view can call this instead.)"""
+        self.inherit(span_id, parent_span_id)
+
     def span_started(self, span: SpanView, classification: Classification | None = None) -> Started | None:
-        """A span started. Pass `classification` when the caller already classified the span. (For a
-        model span this does what `inherit` does: the live processor calls that instead.)"""
+        """A span started. Pass `classification` when the caller already classified the span."""
         if classification is None:
             classification = conventions.classify(span.name, span.attributes)
             if classification is None:
                 self.inherit(span.span_id, span.parent_span_id)
                 return None
+        if classification.kind is MODEL_KIND:
+            self.model_started(span.span_id, span.parent_span_id)
+            return Started(classification, self._agent_of_parent(span))
         parent = self._open.get(span.parent_span_id) if span.parent_span_id is not None else None
         if classification.kind is AGENT_KIND:
             run = conventions.read(span, classification)

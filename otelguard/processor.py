@@ -239,12 +239,12 @@ class GuardSpanProcessor(SpanProcessor):
     # --- start -------------------------------------------------------------------------------------
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], context: Any, parent: Any) -> None:
         classification = classify_marked(name, attributes)
-        if classification is None or classification.kind is MODEL_KIND:
-            # A marker attribute but none of ours (an OpenInference CHAIN, say), or a model span, which
-            # nothing judges before it ends: either only joins its agent's run (`span_started` does no
-            # more for a model span; this skips building its view).
+        if classification is None:  # a marker attribute, but none of ours (an OpenInference CHAIN, say)
             if parent is not None:
                 self.engine.inherit(context.span_id, parent.span_id)
+            return
+        if classification.kind is MODEL_KIND:  # judged only when it ends: no view to build now
+            self.engine.model_started(context.span_id, parent.span_id if parent is not None else None)
             return
         parent_id = parent.span_id if parent is not None else None
         started = self.engine.span_started(
