@@ -559,9 +559,9 @@ def _other_value(entry: _KeyValue, unreadable: list[str]) -> Any:
         except ValueError:
             unreadable.append(entry.key)
             return None
-    raw = {name: fastjson.loads(bytes(field)) for name, field in (
-        ("doubleValue", value.double_value), ("boolValue", value.bool_value), ("arrayValue", value.array_value),
-        ("kvlistValue", value.kvlist_value), ("bytesValue", value.bytes_value)) if field}
+    # The kinds the schema keeps as JSON (all but string and int), as the reference reads them.
+    raw = {camel: fastjson.loads(bytes(field)) for camel, snake, _ in _ANY_VALUE_FIELDS[2:]
+           if (field := getattr(value, snake))}
     decoded = _readable_value(raw)
     if decoded is None:
         unreadable.append(entry.key)
