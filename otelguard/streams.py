@@ -1,7 +1,9 @@
 """`watch_stream`: the mid-stream breaker around a stream of model output.
 
 Wrap the stream the agent consumes; every visible text delta is fed to the breaker, and on a trip
-the agent is steered (when `break_correction`) and the consumer gets `RepetitiveOutputError`.
+the agent is steered (when `break_correction`) and the consumer gets `RepetitiveOutputError`. A
+repetition that completes only in the stream's last deltas is flagged when the stream runs out (the
+verdict, with action `none`, on the model span), not cut: there is nothing left to cut.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .detectors.stream import StreamBreaker, Trip
 from .errors import RepetitiveOutputError
 from .guards.thinking_loop_guard import ThinkingLoopGuard
 from .processor import GuardSpanProcessor, owning_processor
+from .records import Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
 
 TextOf = Callable[[Any], "tuple[str, str] | None"]  # item -> (text, kind) or None when it carries no text
@@ -82,17 +85,34 @@ class _Watch:
 
     def tripped(self, trip: Trip) -> None:
         """The breaker tripped: tell the engine and the agent, and set `self.error` for the consumer."""
-        verdict = self.guard.break_verdict(trip, cut=True)
-        span_id = self.span.get_span_context().span_id
-        if self.processor is not None:
-            engine = self.processor.engine
-            engine.record_stream_trip(span_id, verdict)
-            self.processor.deliver_now(engine.agent_of(span_id), verdict)
+        verdict = self._reported(self.guard.break_verdict(trip, cut=True))
         self.error = RepetitiveOutputError(
             f"model output repeated itself for {verdict.stream_chars} characters "
             f"(rule {verdict.rule}); stream cut by otelguard",
             code=verdict.error_code or "REPETITIVE_OUTPUT", rule=verdict.rule, chars=verdict.stream_chars or 0,
         )
+
+    def finished(self) -> None:
+        """The stream ran out: judge the deltas that arrived since the breaker's last evaluation.
+
+        A trip there is flagged, not cut (every delta is already with the consumer), as the analyzer
+        flags it when it replays the same deltas; without this a repetition completed in the last
+        few deltas would be judged only if the instrumentation also recorded the call's output.
+        """
+        if self.breaker is None:
+            return
+        trip = self.breaker.finish()
+        if trip is not None:
+            self._reported(self.guard.break_verdict(trip, cut=False))
+
+    def _reported(self, verdict: Verdict) -> Verdict:
+        """Hand a stream verdict to the engine (shown at span end, not judged again) and the agent."""
+        if self.processor is not None:
+            span_id = self.span.get_span_context().span_id
+            engine = self.processor.engine
+            engine.record_stream_trip(span_id, verdict)
+            self.processor.deliver_now(engine.agent_of(span_id), verdict)
+        return verdict
 
 
 @overload
@@ -137,6 +157,7 @@ def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any
         yield served
         batch = list(kept)
         if not batch:
+            watch.finished()
             return
         try:
             trip = judge(batch)
@@ -161,6 +182,7 @@ def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> 
         if watch.error is not None:
             _close(stream)
             raise watch.error
+    watch.finished()
 
 
 async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
@@ -182,6 +204,7 @@ async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterat
                 if hasattr(result, "__await__"):
                     await result
             raise watch.error
+    watch.finished()
 
 
 def _close(stream: Any) -> None:

@@ -92,10 +92,16 @@ class LongWayBreaker:
 
     def finish(self) -> Trip | None:
         pending, self.pending = self.pending, []
-        if self.trip is not None or not pending:
+        if self.trip is not None:
             return None
-        self.budget = len(pending)  # judged now, as if the budget ran out on the last
-        return [self.push(delta) for delta in pending][-1]
+        if pending:
+            self.budget = len(pending)  # judged now, as if the budget ran out on the last
+            trip = [self.push(delta) for delta in pending][-1]
+            if trip is not None:
+                return trip
+        text = "".join(self.judged)  # then the whole text once, whatever the cadence
+        period = periodic_period(text, self.cycle, self.min_span) if self.cycle else 0
+        return self.tripped(Trip(REPEATING_CYCLE, len(text), period=period)) if period else None
 
 
 def trip_index(breaker: StreamBreaker, deltas: list[str]) -> int | None:
@@ -136,6 +142,33 @@ def test_identical_rule_trips_on_exactly_the_delta_a_per_delta_judge_would(seed,
         assert breaker.trip.rule == IDENTICAL_CHUNKS
         assert breaker.trip.run == limit
         assert breaker.trip.chars == sum(map(len, pieces[: index + 1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    prefix=st.integers(0, 600),
+    period=st.integers(2, MAX_CYCLE),
+    chanted=st.integers(0, MIN_CYCLE + 2 * CYCLE_CHECK_EVERY),
+    low=st.integers(1, 4),
+    spread=st.integers(0, 8),
+)
+def test_a_stream_is_flagged_by_its_end_exactly_when_a_per_delta_judge_would_flag_it(
+        seed, prefix, period, chanted, low, spread):
+    """Prose, then a cycle that stops anywhere around the rule's span, cut in deltas of any sizes:
+    the breaker trips while fed or at `finish` exactly when a per-delta judge trips at some delta
+    (the cadence may delay a trip to the end of the stream, never lose it)."""
+    rng = random.Random(seed)
+    unit = "".join(rng.choice("abcdefgh ,.\n") for _ in range(period))
+    if len(set(unit)) < 2:
+        unit = "ab" + unit[2:]
+    text = prose(rng, prefix) + (unit * (chanted // period + 1))[:chanted]
+    deltas = cut(text, rng, (low, low + spread))
+    breaker = StreamBreaker(max_repeated_text=0)  # the cycle rule alone
+    flagged = trip_index(breaker, deltas) is not None or breaker.finish() is not None
+    assert flagged == (reference_cycle_trip(deltas) is not None)
+    if flagged:
+        assert breaker.trip.rule == REPEATING_CYCLE
 
 
 @settings(max_examples=150, deadline=None)

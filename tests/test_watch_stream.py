@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
+from otel_support import Guarded, metric_points
 from stream_support import reference_identical_trip
 
 import otelguard
@@ -146,3 +147,71 @@ def test_a_cycle_of_short_lines_is_cut_within_the_cadence(size):
     received, error = received_until_cut(iter(deltas), processor=otelguard.GuardSpanProcessor())
     assert error is not None and error.rule == "repeating-cycle"
     assert len("".join(received)) == error.chars < 400
+
+
+# --- the end of the stream ----------------------------------------------------------------------
+PLAN = "The plan is to read the configuration file first, then compare each entry with the schema. "
+
+
+def ending_in_a_chant() -> list[str]:
+    """4-character deltas of prose, then a chant whose periodic tail passes the cycle rule's 256
+    characters only in the last deltas, after the breaker's last evaluation (its cadence)."""
+    text = PLAN + ("Checking.\n" * 30)[:259]
+    return [text[at : at + 4] for at in range(0, len(text), 4)]
+
+
+def test_the_chant_completes_after_the_last_evaluation():
+    """The premise of the tests below: fed delta by delta, the breaker trips only at `finish`."""
+    deltas = ending_in_a_chant()
+    breaker = otelguard.GuardSpanProcessor().engine.thinking.new_breaker()
+    assert [trip for trip in map(breaker.push, deltas) if trip is not None] == []
+    trip = breaker.finish()
+    assert trip is not None and trip.rule == "repeating-cycle" and trip.chars == sum(map(len, deltas))
+
+
+def consume(mode: str, items: list) -> list:
+    if mode == "async":
+        async def source():
+            for item in items:
+                yield item
+
+        async def gather() -> list:
+            return [item async for item in otelguard.watch_stream(source())]
+
+        return asyncio.run(gather())
+    return list(otelguard.watch_stream(iter(items)))
+
+
+@pytest.mark.parametrize("mode", ["text", "chunk objects", "async"])
+def test_a_repetition_completed_in_the_last_deltas_is_flagged_when_the_stream_runs_out(mode):
+    """Nothing is left to cut: every delta reaches the consumer and nothing is raised, but the model
+    span says the output repeated itself (action none), though it records no output of its own."""
+    deltas = ending_in_a_chant()
+    items = [chat_chunk(delta) for delta in deltas] if mode == "chunk objects" else deltas
+    with Guarded() as g:
+        with g.tracer.start_as_current_span(
+            "chat scripted-model", attributes={"gen_ai.operation.name": "chat"}):
+            received = consume(mode, items)
+        (span,) = g.exporter.get_finished_spans()
+        assert received == items
+        attributes = span.attributes or {}
+        assert (attributes["otelguard.verdict"], attributes["otelguard.rule"], attributes["otelguard.action"]) \
+            == ("repetitive_output", "repeating-cycle", "none")
+        assert attributes["otelguard.stream.chars"] == sum(map(len, deltas))
+        assert "otelguard.error.code" not in attributes
+        verdicts = metric_points(g.metric_reader, "otelguard.verdicts")
+        assert [(point["otelguard.rule"], point["otelguard.action"], value) for point, value in verdicts] \
+            == [("repeating-cycle", "none", 1)]
+
+
+def test_a_stream_the_consumer_leaves_early_is_not_judged_at_its_end():
+    """Only a stream that ran out is judged at its end: one abandoned before the chant completes is not."""
+    deltas = ending_in_a_chant()
+    with Guarded() as g:
+        with g.tracer.start_as_current_span(
+            "chat scripted-model", attributes={"gen_ai.operation.name": "chat"}):
+            for index, _ in enumerate(otelguard.watch_stream(iter(deltas))):
+                if index == len(deltas) - 3:
+                    break
+        (span,) = g.exporter.get_finished_spans()
+        assert "otelguard.verdict" not in (span.attributes or {})

@@ -74,10 +74,6 @@ class Step:
     def what(self) -> str:
         return describe(self.summary)[0]
 
-    @property
-    def facts(self) -> dict[str, Any]:
-        return describe(self.summary)[1]
-
     def to_json(self) -> dict[str, Any]:
         what, facts = describe(self.summary)
         return {

@@ -137,9 +137,8 @@ class StreamBreaker:
     """Fed the visible text deltas of one model call; trips at most once. Not thread-safe.
 
     Feed it with `push(delta)`, or with `push_many(deltas)` (the same as pushing each in turn), and
-    call `finish()` when the stream ends (the analyzer does; `watch_stream` leaves what arrived after
-    the last evaluation, less than the design's cadence past any trip, to the model span's end, where
-    the guard judges the call's final text). `budget` is how many deltas may still arrive before the
+    call `finish()` when the stream ends, to judge what arrived after the last evaluation (the
+    analyzer and `watch_stream` both do). `budget` is how many deltas may still arrive before the
     next evaluation: a caller that hands over exactly that many at a time sees a trip on the last
     delta of the batch.
     """
@@ -289,12 +288,23 @@ class StreamBreaker:
         return None
 
     def finish(self) -> Trip | None:
-        """The stream ended: judge what arrived since the last evaluation (only a cycle can trip on it)."""
+        """The stream ended: judge what arrived since the last evaluation, then the cycle rule once
+        on the final text. (Its last evaluation may lie up to the cadence behind the end; with no
+        more characters to come, the end is where a stream's repetition is complete. The call's
+        final text is judged so when no deltas were seen, too: `judge_final_text`.)"""
         pending, self._pending = self._pending, []
-        if self.trip is not None or not pending:
+        if self.trip is not None:
             return None
-        self.budget = len(pending)  # judge them now, as if the budget ran out on the last
-        return self.push_many(pending)
+        if pending:
+            self.budget = len(pending)  # judge them now, as if the budget ran out on the last
+            trip = self.push_many(pending)
+            if trip is not None:
+                return trip
+        if self.max_cycle and self.chars >= self.min_cycle_span:
+            period = periodic_period(self._tail, self.max_cycle, self.min_cycle_span)
+            if period:
+                return self._tripped(Trip(REPEATING_CYCLE, self.chars, period=period))
+        return None
 
     def _tripped(self, trip: Trip) -> Trip:
         self.trip = trip
