@@ -28,6 +28,9 @@ Cases (each timed in the same round as its baseline, order alternating; median o
     5 KB per chat span, like the fixtures'). The spans users' pipelines carry: the bar is judged here;
   - minimal: only the attributes the guard reads. The worst case (the smallest spans give the guard
     its largest share), shown with it, and with the guard's metrics going to an SDK MeterProvider too.
+- agent runs replayed from the captured fixtures (benchmarks/_fixture_runs.py): the spans of real
+  instrumentations (OpenLLMetry on the OpenAI Agents SDK, OpenInference on LangGraph, pydantic-ai),
+  as they wrote them, on which the guard reaches no verdict: target <= 1.25x in the OTLP pipeline.
   The guard's metrics go to the no-op API meter unless said otherwise.
 
 Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--quick]
@@ -45,10 +48,13 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
 import otelguard
 from _bench import Timed, arguments, interleaved, ratios, report_ratio, timed
+from _fixture_runs import RUNS as FIXTURE_RUNS
+from _fixture_runs import load_run, replay, span_count
 from _spans import SPANS_PER_RUN, minimal_agent_runs, pydantic_ai_run, replay_pydantic_ai_runs
 
 PLAIN_TARGET = 1.03
@@ -159,12 +165,34 @@ def http_inside_agent(tracer, n: int):
     return batch, agent
 
 
+def fixture_verdicts(runs: dict) -> dict[str, list[str]]:
+    """Verdicts the guard writes on one replay of each fixture run (none expected), off the clock."""
+    found = {}
+    for label, run in runs.items():
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(exporter)]))
+        replay(provider.get_tracer("bench"), run, 2)  # twice: no verdict across runs either
+        provider.shutdown()
+        verdicts = [str(span.attributes["otelguard.verdict"]) for span in exporter.get_finished_spans()
+                    if span.attributes and "otelguard.verdict" in span.attributes]
+        if verdicts:
+            found[label] = verdicts
+    return found
+
+
 def main() -> int:
     args = arguments(__doc__.splitlines()[0], rounds=21)
     rounds = 7 if args.quick and args.rounds == 21 else args.rounds
     n_plain = 2_000 if args.quick else 5_000
     n_runs = 150 if args.quick else 400  # x SPANS_PER_RUN spans each
     pydantic_runs = [pydantic_ai_run(seed) for seed in range(n_runs)]  # attribute values built off the clock
+    fixture_runs = {label: load_run(file_name) for label, file_name in FIXTURE_RUNS.items()}
+    # Each fixture run replayed as many times as makes about as many spans as the synthetic runs.
+    fixture_replays = {label: max(1, n_runs * SPANS_PER_RUN // span_count(run)) for label, run in fixture_runs.items()}
+    unexpected = fixture_verdicts(fixture_runs)
+    if unexpected:
+        raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
 
     base_provider, base = baseline_tracer()
     guard_provider, guard = guarded_tracer()
@@ -198,6 +226,11 @@ def main() -> int:
                                              otlp_guard_provider),
             "otlp-minimal/base": cpu_timed(lambda: minimal_agent_runs(otlp_base, n_runs), otlp_base_provider),
             "otlp-minimal/guard": cpu_timed(lambda: minimal_agent_runs(otlp_guard, n_runs), otlp_guard_provider),
+            **{f"otlp-fixture {label}/{side}": cpu_timed(
+                lambda run=run, times=fixture_replays[label], tracer=tracer: replay(tracer, run, times), provider)
+               for label, run in fixture_runs.items()
+               for side, tracer, provider in (("base", otlp_base, otlp_base_provider),
+                                              ("guard", otlp_guard, otlp_guard_provider))},
         }, rounds=rounds)
         base_agent.end()
         guard_agent.end()
@@ -225,6 +258,10 @@ def main() -> int:
                        ratios(times, "otlp-pydantic/guard", "otlp-pydantic/base"), GENAI_TARGET)
     ok &= report_ratio("  agent runs, minimal spans",
                        ratios(times, "otlp-minimal/guard", "otlp-minimal/base"), GENAI_TARGET)
+    for label, run in fixture_runs.items():
+        spans = fixture_replays[label] * span_count(run)
+        ok &= report_ratio(f"  fixture run, {label} ({per_span_us(f'otlp-fixture {label}/base', spans)} a span)",
+                           ratios(times, f"otlp-fixture {label}/guard", f"otlp-fixture {label}/base"), GENAI_TARGET)
     print("no-op pipeline (SimpleSpanProcessor, no-op exporter), wall time:")
     ok &= report_ratio("  plain spans, no agent", ratios(times, "plain/guard", "plain/base"), PLAIN_TARGET)
     ok &= report_ratio("  plain spans nested in an invoke_agent span",

@@ -90,7 +90,7 @@ class Judged:
 
     classification: Classification
     agent: AgentRef
-    record: Record
+    record: Record | None  # None for an agent span: its run was read when it started, and no guard judges its end
     verdicts: list[Verdict] = field(default_factory=list)
     # A mid-stream trip already recorded and delivered live: shown on the span, not reported again.
     stream_verdict: Verdict | None = None
@@ -235,10 +235,10 @@ class GuardEngine:
         live_trip = self._live_trips.pop(span.span_id)
         if agent is None:
             agent = self._agent_of_parent(span)
+        if classification.kind is AGENT_KIND:
+            return Judged(classification, agent, None)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
-        if classification.kind is AGENT_KIND:
-            return judged
         state = self._state_of(agent.key, self._new_state)
         with state.lock:
             if isinstance(record, ToolCall):

@@ -14,7 +14,6 @@ Current releases write GenAI semconv, which `genai` reads. What is OpenLLMetry's
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,26 +83,26 @@ def read(
     return read_model(span, floor)
 
 
+# GenAI's reading, then OpenLLMetry's own attributes where GenAI's are missing. The GenAI reader
+# returns a new record each time, so it is completed in place (dataclasses.replace costs ~2 us).
 def read_agent(span: SpanView) -> AgentRun:
     run = genai.read_agent(span)
     attributes = attributes_of(span)
     name = as_name(attributes.get(sc.GEN_AI_AGENT_NAME)) or as_name(attributes.get(sc.TRACELOOP_ENTITY_NAME))
-    return dataclasses.replace(run, name=name or _strip_suffix(span_name_of(span), _AGENT_SUFFIX))
+    run.name = name or _strip_suffix(span_name_of(span), _AGENT_SUFFIX)
+    return run
 
 
 def read_tool(span: SpanView) -> ToolCall:
     call = genai.read_tool(span)
     attributes = attributes_of(span)
-    changes: dict[str, Any] = {}
     if not as_name(attributes.get(sc.GEN_AI_TOOL_NAME)):
-        changes["name"] = as_name(attributes.get(sc.TRACELOOP_ENTITY_NAME)) or _strip_suffix(
-            span_name_of(span), _TOOL_SUFFIX
-        )
+        call.name = as_name(attributes.get(sc.TRACELOOP_ENTITY_NAME)) or _strip_suffix(span_name_of(span), _TOOL_SUFFIX)
     if call.arguments_content is Content.ABSENT:
-        changes["arguments"], changes["arguments_content"] = read_arguments(attributes.get(sc.TRACELOOP_ENTITY_INPUT))
+        call.arguments, call.arguments_content = read_arguments(attributes.get(sc.TRACELOOP_ENTITY_INPUT))
     if call.result is None:
-        changes["result"] = as_text(attributes.get(sc.TRACELOOP_ENTITY_OUTPUT))
-    return dataclasses.replace(call, **changes) if changes else call
+        call.result = as_text(attributes.get(sc.TRACELOOP_ENTITY_OUTPUT))
+    return call
 
 
 def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
