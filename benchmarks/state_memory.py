@@ -8,7 +8,8 @@
      the default `min_reasoning_chars` 2048), so the thinking detector keeps that call's 4-gram set;
    - agent with large tool arguments: the tool-using agent whose tool calls carry 20 KB of content
      (a file-writing tool), so the repeat chain keeps the last call's canonical arguments.
-   Target: <= 2 KB per tracked agent. Each agent's state is also measured on its own (the engine's
+   Each run is its own conversation (a durable identity), so every agent's state is kept after its
+   run. Target: <= 2 KB per tracked agent. Each agent's state is also measured on its own (the engine's
    per-agent entry, deep-sized), to say where the bytes are.
 2. Bound: 100 000 agents (1 000 000 spans) through a processor with max_agents 10 000 and an SDK
    MeterProvider: tracked agents never exceed the bound, every eviction is counted in
@@ -69,8 +70,11 @@ def agent_run(tracer, index: int, reasoning: list[str], http_spans: int = 0, pay
 
     `payload` goes into every tool call's arguments (a file-writing tool's content)."""
     spans = 1
+    # Each run its own conversation: a durable identity, so the agent's state outlives the run (the
+    # state of a run without one goes when the run ends, and would never be tracked here).
     with tracer.start_as_current_span("invoke_agent helper", attributes={
         "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "helper",
+        "gen_ai.conversation.id": f"conversation-{index}",
     }):
         for step in range(3):
             args = {"city": f"city-{index}-{step}"}

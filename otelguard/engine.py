@@ -45,22 +45,25 @@ class AgentRef:
     key: str
     name: str | None
     run_span_id: int | None = None  # the open agent-run span, for hooks bound to that run
+    # The key is the run span itself (no durable identity, no enclosing agent): nothing after the
+    # run can reach the state, so it is dropped when the run ends, not left to age out of the map.
+    run_scoped: bool = False
 
 
 _NO_CALL = ToolCall(name=None, arguments=None)
 _NO_LIVE_FACTS = ModelFacts()  # what most model calls had besides their record: nothing (shared, read-only)
 
 
-def _agent_key(run: AgentRun, span: SpanView, parent: AgentRef | None) -> str:
-    """State key of an agent run: its durable identity; else, inside another agent's run, that agent's
-    key plus the name (so a graph's repeated `agent` steps or a re-run sub-agent keep one state); else
-    the run span itself."""
+def _agent_ref(run: AgentRun, span: SpanView, parent: AgentRef | None) -> AgentRef:
+    """The agent of a run, keyed by its durable identity; else, inside another agent's run, that
+    agent's key plus the name (so a graph's repeated `agent` steps or a re-run sub-agent keep one
+    state); else the run span itself (run-scoped)."""
     durable = run.durable_key
     if durable:
-        return durable
+        return AgentRef(durable, run.name, span.span_id)
     if parent is not None and run.name:
-        return f"{parent.key}/{run.name}"
-    return f"span:{span.trace_id:032x}:{span.span_id:016x}"
+        return AgentRef(f"{parent.key}/{run.name}", run.name, span.span_id)
+    return AgentRef(f"span:{span.trace_id:032x}:{span.span_id:016x}", run.name, span.span_id, True)
 
 
 def _implementing(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
@@ -196,7 +199,7 @@ class GuardEngine:
         if classification.kind is AGENT_KIND:
             run = conventions.read(span, classification)
             assert isinstance(run, AgentRun)
-            agent = AgentRef(_agent_key(run, span, parent), run.name, span.span_id)
+            agent = _agent_ref(run, span, parent)
             self._open.put(span.span_id, agent)
             state = self._state_of(agent.key, self._new_state)
             with state.lock:
@@ -236,6 +239,8 @@ class GuardEngine:
         if agent is None:
             agent = self._agent_of_parent(span)
         if classification.kind is AGENT_KIND:
+            if agent.run_scoped and agent.run_span_id == span.span_id:
+                self._agents.pop(agent.key)  # its run is over: not an eviction, nothing can reach it
             return Judged(classification, agent, None)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)

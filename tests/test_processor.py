@@ -169,11 +169,31 @@ def test_agent_state_is_bounded_and_evictions_counted(guard_factory, metric_read
     """With room for two agents, a third evicts the least recently used, and the eviction is counted."""
     tracer, processor = guard_factory(REPEAT_ONLY, max_agents=2)
     for index in range(3):
-        with _agent(tracer, name=f"agent-{index}"):
+        with _agent(tracer, name=f"agent-{index}", **{"gen_ai.agent.id": f"id-{index}"}):
             tool_span(tracer)
     assert processor.engine.tracked_agents == 2
     evictions = metric_points(metric_reader, "otelguard.state.evictions")
     assert ({"otelguard.state": "agent", "reason": "capacity"}, 1) in evictions
+
+
+def test_state_of_a_run_without_identity_goes_with_the_run(guard_factory, metric_reader, span_exporter):
+    """An agent run with no durable identity is keyed by its own span: its state serves the run (the
+    repeat is seen inside it), then goes when the run ends, neither kept nor counted as an eviction.
+    A durable agent's state stays for its next run."""
+    tracer, processor = guard_factory(REPEAT_ONLY, max_agents=2)
+    for index in range(5):
+        with _agent(tracer, name=f"agent-{index}"):
+            tool_span(tracer)
+            tool_span(tracer)
+            assert processor.engine.tracked_agents == 1  # while the run is open
+    assert processor.engine.tracked_agents == 0
+    assert metric_points(metric_reader, "otelguard.state.evictions") == []
+    counts = [s.attributes.get("otelguard.repeat.count") for s in span_exporter.get_finished_spans()
+              if s.name == "execute_tool probe"]
+    assert counts == [None, 2] * 5
+    with _agent(tracer, name="kept", **{"gen_ai.agent.id": "kept-1"}):
+        tool_span(tracer)
+    assert processor.engine.tracked_agents == 1
 
 
 def test_malformed_arguments_still_make_a_chain(guard_factory, span_exporter):
