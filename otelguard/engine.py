@@ -45,8 +45,8 @@ class AgentRef:
     key: str
     name: str | None
     run_span_id: int | None = None  # the open agent-run span, for hooks bound to that run
-    # The key is the run span itself (no durable identity, no enclosing agent): nothing after the
-    # run can reach the state, so it is dropped when the run ends, not left to age out of the map.
+    # The key is the run span itself (no durable identity, no enclosing agent): the state serves this
+    # run alone, so it is kept with the open runs and dropped when the run ends (see GuardEngine).
     run_scoped: bool = False
 
 
@@ -142,6 +142,9 @@ class GuardEngine:
         self._agents: BoundedMap[str, AgentState] = BoundedMap(
             max_agents, idle_ttl_s, clock=clock, on_evict=evicted("agent")
         )
+        # The state of each open run-scoped agent, by run span id. Nothing outlives the run, so no
+        # LRU order, idle clock or lock: a dict, bounded like the agents (oldest run evicted, counted).
+        self._run_states: OpenSpans[int, AgentState] = OpenSpans(max_agents, on_evict=evicted("agent"))
         # span id -> agent of every open span inside an agent run, so descendants find their agent.
         self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
@@ -150,6 +153,7 @@ class GuardEngine:
         self._pop_open = self._open.items.pop
         self._open_items = self._open.items
         self._state_of = self._agents.get_or_create
+        self._run_state_of = self._run_states.get
 
     # --- span lifecycle ------------------------------------------------------------------------
     @property
@@ -201,7 +205,11 @@ class GuardEngine:
             assert isinstance(run, AgentRun)
             agent = _agent_ref(run, span, parent)
             self._open.put(span.span_id, agent)
-            state = self._state_of(agent.key, self._new_state)
+            if agent.run_scoped:
+                state = self._new_state()
+                self._run_states.put(span.span_id, state)
+            else:
+                state = self._state_of(agent.key, self._new_state)
             with state.lock:
                 for index, guard in self._on_agent_run:
                     guard.on_agent_run(state.guard_states[index])
@@ -214,7 +222,7 @@ class GuardEngine:
             call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
             assert isinstance(call, ToolCall)
             decision = ToolStart()
-            state = self._state_of(agent.key, self._new_state)
+            state = self._state(agent)
             with state.lock:
                 for index, guard in self._on_tool_start:
                     guard.on_tool_start(state.guard_states[index], call, span, decision)
@@ -240,11 +248,14 @@ class GuardEngine:
             agent = self._agent_of_parent(span)
         if classification.kind is AGENT_KIND:
             if agent.run_scoped and agent.run_span_id == span.span_id:
-                self._agents.pop(agent.key)  # its run is over: not an eviction, nothing can reach it
+                # The run is over and nothing can reach its state: dropped, not an eviction. (Had the
+                # bound evicted it meanwhile, later spans of the run kept theirs in the agents map.)
+                if self._run_states.pop(span.span_id) is None:
+                    self._agents.pop(agent.key)
             return Judged(classification, agent, None)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
-        state = self._state_of(agent.key, self._new_state)
+        state = self._state(agent)
         with state.lock:
             if isinstance(record, ToolCall):
                 for index, guard in self._on_tool_end:
@@ -265,6 +276,15 @@ class GuardEngine:
         return self._open.get(span_id)
 
     # --- agents ----------------------------------------------------------------------------------
+    def _state(self, agent: AgentRef) -> AgentState:
+        """The agent's state: an open run-scoped agent's from the open runs; any other's (and one
+        whose run the bound evicted) from the agents map, made on first use."""
+        if agent.run_scoped:
+            state = self._run_state_of(agent.run_span_id)
+            if state is not None:
+                return state
+        return self._state_of(agent.key, self._new_state)
+
     def _new_state(self) -> AgentState:
         return AgentState(threading.Lock(), [guard.new_state() for guard in self.guards])
 
@@ -281,10 +301,11 @@ class GuardEngine:
 
     @property
     def tracked_agents(self) -> int:
-        return len(self._agents)
+        return len(self._agents) + len(self._run_states)
 
     def reset(self) -> None:
         """Forget every agent and open span (tests, fork)."""
         self._agents.clear()
+        self._run_states.clear()
         self._open.clear()
         self._live_trips.clear()

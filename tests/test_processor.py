@@ -6,6 +6,7 @@ import json
 import threading
 import time
 
+from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
@@ -194,6 +195,25 @@ def test_state_of_a_run_without_identity_goes_with_the_run(guard_factory, metric
     with _agent(tracer, name="kept", **{"gen_ai.agent.id": "kept-1"}):
         tool_span(tracer)
     assert processor.engine.tracked_agents == 1
+
+
+def test_open_runs_without_identity_are_bounded_too(guard_factory, metric_reader, span_exporter):
+    """Their states count against max_agents while the runs are open: a third open run evicts the
+    oldest run's state (counted); that run goes on with a fresh state, and nothing is kept after."""
+    tracer, processor = guard_factory(REPEAT_ONLY, max_agents=2)
+    runs = [tracer.start_span(f"invoke_agent agent-{index}", attributes={
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"agent-{index}"}) for index in range(3)]
+    assert processor.engine.tracked_agents == 2
+    evictions = metric_points(metric_reader, "otelguard.state.evictions")
+    assert ({"otelguard.state": "agent", "reason": "capacity"}, 1) in evictions
+    for run in runs:
+        with trace_api.use_span(run, end_on_exit=True):
+            tool_span(tracer)
+            tool_span(tracer)
+    counts = [s.attributes.get("otelguard.repeat.count") for s in span_exporter.get_finished_spans()
+              if s.name == "execute_tool probe"]
+    assert counts == [None, 2] * 3  # the evicted run's repeat is still seen, on its fresh state
+    assert processor.engine.tracked_agents == 0
 
 
 def test_malformed_arguments_still_make_a_chain(guard_factory, span_exporter):
