@@ -81,6 +81,9 @@ def span_name_of(span: Any) -> str:
 
 def error_message(span: Any) -> str | None:
     """The exception event's message (short), else the status description (often a traceback)."""
+    events = getattr(span, "events", None)
+    if type(events) is tuple and not events and getattr(span, "status", None) is not Status.ERROR:
+        return None  # the usual span: no events to search, no error status to describe
     for event in events_of(span):
         if event.name == sc.EXCEPTION_EVENT and isinstance(event.attributes, Mapping):
             message = as_text(event.attributes.get(sc.EXCEPTION_MESSAGE))

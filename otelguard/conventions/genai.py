@@ -115,14 +115,14 @@ def read_tool(span: SpanView) -> ToolCall:
     arguments, arguments_content = read_arguments(
         first_present(attributes, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.PYDANTIC_AI_TOOL_ARGUMENTS)
     )
-    return ToolCall(
-        name=as_name(attributes.get(sc.GEN_AI_TOOL_NAME)) or _tool_name_from_span(span_name_of(span)),
-        arguments=arguments,
-        arguments_content=arguments_content,
-        result=as_text(first_present(attributes, sc.GEN_AI_TOOL_CALL_RESULT, sc.PYDANTIC_AI_TOOL_RESPONSE)),
-        status=status_of(span),
-        error_message=error_message(span),
-        call_id=as_name(attributes.get(sc.GEN_AI_TOOL_CALL_ID)),
+    return ToolCall(  # positional (every tool span makes one; keywords cost ~0.3 us more), in field order:
+        as_name(attributes.get(sc.GEN_AI_TOOL_NAME)) or _tool_name_from_span(span_name_of(span)),  # name
+        arguments,
+        arguments_content,
+        as_text(first_present(attributes, sc.GEN_AI_TOOL_CALL_RESULT, sc.PYDANTIC_AI_TOOL_RESPONSE)),  # result
+        status_of(span),
+        error_message(span),
+        as_name(attributes.get(sc.GEN_AI_TOOL_CALL_ID)),  # call_id
     )
 
 
