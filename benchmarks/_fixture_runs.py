@@ -10,6 +10,7 @@ measures the guard's everyday work, not a loop's.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,8 @@ from otelguard.otlp_json import iter_spans
 from otelguard.records import SpanView
 from otelguard.records import Status as ViewStatus
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+# Where the tests find them too: `../shared/fixtures` beside the repository, or OTELGUARD_FIXTURES.
+FIXTURES = Path(os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures")
 # One agent run with tool calls per instrumentation, none of which the guard reaches a verdict on.
 RUNS = {
     "OpenLLMetry, OpenAI Agents SDK": "openllmetry-openai-agents-responses-tool-approval-rejected.otlp.jsonl",

@@ -45,9 +45,10 @@ class AgentRef:
     key: str
     name: str | None
     run_span_id: int | None = None  # the open agent-run span, for hooks bound to that run
-    # The key is the run span itself (no durable identity, no enclosing agent): the state serves this
-    # run alone, so it is kept with the open runs and dropped when the run ends (see GuardEngine).
-    run_scoped: bool = False
+    # The run span whose end ends this agent, when one does: its own run, keyed by that span (no
+    # durable identity, no enclosing agent), or the run of such an agent it is nested in (its key
+    # is that run's plus its name). Nothing can reach the state after that run: it goes with it.
+    scope_run_id: int | None = None
 
 
 _NO_CALL = ToolCall(name=None, arguments=None)
@@ -57,13 +58,13 @@ _NO_LIVE_FACTS = ModelFacts()  # what most model calls had besides their record:
 def _agent_ref(run: AgentRun, span: SpanView, parent: AgentRef | None) -> AgentRef:
     """The agent of a run, keyed by its durable identity; else, inside another agent's run, that
     agent's key plus the name (so a graph's repeated `agent` steps or a re-run sub-agent keep one
-    state); else the run span itself (run-scoped)."""
+    state, for as long as the enclosing agent's); else the run span itself (scoped to this run)."""
     durable = run.durable_key
     if durable:
         return AgentRef(durable, run.name, span.span_id)
     if parent is not None and run.name:
-        return AgentRef(f"{parent.key}/{run.name}", run.name, span.span_id)
-    return AgentRef(f"span:{span.trace_id:032x}:{span.span_id:016x}", run.name, span.span_id, True)
+        return AgentRef(f"{parent.key}/{run.name}", run.name, span.span_id, parent.scope_run_id)
+    return AgentRef(f"span:{span.trace_id:032x}:{span.span_id:016x}", run.name, span.span_id, span.span_id)
 
 
 def _implementing(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
@@ -145,6 +146,10 @@ class GuardEngine:
         # The state of each open run-scoped agent, by run span id. Nothing outlives the run, so no
         # LRU order, idle clock or lock: a dict, bounded like the agents (oldest run evicted, counted).
         self._run_states: OpenSpans[int, AgentState] = OpenSpans(max_agents, on_evict=evicted("agent"))
+        # Keys of the agents nested in each open run-scoped agent (kept in the agents map), dropped
+        # with that run. Bounded by the open runs and, per run, by the map's own bound.
+        self._nested_keys: OpenSpans[int, set[str]] = OpenSpans(max_agents)
+        self._max_agents = max_agents
         # span id -> agent of every open span inside an agent run, so descendants find their agent.
         self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
@@ -205,10 +210,12 @@ class GuardEngine:
             assert isinstance(run, AgentRun)
             agent = _agent_ref(run, span, parent)
             self._open.put(span.span_id, agent)
-            if agent.run_scoped:
+            if agent.scope_run_id == span.span_id:
                 state = self._new_state()
                 self._run_states.put(span.span_id, state)
             else:
+                if agent.scope_run_id is not None:
+                    self._note_nested(agent)
                 state = self._state_of(agent.key, self._new_state)
             with state.lock:
                 for index, guard in self._on_agent_run:
@@ -247,11 +254,8 @@ class GuardEngine:
         if agent is None:
             agent = self._agent_of_parent(span)
         if classification.kind is AGENT_KIND:
-            if agent.run_scoped and agent.run_span_id == span.span_id:
-                # The run is over and nothing can reach its state: dropped, not an eviction. (Had the
-                # bound evicted it meanwhile, later spans of the run kept theirs in the agents map.)
-                if self._run_states.pop(span.span_id) is None:
-                    self._agents.pop(agent.key)
+            if agent.scope_run_id == span.span_id:
+                self._run_ended(agent)
             return Judged(classification, agent, None)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
@@ -279,11 +283,31 @@ class GuardEngine:
     def _state(self, agent: AgentRef) -> AgentState:
         """The agent's state: an open run-scoped agent's from the open runs; any other's (and one
         whose run the bound evicted) from the agents map, made on first use."""
-        if agent.run_scoped:
+        if agent.scope_run_id is not None and agent.scope_run_id == agent.run_span_id:
             state = self._run_state_of(agent.run_span_id)
             if state is not None:
                 return state
         return self._state_of(agent.key, self._new_state)
+
+    def _note_nested(self, agent: AgentRef) -> None:
+        """An agent nested in a run-scoped one: its state goes when that run ends."""
+        keys = self._nested_keys.get(agent.scope_run_id)
+        if keys is None:
+            keys = set()
+            self._nested_keys.put(agent.scope_run_id, keys)
+        if len(keys) < self._max_agents:  # more than the map holds were evicted from it already
+            keys.add(agent.key)
+
+    def _run_ended(self, agent: AgentRef) -> None:
+        """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
+        more. Dropped, not evicted. (Had the bound evicted the run's state meanwhile, the run's later
+        spans kept theirs in the agents map.)"""
+        run_span_id = agent.scope_run_id
+        if self._run_states.pop(run_span_id) is None:
+            self._agents.pop(agent.key)
+        nested = self._nested_keys.pop(run_span_id)
+        for key in tuple(nested or ()):
+            self._agents.pop(key)
 
     def _new_state(self) -> AgentState:
         return AgentState(threading.Lock(), [guard.new_state() for guard in self.guards])
@@ -307,5 +331,6 @@ class GuardEngine:
         """Forget every agent and open span (tests, fork)."""
         self._agents.clear()
         self._run_states.clear()
+        self._nested_keys.clear()
         self._open.clear()
         self._live_trips.clear()

@@ -22,7 +22,8 @@ from .detectors.stream import StreamBreaker, Trip
 from .errors import RepetitiveOutputError
 from .guards.thinking_loop_guard import ThinkingLoopGuard
 from .processor import GuardSpanProcessor, owning_processor
-from .records import Verdict
+from .conventions import classify
+from .records import MODEL_KIND, Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
 
 TextOf = Callable[[Any], "tuple[str, str] | None"]  # item -> (text, kind) or None when it carries no text
@@ -95,24 +96,34 @@ class _Watch:
     def finished(self) -> None:
         """The stream ran out: judge the deltas that arrived since the breaker's last evaluation.
 
-        A trip there is flagged, not cut (every delta is already with the consumer), as the analyzer
-        flags it when it replays the same deltas; without this a repetition completed in the last
-        few deltas would be judged only if the instrumentation also recorded the call's output.
+        A trip there is flagged, not cut (every delta is already with the consumer), and shown on
+        the model span being watched. It needs that span open and current: otherwise the model span
+        (started but not made current by client instrumentations, and ended as the stream runs out)
+        judges its own recorded output when it ends, and the verdict would have nowhere to go.
         """
-        if self.breaker is None:
+        if self.breaker is None or self.processor is None or not self._on_open_model_span():
             return
         trip = self.breaker.finish()
         if trip is not None:
             self._reported(self.guard.break_verdict(trip, cut=False))
 
     def _reported(self, verdict: Verdict) -> Verdict:
-        """Hand a stream verdict to the engine (shown at span end, not judged again) and the agent."""
+        """Hand a stream verdict to the engine and the agent. The engine shows it on the model span
+        when that span ends (and does not judge it again); a verdict reached while some other span
+        is current is delivered, not kept: no span end would ever take it."""
         if self.processor is not None:
             span_id = self.span.get_span_context().span_id
             engine = self.processor.engine
-            engine.record_stream_trip(span_id, verdict)
+            if self._on_open_model_span():
+                engine.record_stream_trip(span_id, verdict)
             self.processor.deliver_now(engine.agent_of(span_id), verdict)
         return verdict
+
+    def _on_open_model_span(self) -> bool:
+        if not self.span.is_recording():
+            return False
+        classification = classify(getattr(self.span, "name", None), getattr(self.span, "attributes", None))
+        return classification is not None and classification.kind is MODEL_KIND
 
 
 @overload

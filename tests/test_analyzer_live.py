@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 import otelguard
 from otelguard.analyzer import analyze
 from otel_support import output_messages, tool_span
+from stream_support import ending_in_a_chant
 from vectors_support import R
 
 
@@ -94,6 +95,9 @@ def scripted_agent(tracer) -> None:
                 for _ in otelguard.watch_stream(iter(["tock"] * 100)):
                     pass
             span.set_attribute("gen_ai.output.messages", output_messages(text="tock" * 60))
+        with tracer.start_as_current_span("chat scripted", attributes=CHAT):  # chant complete at the end,
+            for _ in otelguard.watch_stream(iter(ending_in_a_chant())):  # output not captured: only
+                pass  # the live watch saw it, and flagged it (action none)
         with tracer.start_as_current_span(  # overruns its budget: the guard's own deadline fires
             "execute_tool slow_lookup",
             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow_lookup"},

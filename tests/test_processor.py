@@ -197,6 +197,21 @@ def test_state_of_a_run_without_identity_goes_with_the_run(guard_factory, metric
     assert processor.engine.tracked_agents == 1
 
 
+def test_agents_nested_in_a_run_without_identity_go_with_that_run(guard_factory, metric_reader):
+    """A sub-agent keyed under such a run (the run's key plus its name: its repeated runs share one
+    state) cannot be reached once the enclosing run ends either: its state goes then, not evicted."""
+    tracer, processor = guard_factory(REPEAT_ONLY, max_agents=3)
+    for _ in range(5):
+        with _agent(tracer, name="graph"):
+            for _ in range(2):  # the graph runs its `agent` node twice: one sub-agent, one state
+                with _agent(tracer, name="agent"):
+                    with _agent(tracer, name="planner"):  # nested deeper still
+                        tool_span(tracer)
+            assert processor.engine.tracked_agents == 3  # the run's own, `agent`'s and `planner`'s
+    assert processor.engine.tracked_agents == 0
+    assert metric_points(metric_reader, "otelguard.state.evictions") == []
+
+
 def test_open_runs_without_identity_are_bounded_too(guard_factory, metric_reader, span_exporter):
     """Their states count against max_agents while the runs are open: a third open run evicts the
     oldest run's state (counted); that run goes on with a fresh state, and nothing is kept after."""

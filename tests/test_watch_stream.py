@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
-from otel_support import Guarded, metric_points
-from stream_support import reference_identical_trip
+from otel_support import Guarded, metric_points, output_messages
+from stream_support import ending_in_a_chant, reference_identical_trip
 
 import otelguard
 from otelguard import RepetitiveOutputError
@@ -150,16 +150,6 @@ def test_a_cycle_of_short_lines_is_cut_within_the_cadence(size):
 
 
 # --- the end of the stream ----------------------------------------------------------------------
-PLAN = "The plan is to read the configuration file first, then compare each entry with the schema. "
-
-
-def ending_in_a_chant() -> list[str]:
-    """4-character deltas of prose, then a chant whose periodic tail passes the cycle rule's 256
-    characters only in the last deltas, after the breaker's last evaluation (its cadence)."""
-    text = PLAN + ("Checking.\n" * 30)[:259]
-    return [text[at : at + 4] for at in range(0, len(text), 4)]
-
-
 def test_the_chant_completes_after_the_last_evaluation():
     """The premise of the tests below: fed delta by delta, the breaker trips only at `finish`."""
     deltas = ending_in_a_chant()
@@ -207,11 +197,39 @@ def test_a_repetition_completed_in_the_last_deltas_is_flagged_when_the_stream_ru
 def test_a_stream_the_consumer_leaves_early_is_not_judged_at_its_end():
     """Only a stream that ran out is judged at its end: one abandoned before the chant completes is not."""
     deltas = ending_in_a_chant()
+    received = deltas[:-1]  # the chant is complete in these: judged at their end, they would trip
+    breaker = otelguard.GuardSpanProcessor().engine.thinking.new_breaker()
+    assert not any(map(breaker.push, received)) and breaker.finish() is not None
     with Guarded() as g:
         with g.tracer.start_as_current_span(
             "chat scripted-model", attributes={"gen_ai.operation.name": "chat"}):
             for index, _ in enumerate(otelguard.watch_stream(iter(deltas))):
-                if index == len(deltas) - 3:
+                if index == len(received) - 1:
                     break
         (span,) = g.exporter.get_finished_spans()
         assert "otelguard.verdict" not in (span.attributes or {})
+
+
+def test_a_model_span_that_is_not_current_judges_its_own_output_once():
+    """Client instrumentations start the model span without making it current and end it as their
+    stream runs out: the span's own end judges its recorded output, and the watch (on the agent's
+    span) adds no second verdict and keeps nothing no span end would take."""
+    deltas = ending_in_a_chant()
+    with Guarded() as g:
+        with g.tracer.start_as_current_span(
+                "invoke_agent writer", attributes={"gen_ai.operation.name": "invoke_agent",
+                                                   "gen_ai.agent.name": "writer"}):
+            model_span = g.tracer.start_span("chat scripted-model", attributes={"gen_ai.operation.name": "chat"})
+
+            def instrumented_stream():
+                yield from deltas
+                model_span.set_attribute("gen_ai.output.messages", output_messages(text="".join(deltas)))
+                model_span.end()
+
+            assert list(otelguard.watch_stream(instrumented_stream())) == deltas
+        spans = {span.name: span for span in g.exporter.get_finished_spans()}
+        assert spans["chat scripted-model"].attributes["otelguard.rule"] == "repeating-cycle"
+        assert "otelguard.verdict" not in spans["invoke_agent writer"].attributes
+        verdicts = metric_points(g.metric_reader, "otelguard.verdicts")
+        assert [value for _, value in verdicts] == [1]
+        assert len(g.processor.engine._live_trips) == 0

@@ -332,7 +332,7 @@ class Replayer:
                 timed_out_ms = None
                 if OTELGUARD_VERDICT in view.attributes:  # written by a live guard: facts only it knew
                     timed_out_ms = recorded_timeout_ms(view)
-                    trip = recorded_stream_cut(view)
+                    trip = recorded_stream_verdict(view)
                     if trip is not None:
                         engine.record_stream_trip(view.span_id, trip)
                     if timed_out_ms is not None or trip is not None:
@@ -431,26 +431,31 @@ def _recorded_verdicts(span: SpanView) -> list[dict]:
     return found or [span.attributes]
 
 
-def recorded_stream_cut(span: SpanView) -> Verdict | None:
-    """The live breaker cut this model call's stream, and no recorded chunk lets the replay see why.
+def recorded_stream_verdict(span: SpanView) -> Verdict | None:
+    """The live breaker's verdict on this model call's stream, when no recorded chunk lets the replay
+    see why: a cut (`break`), or a repetition flagged as the stream ran out (`none`).
 
     `watch_stream` without `record_chunks=True` leaves only its verdict on the span; replayed as the
-    live trip it was, the call gets the same verdict (and is not judged as a thinking step), as live.
-    With recorded chunks the replay re-runs the breaker on them instead.
+    live trip it was, the call gets the same verdict (a cut call is not judged as a thinking step),
+    as live. With recorded chunks the replay re-runs the breaker on them instead.
     """
     for recorded in _recorded_verdicts(span):
-        if recorded.get(OTELGUARD_VERDICT) == _REPETITIVE_OUTPUT and recorded.get(OTELGUARD_ACTION) == "break":
+        action = recorded.get(OTELGUARD_ACTION)
+        if recorded.get(OTELGUARD_VERDICT) == _REPETITIVE_OUTPUT and action in _STREAM_ACTIONS:
             if any(event.name == OTELGUARD_CHUNK_EVENT for event in span.events):
                 return None
             chars = recorded.get(_STREAM_CHARS)
             code = recorded.get(_ERROR_CODE)
             return Verdict(
                 str(recorded.get(OTELGUARD_GUARD) or "thinking-loop-guard"), _REPETITIVE_OUTPUT,
-                str(recorded.get(OTELGUARD_RULE) or ""), "break",
+                str(recorded.get(OTELGUARD_RULE) or ""), str(action),
                 stream_chars=int(chars) if isinstance(chars, (int, float)) and not isinstance(chars, bool) else None,
                 error_code=code if isinstance(code, str) else None,
             )
     return None
+
+
+_STREAM_ACTIONS = ("break", "none")
 
 
 def recorded_timeout_ms(span: SpanView) -> float | None:
