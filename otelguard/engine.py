@@ -19,6 +19,7 @@ from .config import GuardConfig
 from .guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from .records import (
     AGENT_KIND,
+    CONTENT_UNREAD,
     MODEL_KIND,
     TOOL_KIND,
     AgentRun,
@@ -259,6 +260,9 @@ class GuardEngine:
             return Judged(classification, agent, None)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
+        if (live_trip is None and type(record) is ModelCall and record.output_content is CONTENT_UNREAD
+                and not record.chunks):
+            return judged  # output under every guard's floor, so left unread: none of them judges it
         state = self._state(agent)
         with state.lock:
             if isinstance(record, ToolCall):

@@ -2,7 +2,7 @@
 
 - `is_framework_timeout` looks for a lowered substring before running its case-insensitive regex;
 - model output parts are told apart by one lookup of their type;
-- the thinking-loop guard returns at once for output left unread with no recorded deltas;
+- the engine calls no guard on output left unread with no recorded deltas and no live trip;
 - spans that are none of ours but sit inside an agent run are noted and dropped by the processor on
   the engine's dict directly (what `inherit`/`forget` do);
 - the processor counts judged spans by kind with plain string labels.
@@ -17,11 +17,11 @@ import pytest
 from otel_support import Guarded, metric_points, output_messages
 
 from otelguard.conventions import OutputFloor, classify, model_usage, read
-from otelguard.detectors.thinking import ThinkingLoopDetector
+from otelguard.detectors.stream import Trip
 from otelguard.detectors.timeout import is_framework_timeout
 from otelguard.engine import GuardEngine
-from otelguard.guards import ModelFacts
-from otelguard.records import Chunk, Content, ModelCall, ModelUsage, SpanView
+from otelguard.guards import ThinkingLoopGuard
+from otelguard.records import Content, ModelUsage, SpanEvent, SpanView
 
 _REFERENCE_TIMEOUT = re.compile(r"\btimed out after\b", re.IGNORECASE)
 
@@ -68,29 +68,33 @@ def test_output_parts_read_as_their_type_says(parts, text, reasoning, tools, con
     assert record.output_content is content
 
 
-def test_the_thinking_guard_skips_unread_output_without_deltas_only(monkeypatch):
+def test_the_engine_skips_unread_output_without_deltas_or_live_trip_only(monkeypatch):
+    """Output under every guard's floor is left unread; the engine then calls no guard on it (and
+    makes no agent state for it). Recorded deltas, or a live stream trip, are still judged."""
     engine = GuardEngine(full_records=False)
-    guard = engine.thinking
-    state = guard.new_state()
-    span = SpanView("chat m", 1, 2)
-    # The skip leaves the same verdicts and state as judging would: only the detector calls tell them apart.
     observed: list[tuple] = []
-    real_observe = ThinkingLoopDetector.observe
+    real_on_model_end = ThinkingLoopGuard.on_model_end
 
-    def recording_observe(detector, *args):
+    def recording_on_model_end(guard, *args):
         observed.append(args)
-        return real_observe(detector, *args)
+        return real_on_model_end(guard, *args)
 
-    monkeypatch.setattr(ThinkingLoopDetector, "observe", recording_observe)  # __slots__: not on the instance
-    unread = ModelCall(output_content=Content.UNREAD)
-    assert guard.on_model_end(state, unread, span, ModelFacts()) == []
-    assert (state.stalled, state._previous) == (0, None)
-    assert observed == []
+    monkeypatch.setattr(ThinkingLoopGuard, "on_model_end", recording_on_model_end)
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output_messages(text="ok")}
+    judged = engine.span_ended(SpanView("chat m", 1, 2, None, attributes))
+    assert judged.record.output_content is Content.UNREAD and judged.verdicts == []
+    assert observed == [] and engine.tracked_agents == 0
     # Recorded deltas are judged even when the output attribute was left unread.
     cycle = "abc, " * 60
-    with_chunks = ModelCall(output_content=Content.UNREAD, chunks=tuple(Chunk(cycle[i:i + 5]) for i in range(0, 300, 5)))
-    assert [v.verdict for v in guard.on_model_end(state, with_chunks, span, ModelFacts())] == ["repetitive_output"]
-    assert len(observed) == 1
+    chunks = tuple(SpanEvent("otelguard.chunk", {"otelguard.chunk.text": cycle[at:at + 5], "otelguard.chunk.kind": "text"})
+                   for at in range(0, 300, 5))
+    judged = engine.span_ended(SpanView("chat m", 1, 3, None, attributes, chunks))
+    assert [v.verdict for v in judged.verdicts] == ["repetitive_output"] and len(observed) == 1
+    # So is a call with a live stream trip: shown, and the call still reaches the guards.
+    trip = engine.thinking.break_verdict(Trip("identical-chunks", 240, run=60), cut=False)
+    engine.record_stream_trip(4, trip)
+    judged = engine.span_ended(SpanView("chat m", 1, 4, None, attributes))
+    assert judged.stream_verdict is trip and len(observed) == 2
 
 
 def test_plain_spans_inside_an_agent_run_lead_descendants_to_it_and_leave_no_trace():

@@ -7,7 +7,7 @@ import math
 from ..config import THINKING_LOOP_GUARD, ThinkingLoopGuardConfig
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector
-from ..records import CONTENT_UNREAD, ModelCall, SpanView, Verdict
+from ..records import ModelCall, SpanView, Verdict
 from .base import Guard, ModelFacts
 
 THINKING_LOOP = "thinking_loop"
@@ -57,10 +57,6 @@ class ThinkingLoopGuard(Guard):
     # --- after the call ----------------------------------------------------------------------
     def on_model_end(self, state: ThinkingLoopDetector, call: ModelCall, span: SpanView,
                      facts: ModelFacts) -> list[Verdict]:
-        if facts.live_trip is None and call.output_content is CONTENT_UNREAD and not call.chunks:
-            # Output too short for either rule was left unread (its text and reasoning are empty) and
-            # no deltas were recorded: nothing to judge, and `observe` keeps no state for such a call.
-            return []
         verdicts: list[Verdict] = []
         if facts.live_trip is not None:
             # Already reported when it tripped; the engine shows it on the span.
