@@ -37,19 +37,37 @@ DEFAULT_IDLE_TTL_S = 3600.0
 DEFAULT_MAX_OPEN_SPANS = 100_000
 
 
-@dataclass(slots=True)
 class AgentRef:
     """Which agent a span belongs to: the state key and the agent's name for reports and labels.
-    Read-only all the same (not frozen: every agent run makes one, and a frozen dataclass sets each
-    field through `object.__setattr__`)."""
+    Read-only all the same (a plain slots class: every agent run makes one).
 
-    key: str
-    name: str | None
-    run_span_id: int | None = None  # the open agent-run span, for hooks bound to that run
-    # The run span whose end ends this agent, when one does: its own run, keyed by that span (no
-    # durable identity, no enclosing agent), or the run of such an agent it is nested in (its key
-    # is that run's plus its name). Nothing can reach the state after that run: it goes with it.
-    scope_run_id: int | None = None
+    `run_span_id`: the open agent-run span, for hooks bound to that run. `scope_run_id`: the run span
+    whose end ends this agent, when one does: its own run, keyed by that span (no durable identity,
+    no enclosing agent), or the run of such an agent it is nested in (keyed by that run's key plus
+    its name). Nothing can reach the state after that run: it goes with it.
+    """
+
+    __slots__ = ("_key", "_trace_id", "name", "run_span_id", "scope_run_id")
+
+    def __init__(self, key: str | None, name: str | None, run_span_id: int | None = None,
+                 scope_run_id: int | None = None, trace_id: int = 0):
+        self._key = key  # None: a run-scoped agent's, written out when first asked for
+        self._trace_id = trace_id
+        self.name = name
+        self.run_span_id = run_span_id
+        self.scope_run_id = scope_run_id
+
+    @property
+    def key(self) -> str:
+        """The state key. A run-scoped agent's (`span:<trace id>:<run span id>`) is formatted on
+        first use: live, such a state is found by its run span, and most runs never need the text."""
+        key = self._key
+        if key is None:
+            key = self._key = f"span:{self._trace_id:032x}:{self.run_span_id:016x}"
+        return key
+
+    def __repr__(self) -> str:
+        return f"AgentRef(key={self.key!r}, name={self.name!r}, run_span_id={self.run_span_id!r})"
 
 
 _NO_CALL = ToolCall(name=None, arguments=None)
@@ -65,7 +83,7 @@ def _agent_ref(run: AgentRun, span: SpanView, parent: AgentRef | None) -> AgentR
         return AgentRef(durable, run.name, span.span_id)
     if parent is not None and run.name:
         return AgentRef(f"{parent.key}/{run.name}", run.name, span.span_id, parent.scope_run_id)
-    return AgentRef(f"span:{span.trace_id:032x}:{span.span_id:016x}", run.name, span.span_id, span.span_id)
+    return AgentRef(None, run.name, span.span_id, span.span_id, span.trace_id)
 
 
 def _implementing(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
@@ -126,6 +144,7 @@ class GuardEngine:
         )
         # Per hook, the guards that implement it, with their index into an agent's guard states:
         # most guards leave most hooks as the base no-op, and every span would call them.
+        self._guard_state_makers = tuple(guard.new_state for guard in self.guards)  # bound once: every new agent
         self._on_agent_run = _implementing(self.guards, "on_agent_run")
         self._on_tool_start = _implementing(self.guards, "on_tool_start")
         self._on_tool_end = _implementing(self.guards, "on_tool_end")
@@ -314,7 +333,7 @@ class GuardEngine:
             self._agents.pop(key)
 
     def _new_state(self) -> AgentState:
-        return AgentState(threading.Lock(), [guard.new_state() for guard in self.guards])
+        return AgentState(threading.Lock(), [new_state() for new_state in self._guard_state_makers])
 
     def _trace_agent(self, span: SpanView) -> AgentRef:
         # Without any agent span, the trace is the agent.

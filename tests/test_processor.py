@@ -13,6 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 import otelguard
 from otel_support import metric_points, output_messages, tool_span
 
+from otelguard.records import SpanView
+
 REPEAT_ONLY = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
 
 
@@ -297,3 +299,19 @@ def test_spans_inside_a_model_span_belong_to_its_agent(guard_factory, metric_rea
                     tool_span(tracer, "probe")
     (point,) = metric_points(metric_reader, "otelguard.verdicts")
     assert point[0]["gen_ai.agent.name"] == "weather" and point[0]["otelguard.rule"] == "repeat-threshold"
+
+
+def test_agent_keys_read_as_before():
+    """A run-scoped agent's key is formatted when first asked for, as it always was written; a nested
+    agent's is its enclosing run's plus its name; a durable one is its identity."""
+    engine = otelguard.GuardSpanProcessor().engine
+    trace_id, run_id = 0xABC, 0x1234
+    run = engine.span_started(SpanView("invoke_agent graph", trace_id, run_id, None, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "graph"})).agent
+    nested = engine.span_started(SpanView("invoke_agent planner", trace_id, 0x99, run_id, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"})).agent
+    durable = engine.span_started(SpanView("invoke_agent a", trace_id, 0x77, None, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.agent.id": "agent-7"})).agent
+    assert run.key == f"span:{'0' * 29}abc:{'0' * 12}1234"
+    assert nested.key == f"{run.key}/planner" and nested.scope_run_id == run_id
+    assert durable.key == "id:agent-7" and durable.scope_run_id is None

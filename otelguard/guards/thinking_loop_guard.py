@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 from ..config import THINKING_LOOP_GUARD, ThinkingLoopGuardConfig
@@ -30,13 +31,15 @@ class ThinkingLoopGuard(Guard):
         # Shorter final text cannot hold the cycle rule's span; shorter reasoning is not judged.
         self.judged_text_chars = config.min_repeated_cycle_chars if config.max_repeated_cycle_chars else math.inf
         self.judged_reasoning_chars = config.min_reasoning_chars
+        # The detector's settings read from the config once: every new agent makes a detector.
+        self._new_detector = functools.partial(
+            ThinkingLoopDetector, max_thinking_steps=config.max_thinking_steps,
+            min_reasoning_chars=config.min_reasoning_chars, repeat_ratio=config.repeat_ratio,
+            similarity_threshold=config.similarity_threshold, max_fires=config.max_fires,
+        )
 
     def new_state(self) -> ThinkingLoopDetector:
-        c = self.config
-        return ThinkingLoopDetector(
-            max_thinking_steps=c.max_thinking_steps, min_reasoning_chars=c.min_reasoning_chars,
-            repeat_ratio=c.repeat_ratio, similarity_threshold=c.similarity_threshold, max_fires=c.max_fires,
-        )
+        return self._new_detector()
 
     # --- mid-stream breaker -------------------------------------------------------------------
     def new_breaker(self) -> StreamBreaker:
