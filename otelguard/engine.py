@@ -35,6 +35,8 @@ from .state import BoundedMap, OpenSpans
 DEFAULT_MAX_AGENTS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
 DEFAULT_MAX_OPEN_SPANS = 100_000
+_MAX_RUNS_WITH_NESTED_AGENTS = 1024  # open run-scoped runs whose nested agents' keys are noted
+_MAX_NESTED_NAMES_A_RUN = 256
 
 
 class AgentRef:
@@ -67,7 +69,8 @@ class AgentRef:
         return key
 
     def __repr__(self) -> str:
-        return f"AgentRef(key={self.key!r}, name={self.name!r}, run_span_id={self.run_span_id!r})"
+        return (f"AgentRef(key={self.key!r}, name={self.name!r}, run_span_id={self.run_span_id!r}, "
+                f"scope_run_id={self.scope_run_id!r})")
 
 
 _NO_CALL = ToolCall(name=None, arguments=None)
@@ -167,9 +170,10 @@ class GuardEngine:
         # LRU order, idle clock or lock: a dict, bounded like the agents (oldest run evicted, counted).
         self._run_states: OpenSpans[int, AgentState] = OpenSpans(max_agents, on_evict=evicted("agent"))
         # Keys of the agents nested in each open run-scoped agent (kept in the agents map), dropped
-        # with that run. Bounded by the open runs and, per run, by the map's own bound.
-        self._nested_keys: OpenSpans[int, set[str]] = OpenSpans(max_agents)
-        self._max_agents = max_agents
+        # with that run. Bounded (runs, names a run): a key not noted here is not lost, its state
+        # only ages out of the agents map instead of going with the run. Rare, so simply locked.
+        self._nested_keys: OpenSpans[int, set[str]] = OpenSpans(_MAX_RUNS_WITH_NESTED_AGENTS)
+        self._nested_lock = threading.Lock()
         # span id -> agent of every open span inside an agent run, so descendants find their agent.
         self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
@@ -281,7 +285,11 @@ class GuardEngine:
         judged = Judged(classification, agent, record)
         if (live_trip is None and type(record) is ModelCall and record.output_content is CONTENT_UNREAD
                 and not record.chunks):
-            return judged  # output under every guard's floor, so left unread: none of them judges it
+            # Output under every guard's floor, so left unread: none of them judges it. A kept
+            # agent is still seen active (its LRU place and idle time), but no state is made for it.
+            if agent.scope_run_id is None:
+                self._agents.get(agent.key)
+            return judged
         state = self._state(agent)
         with state.lock:
             if isinstance(record, ToolCall):
@@ -314,12 +322,13 @@ class GuardEngine:
 
     def _note_nested(self, agent: AgentRef) -> None:
         """An agent nested in a run-scoped one: its state goes when that run ends."""
-        keys = self._nested_keys.get(agent.scope_run_id)
-        if keys is None:
-            keys = set()
-            self._nested_keys.put(agent.scope_run_id, keys)
-        if len(keys) < self._max_agents:  # more than the map holds were evicted from it already
-            keys.add(agent.key)
+        with self._nested_lock:  # two nested agents starting at once must share the run's set
+            keys = self._nested_keys.get(agent.scope_run_id)
+            if keys is None:
+                keys = set()
+                self._nested_keys.put(agent.scope_run_id, keys)
+            if len(keys) < _MAX_NESTED_NAMES_A_RUN:
+                keys.add(agent.key)
 
     def _run_ended(self, agent: AgentRef) -> None:
         """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
@@ -328,8 +337,9 @@ class GuardEngine:
         run_span_id = agent.scope_run_id
         if self._run_states.pop(run_span_id) is None:
             self._agents.pop(agent.key)
-        nested = self._nested_keys.pop(run_span_id)
-        for key in tuple(nested or ()):
+        with self._nested_lock:
+            nested = self._nested_keys.pop(run_span_id)
+        for key in nested or ():
             self._agents.pop(key)
 
     def _new_state(self) -> AgentState:

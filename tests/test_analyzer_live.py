@@ -180,3 +180,42 @@ def test_the_scripted_run_exercises_every_guard(exported_run: Path) -> None:
     }
     lines = exported_run.read_text(encoding="utf-8").splitlines()
     assert len(lines) > 20  # one export per span: a trace spread over many lines, children first
+
+
+def export_one_run(path: Path, body) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(otelguard.GuardSpanProcessor(
+        downstream=[SimpleSpanProcessor(OtlpJsonLinesExporter(path))], control=otelguard.Mailbox()))
+    try:
+        with agent_run(provider.get_tracer("scripted-agent"), "writer", "conversation-9"):
+            body(provider.get_tracer("scripted-agent"))
+    finally:
+        provider.shutdown()
+
+
+NO_CYCLE_RULE = {"guards": [{"id": "thinking-loop-guard", "config": {"max_repeated_cycle_chars": 0}}]}
+
+
+def test_a_live_flag_on_captured_output_is_judged_again_with_the_analyzers_config(tmp_path: Path) -> None:
+    """The live span-end judge flagged the call's captured output: the analyzer judges that output
+    itself, so its own configuration decides (the live verdict is not taken over)."""
+    path = tmp_path / "flagged.otlp.jsonl"
+    export_one_run(path, lambda tracer: model_call(tracer, text="Checking the file.\n" * 40))
+    assert [(rule, action) for _, _, _, rule, action, *_ in live_verdicts(path)] == [("repeating-cycle", "none")]
+    assert live_verdicts(path) == analyzer_verdicts(path)
+    assert analyze([path], NO_CYCLE_RULE).verdicts == []
+
+
+def test_a_live_end_of_stream_flag_without_captured_output_is_taken_over(tmp_path: Path) -> None:
+    """Only the live watch saw the deltas (not recorded, output not captured): the analyzer shows its
+    verdict whatever its own configuration, as it does a live cut."""
+    path = tmp_path / "streamed.otlp.jsonl"
+
+    def streamed(tracer) -> None:
+        with tracer.start_as_current_span("chat scripted", attributes=CHAT):
+            for _ in otelguard.watch_stream(iter(ending_in_a_chant())):
+                pass
+
+    export_one_run(path, streamed)
+    assert [(rule, action) for _, _, _, rule, action, *_ in live_verdicts(path)] == [("repeating-cycle", "none")]
+    assert [row.verdict.rule for row in analyze([path], NO_CYCLE_RULE).verdicts] == ["repeating-cycle"]

@@ -194,18 +194,42 @@ def test_a_repetition_completed_in_the_last_deltas_is_flagged_when_the_stream_ru
             == [("repeating-cycle", "none", 1)]
 
 
-def test_a_stream_the_consumer_leaves_early_is_not_judged_at_its_end():
-    """Only a stream that ran out is judged at its end: one abandoned before the chant completes is not."""
+def take(mode: str, items: list, count: int) -> None:
+    """Consume the first `count` items through watch_stream, then leave the stream."""
+    if mode == "async":
+        async def source():
+            for item in items:
+                yield item
+
+        async def leave() -> None:
+            taken = 0
+            async for _ in otelguard.watch_stream(source()):
+                taken += 1
+                if taken == count:
+                    break
+
+        asyncio.run(leave())
+        return
+    for taken, _ in enumerate(otelguard.watch_stream(iter(items)), start=1):
+        if taken == count:
+            break
+
+
+@pytest.mark.parametrize("mode", ["text", "chunk objects", "async"])
+def test_a_stream_the_consumer_leaves_early_is_not_judged_at_its_end(mode):
+    """Only a stream that ran out is judged at its end: one left after the delta that completes the
+    chant, but before the last, is not. (The text path judges a batch only when the consumer asks
+    for the delta after it; the others have pushed every delta handed out, so judging them on
+    leaving would flag this stream.)"""
     deltas = ending_in_a_chant()
     received = deltas[:-1]  # the chant is complete in these: judged at their end, they would trip
     breaker = otelguard.GuardSpanProcessor().engine.thinking.new_breaker()
     assert not any(map(breaker.push, received)) and breaker.finish() is not None
+    items = [chat_chunk(delta) for delta in deltas] if mode == "chunk objects" else deltas
     with Guarded() as g:
         with g.tracer.start_as_current_span(
             "chat scripted-model", attributes={"gen_ai.operation.name": "chat"}):
-            for index, _ in enumerate(otelguard.watch_stream(iter(deltas))):
-                if index == len(received) - 1:
-                    break
+            take(mode, items, len(received))
         (span,) = g.exporter.get_finished_spans()
         assert "otelguard.verdict" not in (span.attributes or {})
 

@@ -30,10 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..containment import Containment
-from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked
+from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, read
 from ..engine import GuardEngine, Judged
 from ..otlp_json import LazySpan
-from ..records import SpanView, Verdict
+from ..records import Classification, ModelCall, SpanView, Verdict
 from ..semconv import (
     OTELGUARD_ACTION,
     OTELGUARD_CHUNK_EVENT,
@@ -332,7 +332,7 @@ class Replayer:
                 timed_out_ms = None
                 if OTELGUARD_VERDICT in view.attributes:  # written by a live guard: facts only it knew
                     timed_out_ms = recorded_timeout_ms(view)
-                    trip = recorded_stream_verdict(view)
+                    trip = recorded_stream_verdict(view, classification)
                     if trip is not None:
                         engine.record_stream_trip(view.span_id, trip)
                     if timed_out_ms is not None or trip is not None:
@@ -431,18 +431,22 @@ def _recorded_verdicts(span: SpanView) -> list[dict]:
     return found or [span.attributes]
 
 
-def recorded_stream_verdict(span: SpanView) -> Verdict | None:
-    """The live breaker's verdict on this model call's stream, when no recorded chunk lets the replay
+def recorded_stream_verdict(span: SpanView, classification: Classification) -> Verdict | None:
+    """The live breaker's verdict on this model call's stream, when nothing recorded lets the replay
     see why: a cut (`break`), or a repetition flagged as the stream ran out (`none`).
 
     `watch_stream` without `record_chunks=True` leaves only its verdict on the span; replayed as the
     live trip it was, the call gets the same verdict (a cut call is not judged as a thinking step),
-    as live. With recorded chunks the replay re-runs the breaker on them instead.
+    as live. With recorded chunks the replay re-runs the breaker on them instead. A `none` verdict
+    on a span whose output was captured is left to the replay too: it may be the live judge's of
+    that output, which the replay judges itself, with its own configuration.
     """
     for recorded in _recorded_verdicts(span):
         action = recorded.get(OTELGUARD_ACTION)
         if recorded.get(OTELGUARD_VERDICT) == _REPETITIVE_OUTPUT and action in _STREAM_ACTIONS:
             if any(event.name == OTELGUARD_CHUNK_EVENT for event in span.events):
+                return None
+            if action == "none" and _output_captured(span, classification):
                 return None
             chars = recorded.get(_STREAM_CHARS)
             code = recorded.get(_ERROR_CODE)
@@ -456,6 +460,11 @@ def recorded_stream_verdict(span: SpanView) -> Verdict | None:
 
 
 _STREAM_ACTIONS = ("break", "none")
+
+
+def _output_captured(span: SpanView, classification: Classification) -> bool:
+    record = read(span, classification)
+    return isinstance(record, ModelCall) and record.has_output is not None
 
 
 def recorded_timeout_ms(span: SpanView) -> float | None:
