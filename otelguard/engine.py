@@ -149,7 +149,12 @@ class GuardEngine:
         # most guards leave most hooks as the base no-op, and every span would call them.
         self._guard_state_makers = tuple(guard.new_state for guard in self.guards)  # bound once: every new agent
         self._on_agent_run = _implementing(self.guards, "on_agent_run")
-        self._on_tool_start = _implementing(self.guards, "on_tool_start")
+        # Tool-start hooks that act under their guard's config (the repeat reminder's blocks only with
+        # stop_after); when none of them keeps agent state, a tool start looks none up and takes no lock.
+        self._on_tool_start = tuple((index, guard) for index, guard in _implementing(self.guards, "on_tool_start")
+                                    if guard.acts_on_tool_start)
+        self._tool_start_state = any(type(guard).new_state is not Guard.new_state for _, guard in self._on_tool_start)
+        self._no_state = AgentState(threading.Lock(), [None] * len(self.guards))
         self._on_tool_end = _implementing(self.guards, "on_tool_end")
         self._on_model_end = _implementing(self.guards, "on_model_end")
         # Reading a tool span at start costs a JSON parse; only a pre-emptive block needs the record.
@@ -253,7 +258,7 @@ class GuardEngine:
             call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
             assert isinstance(call, ToolCall)
             decision = ToolStart()
-            state = self._state(agent)
+            state = self._state(agent) if self._tool_start_state else self._no_state
             with state.lock:
                 for index, guard in self._on_tool_start:
                     guard.on_tool_start(state.guard_states[index], call, span, decision)

@@ -314,7 +314,12 @@ class GuardSpanProcessor(SpanProcessor):
                     armed.deadline.cancel()
                 if armed.timed_out:
                     timed_out_ms = armed.signal.budget_ms  # type: ignore[union-attr]
-        view = _view(span, name, context, attributes)
+        if classification.kind is AGENT_KIND:  # the engine reads nothing of a run's end but its ids
+            parent = span.parent
+            view = SpanView(name, context.trace_id, context.span_id, parent.span_id if parent is not None else None,
+                            attributes)
+        else:
+            view = _view(span, name, context, attributes)
         judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span

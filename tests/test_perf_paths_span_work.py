@@ -134,3 +134,17 @@ def test_usage_is_read_from_a_span_whose_output_was_left_unread():
     record = read(view, classification, output_floor=OutputFloor(256, 2048))
     assert record.output_content is Content.UNREAD  # the output was too short to read...
     assert model_usage(view, classification) == ModelUsage("m", 7, 3, ("tool_call",))  # ...the facts are there
+
+
+@pytest.mark.parametrize(("stop_after", "state_at_start"), [(None, False), (3, True)])
+def test_a_tool_start_takes_agent_state_only_when_a_hook_needs_it(stop_after, state_at_start):
+    """The repeat reminder acts at a tool's start only with stop_after (a pre-emptive block); the
+    timeout policy's budget needs no agent state. So by default a tool start looks up no state."""
+    engine = GuardEngine({"guards": [{"id": "timeout-policy"},
+                                     {"id": "repeat-tool-reminder", "config": {"stop_after": stop_after}}]})
+    tool = SpanView("execute_tool probe", 1, 2, None, {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "probe", "gen_ai.tool.call.arguments": "{}",
+        "otelguard.tool.timeout_ms": 250})
+    started = engine.span_started(tool)
+    assert started.tool.budget_ms == 250.0  # the stateless hook still ran
+    assert engine.tracked_agents == (1 if state_at_start else 0)

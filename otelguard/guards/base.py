@@ -36,6 +36,7 @@ class Guard:
 
     id: str = ""
     reads_tool_start: bool = False  # on_tool_start needs the ToolCall read from the span's start attributes
+    acts_on_tool_start: bool = True  # on_tool_start (if overridden) can act under this guard's config
     # The shortest model output on_model_end can judge, in characters of visible text and of
     # reasoning: the live guard leaves output shorter than every guard's floor unread. The base
     # hook judges nothing.

@@ -36,7 +36,8 @@ class RepeatToolReminder(Guard):
         self._first = config.thresholds[0]
         stop = config.stop_after
         self._reminders = frozenset(t for t in config.thresholds if stop is None or t < stop)
-        self.reads_tool_start = stop is not None  # a block before the call runs needs its arguments
+        # A block before the call runs needs its arguments; without stop_after, a start does nothing.
+        self.reads_tool_start = self.acts_on_tool_start = stop is not None
 
     def new_state(self) -> RepeatChain:
         return RepeatChain()
