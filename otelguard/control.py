@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol, runtime_checkable
 
 from .errors import AgentCancelled
+from .forksafe import reinit_after_fork
 from .records import Verdict
 
 
@@ -51,10 +52,14 @@ class Mailbox:
     """A ready AgentControl for hand-written loops: `drain()` before each model call, check `cancelled`."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._new_lock()
+        reinit_after_fork(self, "_new_lock")
         self._injected: list[GuardMessage] = []
         self._steering: list[GuardMessage] = []
         self._cancel: tuple[str, Verdict] | None = None
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()  # (again in a forked child: a control worker may have held it)
 
     def inject(self, message: GuardMessage) -> None:
         with self._lock:

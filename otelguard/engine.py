@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from . import conventions
 from .config import GuardConfig
+from .forksafe import reinit_after_fork
 from .guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from .records import (
     AGENT_KIND,
@@ -154,7 +155,6 @@ class GuardEngine:
         self._on_tool_start = tuple((index, guard) for index, guard in _implementing(self.guards, "on_tool_start")
                                     if guard.acts_on_tool_start)
         self._tool_start_state = any(type(guard).new_state is not Guard.new_state for _, guard in self._on_tool_start)
-        self._no_state = AgentState(threading.Lock(), [None] * len(self.guards))
         self._on_tool_end = _implementing(self.guards, "on_tool_end")
         self._on_model_end = _implementing(self.guards, "on_model_end")
         # Reading a tool span at start costs a JSON parse; only a pre-emptive block needs the record.
@@ -162,12 +162,22 @@ class GuardEngine:
         self.thinking: ThinkingLoopGuard | None = next(
             (g for g in self.guards if isinstance(g, ThinkingLoopGuard)), None
         )
+        self._bounds = (max_agents, idle_ttl_s, max_open_spans, clock, on_evict)
+        self._start_afresh()
+        reinit_after_fork(self, "_start_afresh")
+
+    def _start_afresh(self) -> None:
+        """Make the maps of agents and open spans, and their locks. Run again in a forked child: only
+        the forking thread lives on there, so a lock another thread held at the fork would stay held,
+        and the parent's open runs never end in the child (it starts with no agents)."""
+        max_agents, idle_ttl_s, max_open_spans, clock, on_evict = self._bounds
 
         def evicted(what: str) -> Callable[[str, int], None] | None:
             if on_evict is None:
                 return None
             return lambda reason, count: on_evict(what, reason, count)
 
+        self._no_state = AgentState(threading.Lock(), [None] * len(self.guards))  # hooks that keep none
         self._agents: BoundedMap[str, AgentState] = BoundedMap(
             max_agents, idle_ttl_s, clock=clock, on_evict=evicted("agent")
         )
@@ -364,11 +374,3 @@ class GuardEngine:
     @property
     def tracked_agents(self) -> int:
         return len(self._agents) + len(self._run_states)
-
-    def reset(self) -> None:
-        """Forget every agent and open span (tests, fork)."""
-        self._agents.clear()
-        self._run_states.clear()
-        self._nested_keys.clear()
-        self._open.clear()
-        self._live_trips.clear()

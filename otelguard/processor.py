@@ -36,6 +36,7 @@ from .engine import (
     Judged,
 )
 from .errors import ConfigError
+from .forksafe import reinit_after_fork
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
 from .records import AGENT_KIND, MODEL_KIND, STATUS_UNSET, TOOL_KIND, ModelCall, SpanEvent, SpanView, Status, Verdict
 from .signals import TOOL_TIMEOUT, ToolSignal
@@ -151,18 +152,31 @@ class GuardSpanProcessor(SpanProcessor):
         self._dispatcher = ControlDispatcher(
             wait_s=hook_wait_s, on_outcome=self.metrics.control, on_error=self._containment.record
         )
-        # Open tool and agent-run spans, bounded (spans that never end are evicted oldest first).
-        self._tools: OpenSpans[int, _ArmedTool] = OpenSpans(100_000, on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n))
-        self._runs: OpenSpans[int, _Run] = OpenSpans(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
-        self._pop_tool = self._tools.items.pop  # `_tools.pop` without the call (at every tool span end)
+        self._max_agents = max_agents
+        self._start_afresh()
+        reinit_after_fork(self, "_after_fork")  # after the engine's own: it rebinds to the engine's new maps
         self._judged_spans = 0  # counts judged spans to pick the timed ones (races only shift the sample)
+        self._shutdown = False
+        self.timeouts_enabled = self.config.row("timeout-policy") is not None
+        _active[next(_registrations)] = self
+
+    def _start_afresh(self) -> None:
+        """Open tool and agent-run spans, bounded (spans that never end are evicted oldest first), and
+        the engine's maps bound for the hot path."""
+        self._tools: OpenSpans[int, _ArmedTool] = OpenSpans(100_000, on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n))
+        self._runs: OpenSpans[int, _Run] = OpenSpans(self._max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
+        self._pop_tool = self._tools.items.pop  # `_tools.pop` without the call (at every tool span end)
         # The engine's dict of open spans inside agent runs: empty (falsy) while no agent run is open.
         # A span that is none of ours but sits inside an agent run is noted and dropped through it.
         self._open_spans = self.engine.open_span_ids
         self._adopt_span = self.engine.adopt_span
-        self._shutdown = False
-        self.timeouts_enabled = self.config.row("timeout-policy") is not None
-        _active[next(_registrations)] = self
+
+    def _after_fork(self) -> None:
+        """In a forked child, after the engine started afresh: the parent's open spans never end
+        there, and a lock another thread held at the fork would stay held."""
+        global _SIGNAL_MAKING
+        _SIGNAL_MAKING = threading.Lock()
+        self._start_afresh()
 
     # --- SpanProcessor ---------------------------------------------------------------------------
     # These run for every span of the application, so they are written flat: plain try/except rather

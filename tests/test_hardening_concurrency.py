@@ -404,6 +404,79 @@ def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
     assert outcomes == Counter({CHILD_OK: 30})
 
 
+def _guard_locks(g: Guarded, mailbox: otelguard.Mailbox) -> list:
+    """Every lock otelguard's span path may take, in the engine, processor, metrics and a Mailbox."""
+    from otelguard import processor as processor_module
+    from otelguard.metrics import LabelCap
+
+    metrics = g.processor.metrics
+    caps = [value._lock for value in vars(metrics).values() if isinstance(value, LabelCap)]
+    engine = g.processor.engine
+    return [engine._agents._lock, engine._live_trips._lock, engine._nested_lock, engine._no_state.lock,
+            metrics._span_counts_lock, mailbox._lock, processor_module._SIGNAL_MAKING, *caps]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="os.fork on Linux")
+def test_a_child_forked_while_another_thread_holds_the_guards_locks_does_not_hang():
+    """Only the forking thread lives on in the child: a lock another thread held at the fork would
+    stay held there. The child starts with fresh maps and locks, so it judges, reminds and arms a
+    deadline as a fresh process would."""
+    mailbox = otelguard.Mailbox()
+    g = Guarded(REPEAT, control=mailbox)
+    durable = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.agent.id": "agent-1"}
+    held, release = threading.Event(), threading.Event()
+
+    def hold_every_lock() -> None:
+        locks = _guard_locks(g, mailbox)
+        for lock in locks:
+            lock.acquire()
+        held.set()
+        release.wait(JOIN_TIMEOUT_S)
+        for lock in locks:
+            lock.release()
+
+    holder = threading.Thread(target=hold_every_lock, name="lock-holder")
+    try:
+        with g.tracer.start_as_current_span("invoke_agent a", attributes=durable):  # a kept agent's state
+            pass
+        holder.start()
+        assert held.wait(10)
+        pid = os.fork()
+        if pid == 0:
+            status = CHILD_RAISED
+            try:
+                g.exporter.clear()
+                with g.tracer.start_as_current_span("invoke_agent a", attributes=durable):
+                    for _ in range(3):
+                        with g.tracer.start_as_current_span("execute_tool probe", attributes=TOOL_ATTRIBUTES):
+                            pass
+                    with g.tracer.start_as_current_span("execute_tool slow", attributes={
+                            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
+                            "otelguard.tool.timeout_ms": 50}):
+                        aborted = otelguard.tool_signal().wait(10)
+                flushed = g.processor.force_flush(10_000)
+                reminded = [message.rule for message in mailbox.drain()] == ["repeat-threshold"]
+                status = CHILD_OK if flushed and reminded and aborted else CHILD_WRONG
+            finally:
+                os._exit(status)
+        deadline = time.monotonic() + 20
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung on a lock another thread held at the fork")
+            time.sleep(0.02)
+        assert os.waitstatus_to_exitcode(status) == CHILD_OK
+    finally:
+        release.set()
+        if holder.is_alive():
+            holder.join(JOIN_TIMEOUT_S)
+        g.shutdown()
+
+
 def test_a_dropped_processor_is_collected_and_leaves_the_registry():
     """A processor dropped without shutdown is garbage-collected (its fork hooks do not keep it alive),
     so it no longer counts as an active guard."""
