@@ -298,6 +298,20 @@ def test_spans_after_shutdown_pass_through_untouched():
 CHILD_OK, CHILD_WRONG, CHILD_RAISED = 0, 3, 4
 
 
+def _wait_child(pid: int, timeout_s: float) -> int | None:
+    """The forked child's exit code; None when it did not exit in time (it is killed then)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.002)
+
+
 def _child_body(g: Guarded) -> int:
     """In the forked child: the inherited processor judges a repeat loop and times out a tool."""
     g.exporter.clear()
@@ -332,17 +346,9 @@ def test_forked_child_uses_the_inherited_processor():
                 status = _child_body(g)
             finally:
                 os._exit(status)
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                pytest.fail("the forked child deadlocked")
-            time.sleep(0.02)
-        assert os.waitstatus_to_exitcode(status) == CHILD_OK
+        exit_code = _wait_child(pid, JOIN_TIMEOUT_S)
+        assert exit_code is not None, "the forked child deadlocked"
+        assert exit_code == CHILD_OK
         # The parent still works after the fork.
         g.exporter.clear()
         _repeat_run(g)
@@ -384,18 +390,8 @@ def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
                     status = CHILD_OK if g.processor.force_flush(5_000) else CHILD_WRONG
                 finally:
                     os._exit(status)
-            deadline = time.monotonic() + 10
-            while True:
-                done, status = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    outcomes[os.waitstatus_to_exitcode(status)] += 1
-                    break
-                if time.monotonic() > deadline:
-                    os.kill(pid, 9)
-                    os.waitpid(pid, 0)
-                    outcomes["hung"] += 1
-                    break
-                time.sleep(0.002)
+            exit_code = _wait_child(pid, 10)
+            outcomes["hung" if exit_code is None else exit_code] += 1
     finally:
         stop.set()
         for worker in workers:
@@ -459,17 +455,9 @@ def test_a_child_forked_while_another_thread_holds_the_guards_locks_does_not_han
                 status = CHILD_OK if flushed and reminded and aborted else CHILD_WRONG
             finally:
                 os._exit(status)
-        deadline = time.monotonic() + 20
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                pytest.fail("the forked child hung on a lock another thread held at the fork")
-            time.sleep(0.02)
-        assert os.waitstatus_to_exitcode(status) == CHILD_OK
+        exit_code = _wait_child(pid, 20)
+        assert exit_code is not None, "the forked child hung on a lock another thread held at the fork"
+        assert exit_code == CHILD_OK
     finally:
         release.set()
         if holder.is_alive():
