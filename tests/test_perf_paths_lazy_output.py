@@ -92,6 +92,47 @@ def test_live_and_full_engines_reach_the_same_verdicts(text):
     assert bool(want.verdicts) == (len(text) >= 256)
 
 
+def openinference_llm(payload: str, span_id: int = 2) -> SpanView:
+    """An OpenInference LLM span whose reasoning is only in its raw provider payload (output.value)."""
+    return SpanView("ChatOpenAI", 1, span_id, None, {
+        "openinference.span.kind": "LLM", "output.value": payload, "output.mime_type": "application/json"})
+
+
+def langchain_payload(reasoning: str, pad: int = 0) -> str:
+    return json.dumps({"generations": [[{"text": "", "message": {"kwargs": {
+        "content": "", "additional_kwargs": {"reasoning_content": reasoning}}}, "padding": "." * pad}]]})
+
+
+@pytest.mark.parametrize(("reasoning", "pad"), [
+    ("Short thought.", 0),  # a short payload: not decoded live
+    ("Short thought.", 3000),  # a long payload with short reasoning: decoded, the reasoning read
+    ("x" * (FLOOR.reasoning_chars - 1), 0),  # reasoning one short of the floor, in a payload past it
+    ("x" * FLOOR.reasoning_chars, 0),  # reasoning at the floor: read, live as in full
+])
+def test_openinference_raw_reasoning_is_read_live_whenever_it_could_reach_the_floor(reasoning, pad):
+    view = openinference_llm(langchain_payload(reasoning, pad))
+    whole, live = read_model(view, None), read_model(view, FLOOR)
+    assert whole.reasoning == reasoning
+    if len(view.attributes["output.value"]) < FLOOR.reasoning_chars:
+        assert live.reasoning == ""  # the payload was not decoded: nothing in it reaches the floor
+    else:
+        assert live.reasoning == reasoning
+    assert (live.text, live.tool_calls, live.output_content) == (whole.text, whole.tool_calls, whole.output_content)
+
+
+def test_openinference_reasoning_loops_are_judged_live_as_in_full():
+    """Three calls with long, self-repeating reasoning only in the raw payload: the same verdicts live."""
+    live, full = GuardEngine(full_records=False), GuardEngine()
+    rules = []
+    for index in range(3):
+        reasoning = " ".join(f"angle {index} thought {i} about the failing test" for i in range(90))
+        span = openinference_llm(langchain_payload(reasoning), span_id=2 + index)
+        verdicts = full.span_ended(span).verdicts
+        assert live.span_ended(span).verdicts == verdicts
+        rules += [verdict.rule for verdict in verdicts]
+    assert len(rules) == 3  # a thinking-loop verdict on every call: the equality above is not vacuous
+
+
 def test_processing_time_is_sampled_from_the_first_judged_span():
     with Guarded(export=False) as g:  # the guard alone: no downstream
         tracer, reader = g.tracer, g.metric_reader

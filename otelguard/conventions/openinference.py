@@ -69,12 +69,13 @@ def classify_span_kind(value: Any) -> Classification | None:
 def read(
     span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
 ) -> AgentRun | ToolCall | ModelCall:
-    """`floor` is not applied: the output spreads over many flattened attributes, read whole."""
+    """`floor` applies to the raw provider payload only (the flattened output is read whole): a
+    payload shorter than the reasoning floor holds no reasoning that long, so it is not decoded."""
     if kind is SpanKind.AGENT:
         return read_agent(span)
     if kind is SpanKind.TOOL:
         return read_tool(span, parent)
-    return read_model(span)
+    return read_model(span, floor)
 
 
 # --- agent ----------------------------------------------------------------------------------------
@@ -140,8 +141,8 @@ def _json_object(value: Any) -> Mapping[str, Any] | None:
 # --- model ----------------------------------------------------------------------------------------
 
 
-def read_model(span: SpanView) -> ModelCall:
-    return model_call(span, _read_output(attributes_of(span)))
+def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
+    return model_call(span, _read_output(attributes_of(span), floor))
 
 
 USAGE_KEYS = UsageKeys(
@@ -157,7 +158,7 @@ def read_model_usage(span: SpanView) -> ModelUsage:
     return model_usage_of(span, USAGE_KEYS)
 
 
-def _read_output(attributes: Mapping[str, Any]) -> Output | None:
+def _read_output(attributes: Mapping[str, Any], floor: OutputFloor | None = None) -> Output | None:
     """Structured output first; reasoning falls back to GenAI parts, then to the raw payload."""
     output = _flattened_output(attributes)
     genai_messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)  # set with OPENINFERENCE_ENABLE_GENAI_SEMCONV
@@ -168,7 +169,7 @@ def _read_output(attributes: Mapping[str, Any]) -> Output | None:
         elif not output.reasoning:
             output.reasoning.extend(genai_output.reasoning)
     if output is None or not output.reasoning:
-        reasoning = _raw_reasoning(attributes.get(sc.OUTPUT_VALUE))
+        reasoning = _raw_reasoning(attributes.get(sc.OUTPUT_VALUE), floor)
         if reasoning:
             # Reasoning read from the raw payload says nothing about text or tool calls.
             output = output if output is not None else Output(content=Content.ABSENT)
@@ -207,10 +208,13 @@ def _read_flattened_message(fields: Mapping[str, Any], output: Output) -> None:
         )
 
 
-def _raw_reasoning(value: Any) -> list[str]:
+def _raw_reasoning(value: Any, floor: OutputFloor | None = None) -> list[str]:
     """Reasoning in the raw provider payload: `reasoning_content` (Chat Completions, LangChain
-    `additional_kwargs`) or Responses `reasoning` items."""
+    `additional_kwargs`) or Responses `reasoning` items. With a `floor`, a payload shorter than its
+    reasoning floor is not decoded: the reasoning texts in JSON text, joined, are shorter than it."""
     if value is None or (isinstance(value, str) and not value.lstrip().startswith(("{", "["))):
+        return []
+    if floor is not None and isinstance(value, str) and len(value) < floor.reasoning_chars:
         return []
     decoded, _ = load_json(value)
     texts: list[str] = []
