@@ -21,8 +21,23 @@ def loads(text: str | bytes) -> Any:
     """Parse JSON text; raises json.JSONDecodeError (a ValueError) when it is not JSON."""
     try:
         return orjson.loads(text)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as error:
+        if _stdlib_refuses_too(text, error):
+            raise  # (text that is not JSON at all, such as a Python repr, is not parsed twice)
         return json.loads(text)
+
+
+_ONLY_STDLIB_STARTS = frozenset("NI-")  # NaN, Infinity, -Infinity: the literals only `json` reads
+
+
+def _stdlib_refuses_too(text: str | bytes, error: orjson.JSONDecodeError) -> bool:
+    """orjson stopped at a character that cannot continue JSON there, and that is not the start of
+    a literal only the standard library reads: `json`, reading the same grammar, would stop there
+    too. Other refusals (numbers out of float range, lone surrogates, ...) are tried with `json`.
+    The position is trusted only after ASCII text, where characters and bytes count alike."""
+    pos = error.pos
+    return (type(text) is str and error.msg.startswith("unexpected character") and 0 <= pos < len(text)
+            and text[pos] not in _ONLY_STDLIB_STARTS and text[:pos].isascii())
 
 
 def dumps_canonical(value: Any) -> str:

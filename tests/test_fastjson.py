@@ -1,0 +1,76 @@
+"""`fastjson.loads` reads exactly what the standard library's `json.loads` reads.
+
+orjson parses first; the standard library is asked again only when orjson's refusal may be one it
+would not make (the literals NaN/Infinity, numbers out of float range, lone surrogates): text that
+is not JSON at all fails once. Either way the outcome is the standard library's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from otelguard import fastjson
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20,
+)
+NOISE = st.text(alphabet='{}[]":,0123456789eE+-.nultrefasNIiy \\u\t\n\'é\ud800', max_size=30)
+
+
+def outcome(loads, text: str):
+    try:
+        return "value", _comparable(loads(text))
+    except (ValueError, RecursionError):
+        return "error", None
+
+
+def _comparable(value):
+    """NaN never equals itself: compare it by its repr."""
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, list):
+        return [_comparable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _comparable(item) for key, item in value.items()}
+    return value
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@given(value=json_values, noise=NOISE, cut=st.integers(0, 300), ascii_only=st.booleans())
+def test_loads_reads_what_the_standard_library_reads(value, noise, cut, ascii_only):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    for candidate in (text, noise, text[:cut], text[:cut] + noise + text[cut:], noise + text):
+        want = outcome(json.loads, candidate)
+        if want[0] == "value" and isinstance(want[1], int) and abs(want[1]) >= 2**64:
+            continue  # beyond 64 bits orjson reads a float (documented in fastjson)
+        assert outcome(fastjson.loads, candidate) == want, candidate
+
+
+def test_the_literals_and_numbers_only_the_standard_library_reads_are_still_read():
+    for text, expected in [("[NaN]", "nan"), ("[Infinity]", math.inf), ("[-Infinity]", -math.inf),
+                           ("[1e400]", math.inf), ('"\\ud800"', "\ud800"), ('"a\udc80"', "a\udc80")]:
+        got = _comparable(fastjson.loads(text))
+        assert got == [_comparable(expected)] if text.startswith("[") else got == expected, text
+
+
+def test_text_that_is_not_json_is_not_parsed_twice(monkeypatch):
+    """A Python repr (LangChain's tool input) fails in orjson at its first quote: `json` is not asked."""
+    asked = []
+    real_json_loads = json.loads
+    monkeypatch.setattr(fastjson.json, "loads", lambda text: asked.append(text) or real_json_loads(text))
+    for text in ("{'city': 'Paris'}", "<html>", "{'a': [1, 2]}", "Error: timed out"):
+        try:
+            fastjson.loads(text)
+        except ValueError:
+            pass
+    assert asked == []
+    try:
+        fastjson.loads("[NaN]")
+    finally:
+        assert asked == ["[NaN]"]
