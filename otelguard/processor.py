@@ -146,6 +146,9 @@ class GuardSpanProcessor(SpanProcessor):
         # Bound once: on_start/on_end run for every span of the application.
         self._downstream_starts = tuple(processor.on_start for processor in self._downstream)
         self._downstream_ends = tuple(processor.on_end for processor in self._downstream)
+        single = len(self._downstream) == 1
+        self._downstream_start = self._downstream_starts[0] if single else None
+        self._downstream_end = self._downstream_ends[0] if single else None
         self._default_control = control
         self._containment = Containment(self.metrics.internal_error)
         self._watchdog = Watchdog(on_error=lambda exc: self._containment.record("watchdog"))
@@ -189,19 +192,25 @@ class GuardSpanProcessor(SpanProcessor):
             try:
                 try:
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
-                    context, parent = span._context, span._parent  # type: ignore[attr-defined]
                 except AttributeError:
                     attributes, name = _public_attributes(span), span.name
-                    context, parent = span.get_span_context(), span.parent
                 if _no_marker_key(attributes) and name not in NAMED_SPANS:
-                    if self._open_spans and parent is not None:
-                        agent = self._open_spans.get(parent.span_id)
-                        if agent is not None:
-                            self._adopt_span(context.span_id, agent)
+                    if self._open_spans:  # inside an agent run, maybe: its context is read only now
+                        parent = span.parent
+                        if parent is not None:
+                            agent = self._open_spans.get(parent.span_id)
+                            if agent is not None:
+                                self._adopt_span(span.get_span_context().span_id, agent)
                 else:
-                    self._start(span, name, attributes, context, parent)
+                    self._start(span, name, attributes, span.get_span_context(), span.parent)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
+        if self._downstream_start is not None:  # the usual single export pipeline: no loop
+            try:
+                self._downstream_start(span, parent_context=parent_context)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_start")
+            return
         for on_start in self._downstream_starts:
             try:
                 on_start(span, parent_context=parent_context)
@@ -214,16 +223,21 @@ class GuardSpanProcessor(SpanProcessor):
             try:
                 try:
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
-                    context = span._context  # type: ignore[attr-defined]
                 except AttributeError:
-                    attributes, name, context = _public_attributes(span), span.name, span.get_span_context()
+                    attributes, name = _public_attributes(span), span.name
                 if _no_marker_key(attributes) and name not in NAMED_SPANS:
                     if self._open_spans:
-                        self._open_spans.pop(context.span_id, None)
+                        self._open_spans.pop(span.get_span_context().span_id, None)
                 else:
-                    exported = self._end(span, name, attributes, context)
+                    exported = self._end(span, name, attributes, span.get_span_context())
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
+        if self._downstream_end is not None:
+            try:
+                self._downstream_end(exported)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_end")
+            return
         for on_end in self._downstream_ends:
             try:
                 on_end(exported)
