@@ -8,13 +8,12 @@ next step boundary, `cancel` aborts the active turn. Bind a control to the agent
 from __future__ import annotations
 
 import contextvars
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol, runtime_checkable
 
 from .errors import AgentCancelled
-from .forksafe import reinit_after_fork
+from .forksafe import fork_safe_lock
 from .records import Verdict
 
 
@@ -52,14 +51,10 @@ class Mailbox:
     """A ready AgentControl for hand-written loops: `drain()` before each model call, check `cancelled`."""
 
     def __init__(self) -> None:
-        self._new_lock()
-        reinit_after_fork(self, "_new_lock")
+        self._lock = fork_safe_lock(self, "_lock")  # a control worker may hold it at a fork
         self._injected: list[GuardMessage] = []
         self._steering: list[GuardMessage] = []
         self._cancel: tuple[str, Verdict] | None = None
-
-    def _new_lock(self) -> None:
-        self._lock = threading.Lock()  # (again in a forked child: a control worker may have held it)
 
     def inject(self, message: GuardMessage) -> None:
         with self._lock:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import threading
 from typing import Iterable
 
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from .forksafe import reinit_after_fork
+from .forksafe import fork_safe_lock
 from .records import Verdict
 
 OTHER = "_other"
@@ -38,11 +37,7 @@ class LabelCap:
     def __init__(self, limit: int = MAX_LABEL_VALUES):
         self._seen: set[str] = set()
         self._limit = limit
-        self._new_lock()
-        reinit_after_fork(self, "_new_lock")
-
-    def _new_lock(self) -> None:
-        self._lock = threading.Lock()  # (again in a forked child: another thread may have held it)
+        self._lock = fork_safe_lock(self, "_lock")
 
     def __call__(self, value: str | None) -> str:
         if not value:
@@ -69,8 +64,7 @@ class GuardMetrics:
         # itertools.count (atomic under the GIL: no lock, no lost counts), not an SDK measurement
         # (spans are the hot path; verdicts are rare and recorded directly), keyed by (kind, convention).
         self._span_counts: dict[tuple[str, str], itertools.count] = {}
-        self._new_lock()
-        reinit_after_fork(self, "_new_lock")
+        self._span_counts_lock = fork_safe_lock(self, "_span_counts_lock")  # only to create a counter
         self.spans = meter.create_observable_counter(
             "otelguard.spans", callbacks=[self._observe_spans], unit="{span}",
             description="Agent, model and tool spans the guard read")
@@ -106,9 +100,6 @@ class GuardMetrics:
         for what in EVICTABLE_STATE:
             for reason in ("capacity", "idle"):
                 self.evictions.add(0, {"otelguard.state": what, "reason": reason})
-
-    def _new_lock(self) -> None:
-        self._span_counts_lock = threading.Lock()  # only to create a counter (again in a forked child)
 
     def verdict(self, verdict: Verdict, agent_name: str | None) -> None:
         self.verdicts.add(1, {

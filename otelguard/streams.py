@@ -18,11 +18,11 @@ from typing import (
 from opentelemetry import trace as trace_api
 
 from .config import ThinkingLoopGuardConfig
+from .conventions import classify
 from .detectors.stream import StreamBreaker, Trip
 from .errors import RepetitiveOutputError
 from .guards.thinking_loop_guard import ThinkingLoopGuard
 from .processor import GuardSpanProcessor, owning_processor
-from .conventions import classify
 from .records import MODEL_KIND, Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
 
@@ -86,7 +86,7 @@ class _Watch:
 
     def tripped(self, trip: Trip) -> None:
         """The breaker tripped: tell the engine and the agent, and set `self.error` for the consumer."""
-        verdict = self._reported(self.guard.break_verdict(trip, cut=True))
+        verdict = self._reported(self.guard.break_verdict(trip, cut=True), self._on_open_model_span())
         self.error = RepetitiveOutputError(
             f"model output repeated itself for {verdict.stream_chars} characters "
             f"(rule {verdict.rule}); stream cut by otelguard",
@@ -105,16 +105,16 @@ class _Watch:
             return
         trip = self.breaker.finish()
         if trip is not None:
-            self._reported(self.guard.break_verdict(trip, cut=False))
+            self._reported(self.guard.break_verdict(trip, cut=False), on_model_span=True)
 
-    def _reported(self, verdict: Verdict) -> Verdict:
+    def _reported(self, verdict: Verdict, on_model_span: bool) -> Verdict:
         """Hand a stream verdict to the engine and the agent. The engine shows it on the model span
         when that span ends (and does not judge it again); a verdict reached while some other span
         is current is delivered, not kept: no span end would ever take it."""
         if self.processor is not None:
             span_id = self.span.get_span_context().span_id
             engine = self.processor.engine
-            if self._on_open_model_span():
+            if on_model_span:
                 engine.record_stream_trip(span_id, verdict)
             self.processor.deliver_now(engine.agent_of(span_id), verdict)
         return verdict
