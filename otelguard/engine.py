@@ -283,7 +283,9 @@ class GuardEngine:
         timed_out_ms: float | None = None,
         classification: Classification | None = None,
     ) -> Judged | None:
-        """Judge an ended span. `timed_out_ms`: the guard's own deadline fired for this tool span."""
+        """Judge an ended span. `timed_out_ms`: the guard's own deadline fired for this tool span.
+        Of an agent span's end only its ids are read (its run was read at its start, and no guard
+        judges the end: `Judged.record` is None), so a caller may pass a view of its ids alone."""
         agent = self._pop_open(span.span_id, None)
         if classification is None:
             classification = conventions.classify(span.name, span.attributes)

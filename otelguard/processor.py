@@ -342,7 +342,7 @@ class GuardSpanProcessor(SpanProcessor):
                     armed.deadline.cancel()
                 if armed.timed_out:
                     timed_out_ms = armed.signal.budget_ms  # type: ignore[union-attr]
-        if classification.kind is AGENT_KIND:  # the engine reads nothing of a run's end but its ids
+        if classification.kind is AGENT_KIND:  # span_ended reads only the ids of a run's end (its contract)
             parent = span.parent
             view = SpanView(name, context.trace_id, context.span_id, parent.span_id if parent is not None else None,
                             attributes)
