@@ -1,7 +1,7 @@
 """Round 4 of the per-span shortcuts: each reaches the same answer as the long way it replaces.
 
-- model output left unread shares one empty, immutable `Output` (`_values.UNREAD_OUTPUT`), and the
-  record built on it is the one a fresh unread Output gives;
+- model output left unread shares one empty, immutable `Output` (`_values.UNREAD_OUTPUT`); output
+  is read whole, or left unread, as the floor's rule says;
 - `otelguard.spans` counts on `itertools.count` objects (atomic under the GIL), without a lock;
 - `classify_marked` looks a GenAI operation's two classifications up at once and makes the
   OpenLLMetry test inline;
@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import random
@@ -27,7 +26,7 @@ from otelguard.conventions import OutputFloor, classify_marked, genai, openinfer
 from otelguard.conventions._values import UNREAD_OUTPUT, Output, model_call
 from otelguard.engine import GuardEngine
 from otelguard.metrics import GuardMetrics, _current
-from otelguard.records import Content, ModelCall, SpanKind, SpanView, Status
+from otelguard.records import Content, SpanKind, SpanView, Status
 
 _LONG_OUTPUT = json.dumps([{"role": "assistant", "parts": [
     {"type": "thinking", "content": "r" * 3000}, {"type": "text", "content": "t" * 300},
@@ -35,32 +34,36 @@ _LONG_OUTPUT = json.dumps([{"role": "assistant", "parts": [
 _SHORT_OUTPUT = json.dumps([{"role": "assistant", "parts": [
     {"type": "thinking", "content": "r" * 40}, {"type": "text", "content": "t" * 30}]}])
 
-def _fresh_unread(span: SpanView, floor: OutputFloor) -> ModelCall:
-    """The long way: a fresh Output for output left unread."""
-    messages = span.attributes.get("gen_ai.output.messages")
-    output = genai.read_output_messages(messages, floor) if messages is not None else None
-    if output is UNREAD_OUTPUT:
-        output = Output(content=Content.UNREAD)  # what it was before it was shared
-    return model_call(span, output)
-
-
-def _fields(call: ModelCall) -> dict[str, Any]:
-    return {field.name: getattr(call, field.name) for field in dataclasses.fields(ModelCall)}
+_FLOORS = {"usual": OutputFloor(256, 2048), "lowest": OutputFloor(1, 1), "none reachable": OutputFloor(float("inf"), float("inf"))}
+_READ_LONG = ("t" * 300, "r" * 3000, 1, Content.OK)
+_READ_SHORT = ("t" * 30, "r" * 40, 0, Content.OK)
+_UNREAD = ("", "", 0, Content.UNREAD)
+# (text, reasoning, tool calls, content) of each output under each floor, as the floor's rule says:
+# output is read whole when its text or reasoning could reach the floor, else left unread (shared).
+_EXPECTED = {
+    _LONG_OUTPUT: {"usual": _READ_LONG, "lowest": _READ_LONG, "none reachable": _UNREAD},
+    _SHORT_OUTPUT: {"usual": _UNREAD, "lowest": _READ_SHORT, "none reachable": _UNREAD},
+    "[{": dict.fromkeys(_FLOORS, _UNREAD),  # cut JSON, salvaged as an empty message: no text to reach it
+    "{}": dict.fromkeys(_FLOORS, _UNREAD),  # a message with no parts: nothing that reaches it
+}
 
 
 @pytest.mark.parametrize("messages", [_LONG_OUTPUT, _SHORT_OUTPUT, "[{", None, "{}"])
 @pytest.mark.parametrize("status", [Status.UNSET, Status.ERROR, Status.OK])
-@pytest.mark.parametrize("floor", [OutputFloor(256, 2048), OutputFloor(1, 1), OutputFloor(float("inf"), float("inf"))])
-def test_a_record_on_the_shared_unread_output_is_the_one_a_fresh_output_gives(messages, status, floor):
+@pytest.mark.parametrize("floor", list(_FLOORS))
+def test_a_record_of_output_read_or_left_unread_under_a_floor(messages, status, floor):
     attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
     if messages is not None:
         attributes["gen_ai.output.messages"] = messages
     span = SpanView("chat m", 1, 2, 3, attributes, status=status)
-    expected = _fresh_unread(span, floor)
-    record = genai.read_model(span, floor)
-    assert _fields(record) == _fields(expected)
-    assert record == expected and repr(record) == repr(expected)
-    assert read(span, genai.classification(SpanKind.MODEL), output_floor=floor) == expected
+    record = genai.read_model(span, _FLOORS[floor])
+    if messages is None:  # no output attribute: not captured, unless the call failed (nothing produced)
+        expected = ("", "", 0, Content.OK if status is Status.ERROR else Content.ABSENT)
+    else:
+        expected = _EXPECTED[messages][floor]
+    assert (record.text, record.reasoning, len(record.tool_calls), record.output_content) == expected
+    assert record.status is status and (record.chunks, record.chunk_events, record.dropped_events) == ((), 0, 0)
+    assert read(span, genai.classification(SpanKind.MODEL), output_floor=_FLOORS[floor]) == record
 
 
 def test_unread_output_is_shared_and_cannot_change():
