@@ -415,10 +415,12 @@ def _guard_locks(g: Guarded, mailbox: otelguard.Mailbox) -> list:
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="os.fork on Linux")
 def test_a_child_forked_while_another_thread_holds_the_guards_locks_does_not_hang():
     """Only the forking thread lives on in the child: a lock another thread held at the fork would
-    stay held there. The child starts with fresh maps and locks, so it judges, reminds and arms a
-    deadline as a fresh process would."""
+    stay held there. The child starts with fresh maps and locks, so it judges, reminds, arms a
+    deadline, cuts a stream and tracks agents nested in a run without identity as a fresh process
+    would (between them, taking every lock held)."""
     mailbox = otelguard.Mailbox()
-    g = Guarded(REPEAT, control=mailbox)
+    g = Guarded({"guards": [*REPEAT["guards"], {"id": "thinking-loop-guard", "config": {"max_repeated_text": 5}}]},
+                control=mailbox)
     durable = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.agent.id": "agent-1"}
     held, release = threading.Event(), threading.Event()
 
@@ -450,9 +452,23 @@ def test_a_child_forked_while_another_thread_holds_the_guards_locks_does_not_han
                             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
                             "otelguard.tool.timeout_ms": 50}):
                         aborted = otelguard.tool_signal().wait(10)
+                graph = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "graph"}
+                with g.tracer.start_as_current_span("invoke_agent graph", attributes=graph):  # run-scoped
+                    with g.tracer.start_as_current_span(  # nested in it: its key noted under the nested lock
+                            "invoke_agent planner", attributes={**graph, "gen_ai.agent.name": "planner"}):
+                        pass
+                    with g.tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+                        try:  # the trip is kept for the span's end in the engine's live trips
+                            for _ in otelguard.watch_stream(iter(["tick"] * 50)):
+                                pass
+                            cut = False
+                        except otelguard.RepetitiveOutputError:
+                            cut = True
                 flushed = g.processor.force_flush(10_000)
-                reminded = [message.rule for message in mailbox.drain()] == ["repeat-threshold"]
-                status = CHILD_OK if flushed and reminded and aborted else CHILD_WRONG
+                rules = [message.rule for message in mailbox.drain()]
+                nothing_kept = g.processor.engine.tracked_agents == 1  # the durable agent alone
+                ok = flushed and aborted and cut and nothing_kept and rules == ["repeat-threshold", "identical-chunks"]
+                status = CHILD_OK if ok else CHILD_WRONG
             finally:
                 os._exit(status)
         exit_code = _wait_child(pid, 20)
