@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from otelguard.config import ThinkingLoopGuardConfig
 from otelguard.detectors.stream import trailing_identical_run
+from otelguard.guards import ThinkingLoopGuard
 
 
 def reference_identical_trip(deltas: list[str], limit: int) -> int | None:
@@ -22,3 +24,13 @@ def ending_in_a_chant() -> list[str]:
     by delta, the default breaker trips only at `finish` (tests/test_watch_stream.py checks it)."""
     text = PLAN + ("Checking.\n" * 30)[:259]
     return [text[at : at + 4] for at in range(0, len(text), 4)]
+
+
+def trip_at_finish_only(deltas: list[str]):
+    """The trip of the default guard's breaker fed `deltas` one by one, when it comes only at
+    `finish()` (the stream's end); None when no delta trips it and neither does the end, or when a
+    delta does (then the end is not what judged it)."""
+    breaker = ThinkingLoopGuard(ThinkingLoopGuardConfig()).new_breaker()
+    if any(breaker.push(delta) is not None for delta in deltas):
+        return None
+    return breaker.finish()

@@ -12,19 +12,19 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 import otelguard
 from otelguard.analyzer import analyze
-from otel_support import output_messages, tool_span
+from otel_support import Guarded, output_messages, tool_span
 from stream_support import ending_in_a_chant
 from vectors_support import R
 
@@ -146,18 +146,18 @@ def analyzer_verdicts(path: Path) -> list[VerdictKey]:
     )
 
 
+def export_live(path: Path, run: Callable[[Any], None]) -> None:
+    """`run(tracer)` on a guarded provider whose spans are written to `path` as OTLP JSON Lines."""
+    with Guarded(export=False, downstream=[SimpleSpanProcessor(OtlpJsonLinesExporter(path))],
+                 control=otelguard.Mailbox()) as g:
+        run(g.tracer)
+        assert g.processor.force_flush()
+
+
 @pytest.fixture
 def exported_run(tmp_path) -> Path:
     path = tmp_path / "live.otlp.jsonl"
-    provider = TracerProvider()
-    processor = otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(OtlpJsonLinesExporter(path))],
-                                             control=otelguard.Mailbox())
-    provider.add_span_processor(processor)
-    try:
-        scripted_agent(provider.get_tracer("scripted-agent"))
-        processor.force_flush()
-    finally:
-        provider.shutdown()
+    export_live(path, scripted_agent)
     return path
 
 
@@ -182,15 +182,12 @@ def test_the_scripted_run_exercises_every_guard(exported_run: Path) -> None:
     assert len(lines) > 20  # one export per span: a trace spread over many lines, children first
 
 
-def export_one_run(path: Path, body) -> None:
-    provider = TracerProvider()
-    provider.add_span_processor(otelguard.GuardSpanProcessor(
-        downstream=[SimpleSpanProcessor(OtlpJsonLinesExporter(path))], control=otelguard.Mailbox()))
-    try:
-        with agent_run(provider.get_tracer("scripted-agent"), "writer", "conversation-9"):
-            body(provider.get_tracer("scripted-agent"))
-    finally:
-        provider.shutdown()
+def export_one_run(path: Path, body: Callable[[Any], None]) -> None:
+    def run(tracer) -> None:
+        with agent_run(tracer, "writer", "conversation-9"):
+            body(tracer)
+
+    export_live(path, run)
 
 
 NO_CYCLE_RULE = {"guards": [{"id": "thinking-loop-guard", "config": {"max_repeated_cycle_chars": 0}}]}

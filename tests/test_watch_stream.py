@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
 from otel_support import Guarded, metric_points, output_messages
-from stream_support import ending_in_a_chant, reference_identical_trip
+from stream_support import ending_in_a_chant, reference_identical_trip, trip_at_finish_only
 
 import otelguard
 from otelguard import RepetitiveOutputError
@@ -129,12 +129,8 @@ def test_nothing_is_read_ahead_of_the_consumer():
 @settings(max_examples=60, deadline=None)
 @given(limit=st.integers(2, 30), pieces=st.lists(st.sampled_from(PIECES), max_size=200))
 def test_async_streams_are_cut_on_the_same_delta(limit, pieces):
-    async def source():
-        for piece in pieces:
-            yield piece
-
     expected = reference_identical_trip(pieces, limit)
-    received, error = asyncio.run(received_until_cut_async(source(), processor=guard(limit)))
+    received, error = asyncio.run(received_until_cut_async(async_items(pieces), processor=guard(limit)))
     assert received == (pieces if expected is None else pieces[: expected + 1])
     assert (error is None) == (expected is None)
 
@@ -153,23 +149,33 @@ def test_a_cycle_of_short_lines_is_cut_within_the_cadence(size):
 def test_the_chant_completes_after_the_last_evaluation():
     """The premise of the tests below: fed delta by delta, the breaker trips only at `finish`."""
     deltas = ending_in_a_chant()
-    breaker = otelguard.GuardSpanProcessor().engine.thinking.new_breaker()
-    assert [trip for trip in map(breaker.push, deltas) if trip is not None] == []
-    trip = breaker.finish()
+    trip = trip_at_finish_only(deltas)
     assert trip is not None and trip.rule == "repeating-cycle" and trip.chars == sum(map(len, deltas))
 
 
-def consume(mode: str, items: list) -> list:
+async def async_items(items: list):
+    for item in items:
+        yield item
+
+
+def take(mode: str, items: list, count: int | None = None) -> list:
+    """Consume `items` through watch_stream (async with mode "async"); leave after `count` of them."""
+    received: list = []
+
+    async def consume_async() -> None:
+        async for item in otelguard.watch_stream(async_items(items)):
+            received.append(item)
+            if len(received) == count:
+                break
+
     if mode == "async":
-        async def source():
-            for item in items:
-                yield item
-
-        async def gather() -> list:
-            return [item async for item in otelguard.watch_stream(source())]
-
-        return asyncio.run(gather())
-    return list(otelguard.watch_stream(iter(items)))
+        asyncio.run(consume_async())
+        return received
+    for item in otelguard.watch_stream(iter(items)):
+        received.append(item)
+        if len(received) == count:
+            break
+    return received
 
 
 @pytest.mark.parametrize("mode", ["text", "chunk objects", "async"])
@@ -181,7 +187,7 @@ def test_a_repetition_completed_in_the_last_deltas_is_flagged_when_the_stream_ru
     with Guarded() as g:
         with g.tracer.start_as_current_span(
             "chat scripted-model", attributes={"gen_ai.operation.name": "chat"}):
-            received = consume(mode, items)
+            received = take(mode, items)
         (span,) = g.exporter.get_finished_spans()
         assert received == items
         attributes = span.attributes or {}
@@ -194,27 +200,6 @@ def test_a_repetition_completed_in_the_last_deltas_is_flagged_when_the_stream_ru
             == [("repeating-cycle", "none", 1)]
 
 
-def take(mode: str, items: list, count: int) -> None:
-    """Consume the first `count` items through watch_stream, then leave the stream."""
-    if mode == "async":
-        async def source():
-            for item in items:
-                yield item
-
-        async def leave() -> None:
-            taken = 0
-            async for _ in otelguard.watch_stream(source()):
-                taken += 1
-                if taken == count:
-                    break
-
-        asyncio.run(leave())
-        return
-    for taken, _ in enumerate(otelguard.watch_stream(iter(items)), start=1):
-        if taken == count:
-            break
-
-
 @pytest.mark.parametrize("mode", ["text", "chunk objects", "async"])
 def test_a_stream_the_consumer_leaves_early_is_not_judged_at_its_end(mode):
     """Only a stream that ran out is judged at its end: one left after the delta that completes the
@@ -223,8 +208,7 @@ def test_a_stream_the_consumer_leaves_early_is_not_judged_at_its_end(mode):
     leaving would flag this stream.)"""
     deltas = ending_in_a_chant()
     received = deltas[:-1]  # the chant is complete in these: judged at their end, they would trip
-    breaker = otelguard.GuardSpanProcessor().engine.thinking.new_breaker()
-    assert not any(map(breaker.push, received)) and breaker.finish() is not None
+    assert trip_at_finish_only(received) is not None
     items = [chat_chunk(delta) for delta in deltas] if mode == "chunk objects" else deltas
     with Guarded() as g:
         with g.tracer.start_as_current_span(
