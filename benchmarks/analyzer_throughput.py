@@ -28,14 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _bench import interleaved, spread, timed
+from _bench import interleaved, median, ratios, spread, timed
 from _pydantic_ai import MODEL_SCHEMA, REQUEST_PARAMETERS, TOOL_DEFINITIONS, TOOL_SCHEMA, words
 
 SPANS_PER_LINE = 128
@@ -302,15 +301,15 @@ def main(argv: list[str] | None = None) -> int:
         # Round by round, as the other benchmarks: a round's ratio compares runs made moments apart.
         times = interleaved({"bare json": timed(lambda: bare_json(big)), "analyzer": timed(lambda: full_analyzer(big))},
                             rounds=args.repeat, warmup=0)
-        ratios = [b / a for b, a in zip(times["bare json"], times["analyzer"])]
+        throughput = ratios(times, "bare json", "analyzer")  # bare json's time over the analyzer's
         baseline, analyzer = min(times["bare json"]), min(times["analyzer"])
         mib = size / 2**20
         print(f"bare json.loads: {baseline:6.2f} s  {mib / baseline:7.1f} MiB/s  (best of {args.repeat})")
         print(f"analyzer:        {analyzer:6.2f} s  {mib / analyzer:7.1f} MiB/s  ({steps:,} steps judged, "
               f"{found:,} findings)")
-        ratio = statistics.median(ratios)
+        ratio = median(throughput)
         verdict = "PASS" if ratio >= THROUGHPUT_TARGET else "FAIL"
-        print(f"throughput ratio analyzer/bare json: {ratio:.3f}x median of {len(ratios)} rounds {spread(ratios)}, "
+        print(f"throughput ratio analyzer/bare json: {ratio:.3f}x median of {len(throughput)} rounds {spread(throughput)}, "
               f"best-of {baseline / analyzer:.3f}x  target >= {THROUGHPUT_TARGET}x  {verdict}")
         reader = min(reader_only(big) for _ in range(args.repeat))
         replay = min(analyzer_without(big, engine=False, bookkeeping=False) for _ in range(args.repeat))
