@@ -177,7 +177,6 @@ class GuardEngine:
                 return None
             return lambda reason, count: on_evict(what, reason, count)
 
-        self._no_state = AgentState(threading.Lock(), [None] * len(self.guards))  # hooks that keep none
         self._agents: BoundedMap[str, AgentState] = BoundedMap(
             max_agents, idle_ttl_s, clock=clock, on_evict=evicted("agent")
         )
@@ -189,6 +188,7 @@ class GuardEngine:
         # only ages out of the agents map instead of going with the run. Rare, so simply locked.
         self._nested_keys: OpenSpans[int, set[str]] = OpenSpans(_MAX_RUNS_WITH_NESTED_AGENTS)
         self._nested_lock = threading.Lock()
+        self._nested_items = self._nested_keys.items  # its dict, for a lock-free emptiness test at each run's end
         # span id -> agent of every open span inside an agent run, so descendants find their agent.
         self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
         self._live_trips: BoundedMap[int, Verdict] = BoundedMap(1024, clock=clock, on_evict=evicted("stream"))
@@ -249,13 +249,12 @@ class GuardEngine:
             assert isinstance(run, AgentRun)
             agent = _agent_ref(run, span, parent)
             self._open.put(span.span_id, agent)
-            if agent.scope_run_id == span.span_id:
-                state = self._new_state()
-                self._run_states.put(span.span_id, state)
-            else:
-                if agent.scope_run_id is not None:
-                    self._note_nested(agent)
-                state = self._state_of(agent.key, self._new_state)
+            if agent.scope_run_id == span.span_id:  # its own run: a new state, fresh already
+                self._run_states.put(span.span_id, self._new_state())
+                return Started(classification, agent)
+            if agent.scope_run_id is not None:
+                self._note_nested(agent)
+            state = self._state_of(agent.key, self._new_state)
             with state.lock:
                 for index, guard in self._on_agent_run:
                     guard.on_agent_run(state.guard_states[index])
@@ -268,10 +267,14 @@ class GuardEngine:
             call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
             assert isinstance(call, ToolCall)
             decision = ToolStart()
-            state = self._state(agent) if self._tool_start_state else self._no_state
-            with state.lock:
-                for index, guard in self._on_tool_start:
-                    guard.on_tool_start(state.guard_states[index], call, span, decision)
+            if self._tool_start_state:
+                state = self._state(agent)
+                with state.lock:
+                    for index, guard in self._on_tool_start:
+                        guard.on_tool_start(state.guard_states[index], call, span, decision)
+            else:  # no hook here keeps agent state: nothing to look up or lock
+                for _, guard in self._on_tool_start:
+                    guard.on_tool_start(None, call, span, decision)
             started.tool = decision
         return started
 
@@ -354,6 +357,8 @@ class GuardEngine:
         run_span_id = agent.scope_run_id
         if self._run_states.pop(run_span_id) is None:
             self._agents.pop(agent.key)
+        if not self._nested_items:  # no run has nested agents (the usual case): no lock to take
+            return
         with self._nested_lock:
             nested = self._nested_keys.pop(run_span_id)
         for key in nested or ():

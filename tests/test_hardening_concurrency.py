@@ -408,7 +408,7 @@ def _guard_locks(g: Guarded, mailbox: otelguard.Mailbox) -> list:
     metrics = g.processor.metrics
     caps = [value._lock for value in vars(metrics).values() if isinstance(value, LabelCap)]
     engine = g.processor.engine
-    return [engine._agents._lock, engine._live_trips._lock, engine._nested_lock, engine._no_state.lock,
+    return [engine._agents._lock, engine._live_trips._lock, engine._nested_lock,
             metrics._span_counts_lock, mailbox._lock, processor_module._SIGNAL_MAKING, *caps]
 
 

@@ -63,10 +63,13 @@ def test_short_output_is_unread_however_it_reads(messages, whole_content):
     assert read_model(model_span(messages), FLOOR).output_content is Content.UNREAD
 
 
-def test_output_that_is_not_json_reads_the_same_with_a_floor():
-    view = model_span("not json")
-    assert read_model(view, FLOOR) == read_model(view, None)
-    assert read_model(view, FLOOR).output_content is Content.MALFORMED
+def test_output_that_is_not_json_is_unread_under_the_floor_and_malformed_over_it():
+    short = model_span("not json")  # too short to hold anything a rule judges: not even parsed
+    assert read_model(short, None).output_content is Content.MALFORMED
+    assert read_model(short, FLOOR).output_content is Content.UNREAD
+    long = model_span("not json " * 40)  # long enough that it might have: read, and found malformed
+    assert read_model(long, FLOOR) == read_model(long, None)
+    assert read_model(long, FLOOR).output_content is Content.MALFORMED
 
 
 def test_the_floor_comes_from_the_guards_config():

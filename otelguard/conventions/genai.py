@@ -11,6 +11,7 @@ arguments and results in `tool_arguments` / `tool_response`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -161,6 +162,8 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     With a `floor`, output whose visible text and reasoning both stay under it is measured, not
     read: the Output is empty and marked UNREAD (no rule judges output that short).
     """
+    if floor is not None and type(value) is str and _too_short_to_read(value, floor):
+        return UNREAD_OUTPUT
     decoded, content = load_json(value)
     if decoded is None:
         return Output(content=content)
@@ -226,6 +229,22 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
             yield _TEXT, message["content"]
         else:
             yield _MALFORMED, None
+
+
+# A digit then `.`, `e` or `E`: a JSON number that may print longer than it is written (`1e5` reads
+# as 100000.0). Any other value reads to at most its own JSON text (see `_too_short_to_read`).
+_MAY_PRINT_LONGER = re.compile(r"\d[.eE]").search
+
+
+def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
+    """Whether JSON text this short cannot hold output that reaches the floor, seen without parsing it.
+
+    What is read out of it never outgrows the text: a string decodes to at most its literal (quotes
+    and escapes shrink), a structure re-dumps compactly, an integer, `true`, `false` or `null` prints
+    as written, and each part's separator is paid for by its quotes. Only a number written with a
+    fraction or an exponent can print longer, so text with one is parsed as usual.
+    """
+    return len(text) <= floor.text_chars and len(text) <= floor.reasoning_chars and not _MAY_PRINT_LONGER(text)
 
 
 def _may_reach(decoded: Any, floor: OutputFloor) -> bool:

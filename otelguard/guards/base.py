@@ -48,7 +48,8 @@ class Guard:
         return None
 
     def on_agent_run(self, state: Any) -> None:
-        """A new agent run (a user prompt) started for this agent."""
+        """A new agent run (a user prompt) started for this agent. Not called with a state that
+        `new_state` made for this very run: that state is fresh already."""
 
     def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
         """A tool span started; fill `decision` (budget, pre-emptive block)."""
