@@ -202,7 +202,12 @@ class GuardSpanProcessor(SpanProcessor):
                             if agent is not None:
                                 self._adopt_span(span.get_span_context().span_id, agent)
                 else:
-                    self._start(span, name, attributes, span.get_span_context(), span.parent)
+                    try:
+                        context, parent = span._context, span._parent  # type: ignore[attr-defined]
+                    except AttributeError:
+                        context, parent = span.get_span_context(), span.parent
+                    # SpanContext is a tuple (trace_id, span_id, ...): indexing skips its property calls.
+                    self._start(span, name, attributes, context[0], context[1], parent[1] if parent is not None else None)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
         if self._downstream_start is not None:  # the usual single export pipeline: no loop
@@ -229,7 +234,12 @@ class GuardSpanProcessor(SpanProcessor):
                     if self._open_spans:
                         self._open_spans.pop(span.get_span_context().span_id, None)
                 else:
-                    exported = self._end(span, name, attributes, span.get_span_context())
+                    try:
+                        context, parent = span._context, span._parent  # type: ignore[attr-defined]
+                    except AttributeError:
+                        context, parent = span.get_span_context(), span.parent
+                    exported = self._end(span, name, attributes, context[0], context[1],
+                                         parent[1] if parent is not None else None)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         if self._downstream_end is not None:
@@ -265,24 +275,21 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- start -------------------------------------------------------------------------------------
-    def _start(self, span: Span, name: str, attributes: Mapping[str, Any], context: Any, parent: Any) -> None:
+    def _start(self, span: Span, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
+               parent_id: int | None) -> None:
         classification = classify_marked(name, attributes)
         if classification is None:  # a marker attribute, but none of ours (an OpenInference CHAIN, say)
-            if parent is not None:
-                self.engine.inherit(context.span_id, parent.span_id)
+            self.engine.inherit(span_id, parent_id)
             return
         if classification.kind is MODEL_KIND:  # judged only when it ends: no view to build now
-            self.engine.model_started(context.span_id, parent.span_id if parent is not None else None)
+            self.engine.model_started(span_id, parent_id)
             return
-        parent_id = parent.span_id if parent is not None else None
-        started = self.engine.span_started(
-            SpanView(name, context.trace_id, context.span_id, parent_id, attributes), classification
-        )
+        started = self.engine.span_started(SpanView(name, trace_id, span_id, parent_id, attributes), classification)
         if started is None:
             return
         kind = classification.kind
         if kind is AGENT_KIND:
-            self._runs.put(context.span_id, _Run(span, bound_control()))
+            self._runs.put(span_id, _Run(span, bound_control()))
         elif kind is TOOL_KIND:
             decision = started.tool
             armed = _ArmedTool(decision.budget_ms if decision else None)
@@ -291,7 +298,7 @@ class GuardSpanProcessor(SpanProcessor):
                     armed.block_message = decision.block.message
                 if decision.budget_ms is not None:
                     armed.deadline = self._arm_deadline(armed.signal_now(), decision.budget_ms)
-            self._tools.put(context.span_id, armed)
+            self._tools.put(span_id, armed)
 
     def _arm_deadline(self, signal: ToolSignal, budget_ms: float) -> Deadline:
         message = f"tool call timed out after {_ms(budget_ms)}ms"
@@ -327,32 +334,31 @@ class GuardSpanProcessor(SpanProcessor):
         return signal
 
     # --- end ---------------------------------------------------------------------------------------
-    def _end(self, span: ReadableSpan, name: str, attributes: Mapping[str, Any], context: Any) -> ReadableSpan:
+    def _end(self, span: ReadableSpan, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
+             parent_id: int | None) -> ReadableSpan:
         classification = classify_marked(name, attributes)
         if classification is None:  # a marker attribute, but none of ours
-            self.engine.forget(context.span_id)
+            self.engine.forget(span_id)
             return span
         self._judged_spans += 1
         started_at = time.perf_counter() if self._judged_spans % PROCESSING_SAMPLE_EVERY == 1 else None
         timed_out_ms = None
         if classification.kind is TOOL_KIND:
-            armed = self._pop_tool(context.span_id, None)
+            armed = self._pop_tool(span_id, None)
             if armed is not None:
                 if armed.deadline is not None:
                     armed.deadline.cancel()
                 if armed.timed_out:
                     timed_out_ms = armed.signal.budget_ms  # type: ignore[union-attr]
         if classification.kind is AGENT_KIND:  # span_ended reads only the ids of a run's end (its contract)
-            parent = span.parent
-            view = SpanView(name, context.trace_id, context.span_id, parent.span_id if parent is not None else None,
-                            attributes)
+            view = SpanView(name, trace_id, span_id, parent_id, attributes)
         else:
-            view = _view(span, name, context, attributes)
+            view = _view(span, name, trace_id, span_id, parent_id, attributes)
         judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span
         kind = classification.kind
-        run = self._runs.pop(context.span_id) if kind is AGENT_KIND else None
+        run = self._runs.pop(span_id) if kind is AGENT_KIND else None
         self.metrics.span(kind, classification.convention)
         if judged.verdicts:
             self._record(judged, view)
@@ -364,7 +370,7 @@ class GuardSpanProcessor(SpanProcessor):
         if judged.stream_verdict is not None:
             shown.append(judged.stream_verdict)
         if not self._downstream:
-            self._mark_run(judged.agent, shown, run, context.span_id)
+            self._mark_run(judged.agent, shown, run, span_id)
             return span
         return _enriched(span, shown)
 
@@ -439,10 +445,11 @@ def _ms(budget_ms: float) -> str:
     return str(int(budget_ms)) if float(budget_ms).is_integer() else f"{budget_ms:g}"
 
 
-def _view(span: ReadableSpan, name: str, context: Any, attributes: Mapping[str, Any]) -> SpanView:
+def _view(span: ReadableSpan, name: str, trace_id: int, span_id: int, parent_id: int | None,
+          attributes: Mapping[str, Any]) -> SpanView:
     """The ended span as the engine reads it; `attributes` is the span's own dict (no copy)."""
     try:  # the SDK span's own fields: each public property is a call, and `events` copies the list
-        parent, status, scope = span._parent, span._status, span._instrumentation_scope  # type: ignore[attr-defined]
+        status, scope = span._status, span._instrumentation_scope  # type: ignore[attr-defined]
         start, end = span._start_time, span._end_time  # type: ignore[attr-defined]
         bounded_events = span._events  # type: ignore[attr-defined]
         events, dropped_events = bounded_events._dq, bounded_events.dropped  # ended: nothing appends any more
@@ -450,16 +457,16 @@ def _view(span: ReadableSpan, name: str, context: Any, attributes: Mapping[str, 
         code, description = status._status_code, status._description
         scope_name = scope._name if scope is not None else None
     except AttributeError:
-        parent, status, scope = span.parent, span.status, span.instrumentation_scope
+        status, scope = span.status, span.instrumentation_scope
         start, end = span.start_time, span.end_time
         events, dropped_events, dropped_attributes = span.events, span.dropped_events, span.dropped_attributes
         code, description = status.status_code, status.description
         scope_name = scope.name if scope is not None else None
     return SpanView(
         name,
-        context.trace_id,
-        context.span_id,
-        parent.span_id if parent is not None else None,
+        trace_id,
+        span_id,
+        parent_id,
         attributes,
         tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
         STATUS_UNSET if code is _UNSET_CODE else _STATUS.get(code, STATUS_UNSET),

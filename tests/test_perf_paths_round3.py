@@ -277,12 +277,62 @@ def test_span_view_from_sdk_fields_matches_the_public_properties(status, with_ev
         elif status == "error-described":
             span.set_status(OtelStatus(StatusCode.ERROR, "boom"))
         span.end()
-    attributes, context = span._attributes._dict, span.get_span_context()
-    fast = _view(span, span.name, context, attributes)
-    long_way = _view(PublicOnly(span), span.name, context, attributes)  # type: ignore[arg-type]
+    attributes, context, parent = span._attributes._dict, span.get_span_context(), span.parent
+    ids = (context.trace_id, context.span_id, parent.span_id)
+    fast = _view(span, span.name, *ids, attributes)
+    long_way = _view(PublicOnly(span), span.name, *ids, attributes)  # type: ignore[arg-type]
     assert fast == long_way
-    assert fast.scope == "scope-name" and fast.parent_span_id is not None
+    assert fast.scope == "scope-name" and (fast.trace_id, fast.span_id, fast.parent_span_id) == ids
     assert fast.status is {"unset": Status.UNSET, "ok": Status.OK}.get(status, Status.ERROR)
+
+
+def test_the_processor_judges_spans_showing_only_public_properties_as_sdk_spans():
+    """The processor reads the SDK span's own fields (ids from its SpanContext tuples); any other
+    ReadableSpan is read through the public properties, to the same verdicts."""
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import otelguard
+
+    calls = []
+
+    class Recording(SpanProcessor):
+        def on_start(self, span, parent_context=None):
+            calls.append(("start", span))
+
+        def on_end(self, span):
+            calls.append(("end", span))
+
+    provider = TracerProvider()
+    provider.add_span_processor(Recording())
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent",
+                                                                    "gen_ai.agent.name": "a"}):
+        for _ in range(3):  # the same call three times: a repeat verdict at the second and third
+            with tracer.start_as_current_span("execute_tool f", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f",
+                    "gen_ai.tool.call.arguments": '{"q": 1}'}):
+                pass
+
+    def verdicts(wrap) -> list[tuple]:
+        exporter = InMemorySpanExporter()
+        guard = otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(exporter)])
+        agents = []  # the agent each span was found to belong to, as it started
+        for event, span in calls:
+            if event == "start":
+                guard.on_start(wrap(span), None)
+                agent = guard.engine.agent_of(span.get_span_context().span_id)
+                agents.append(agent.name if agent else None)
+            else:
+                guard.on_end(wrap(span))
+        assert agents == ["a"] * 4  # the run, and each tool span inside it (found through its parent)
+        return [(span.name, span.attributes.get("otelguard.verdict"), span.attributes.get("otelguard.repeat.count"))
+                for span in exporter.get_finished_spans()]
+
+    sdk, public = verdicts(lambda span: span), verdicts(PublicOnly)
+    assert sdk == public
+    assert [count for _, verdict, count in sdk if verdict == "repeated_tool_call"] == [2, 3]
 
 
 def test_idle_entries_go_oldest_first_at_most_once_a_sweep_interval():
