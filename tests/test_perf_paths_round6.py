@@ -88,6 +88,9 @@ def test_longer_text_and_non_text_values_take_the_usual_way():
     assert genai._too_short_to_read(short, OutputFloor(256, 2048))
     assert not genai._too_short_to_read(short, OutputFloor(len(short) - 1, 2048))  # one character over
     assert not genai._too_short_to_read(short, OutputFloor(256, len(short) - 1))
+    # Either exponent mark counts; a lone surrogate in the text does not break the test.
+    assert not genai._too_short_to_read('[{"content":[1E5]}]', OutputFloor(256, 2048))
+    assert genai._too_short_to_read('[{"content":"\ud800 x"}]', OutputFloor(256, 2048))
     # Already-decoded messages are walked as before (their length is not the JSON's).
     decoded = [{"role": "assistant", "parts": [{"type": "text", "content": "x" * 300}]}]
     assert genai.read_output_messages(decoded, OutputFloor(256, 2048)).texts == ["x" * 300]
