@@ -110,14 +110,16 @@ class GuardMetrics:
             "gen_ai.tool.name": self._tool_label(verdict.tool),
         })
 
-    def span(self, kind: str, convention: str) -> None:
-        """One judged span. `kind` may be a `SpanKind` (a str enum: made a plain label at collection)."""
+    def span(self, kind: str, convention: str) -> int:
+        """Count one judged span; return how many of its kind and convention were counted before it
+        (the processor times every PROCESSING_SAMPLE_EVERY-th). `kind` may be a `SpanKind` (a str
+        enum: made a plain label at collection)."""
         key = (kind, convention)
         counter = self._span_counts.get(key)
         if counter is None:
             with self._span_counts_lock:
                 counter = self._span_counts.setdefault(key, itertools.count())
-        next(counter)
+        return next(counter)
 
     def span_counts(self) -> dict[tuple[str, str], int]:
         """{(kind label, convention): spans counted so far}."""

@@ -109,10 +109,6 @@ class _ArmedTool:
                     self.signal = signal
         return self.signal
 
-    @property
-    def timed_out(self) -> bool:
-        return self.signal is not None and self.signal.timed_out
-
 
 _SIGNAL_MAKING = threading.Lock()
 _no_marker_key = MARKER_KEYS.isdisjoint  # bound once: the first test every span of the application meets
@@ -158,7 +154,6 @@ class GuardSpanProcessor(SpanProcessor):
         self._max_agents = max_agents
         self._start_afresh()
         reinit_after_fork(self, "_after_fork")  # after the engine's own: it rebinds to the engine's new maps
-        self._judged_spans = 0  # counts judged spans to pick the timed ones (races only shift the sample)
         self._shutdown = False
         self.timeouts_enabled = self.config.row("timeout-policy") is not None
         _active[next(_registrations)] = self
@@ -340,26 +335,26 @@ class GuardSpanProcessor(SpanProcessor):
         if classification is None:  # a marker attribute, but none of ours
             self.engine.forget(span_id)
             return span
-        self._judged_spans += 1
-        started_at = time.perf_counter() if self._judged_spans % PROCESSING_SAMPLE_EVERY == 1 else None
+        kind = classification.kind
+        sampled = self.metrics.span(kind, classification.convention) % PROCESSING_SAMPLE_EVERY == 0
+        started_at = time.perf_counter() if sampled else None
         timed_out_ms = None
-        if classification.kind is TOOL_KIND:
+        if kind is TOOL_KIND:
             armed = self._pop_tool(span_id, None)
             if armed is not None:
                 if armed.deadline is not None:
                     armed.deadline.cancel()
-                if armed.timed_out:
-                    timed_out_ms = armed.signal.budget_ms  # type: ignore[union-attr]
-        if classification.kind is AGENT_KIND:  # span_ended reads only the ids of a run's end (its contract)
+                signal = armed.signal
+                if signal is not None and signal.timed_out:
+                    timed_out_ms = signal.budget_ms
+        if kind is AGENT_KIND:  # span_ended reads only the ids of a run's end (its contract)
             view = SpanView(name, trace_id, span_id, parent_id, attributes)
         else:
             view = _view(span, name, trace_id, span_id, parent_id, attributes)
         judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span
-        kind = classification.kind
         run = self._runs.pop(span_id) if kind is AGENT_KIND else None
-        self.metrics.span(kind, classification.convention)
         if judged.verdicts:
             self._record(judged, view)
         if started_at is not None:
