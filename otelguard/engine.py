@@ -12,7 +12,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from . import conventions
 from .config import GuardConfig
@@ -88,6 +88,11 @@ def _agent_ref(run: AgentRun, span: SpanView, parent: AgentRef | None) -> AgentR
     if parent is not None and run.name:
         return AgentRef(f"{parent.key}/{run.name}", run.name, span.span_id, parent.scope_run_id)
     return AgentRef(None, run.name, span.span_id, span.span_id, span.trace_id)
+
+
+def _trace_agent(trace_id: int) -> AgentRef:
+    """Without any agent span, the trace is the agent."""
+    return AgentRef(f"trace:{trace_id:032x}", None)
 
 
 def _implementing(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
@@ -242,7 +247,7 @@ class GuardEngine:
                 return None
         if classification.kind is MODEL_KIND:
             self.model_started(span.span_id, span.parent_span_id)
-            return Started(classification, self._agent_of_parent(span))
+            return Started(classification, self._agent_of(span.parent_span_id, span.trace_id))
         parent = self._open.get(span.parent_span_id) if span.parent_span_id is not None else None
         if classification.kind is AGENT_KIND:
             run = conventions.read(span, classification)
@@ -259,7 +264,7 @@ class GuardEngine:
                 for index, guard in self._on_agent_run:
                     guard.on_agent_run(state.guard_states[index])
             return Started(classification, agent)
-        agent = parent or self._trace_agent(span)
+        agent = parent or _trace_agent(span.trace_id)
         if parent is not None:
             self._open.put(span.span_id, agent)
         started = Started(classification, agent)
@@ -296,7 +301,7 @@ class GuardEngine:
                 return None
         live_trip = self._live_trips.pop(span.span_id)
         if agent is None:
-            agent = self._agent_of_parent(span)
+            agent = self._agent_of(span.parent_span_id, span.trace_id)
         if classification.kind is AGENT_KIND:
             if agent.scope_run_id == span.span_id:
                 self._run_ended(agent)
@@ -305,10 +310,7 @@ class GuardEngine:
         judged = Judged(classification, agent, record)
         if (live_trip is None and type(record) is ModelCall and record.output_content is CONTENT_UNREAD
                 and not record.chunks):
-            # Output under every guard's floor, so left unread: none of them judges it. A kept
-            # agent is still seen active (its LRU place and idle time), but no state is made for it.
-            if agent.scope_run_id is None:
-                self._agents.get(agent.key)
+            self._seen_unjudged(agent)  # output under every guard's floor, so left unread: none judges it
             return judged
         state = self._state(agent)
         with state.lock:
@@ -321,6 +323,20 @@ class GuardEngine:
                 for index, guard in self._on_model_end:
                     judged.verdicts.extend(guard.on_model_end(state.guard_states[index], record, span, facts))
         return judged
+
+    def model_ended_unread(self, span_id: int, parent_span_id: int | None, trace_id: int,
+                           attributes: Mapping[str, Any], classification: Classification) -> bool:
+        """A model span with no events ended (so no chunks). When its output would be left unread
+        (`conventions.output_unread`) and no live stream trip waits for it, do what `span_ended`
+        does for such a span, without its view or record, and return True: no guard judges it.
+        Else do nothing and return False: the caller calls `span_ended`."""
+        floor = self._output_floor
+        if floor is None or span_id in self._live_trips or not conventions.output_unread(attributes, classification,
+                                                                                          floor):
+            return False
+        agent = self._pop_open(span_id, None)
+        self._seen_unjudged(agent if agent is not None else self._agent_of(parent_span_id, trace_id))
+        return True
 
     def record_stream_trip(self, span_id: int, verdict: Verdict) -> None:
         """A breaker fed live (watch_stream) tripped inside this open span: show it at span end."""
@@ -339,6 +355,12 @@ class GuardEngine:
             if state is not None:
                 return state
         return self._state_of(agent.key, self._new_state)
+
+    def _seen_unjudged(self, agent: AgentRef) -> None:
+        """A span of this agent ended that no guard judges: a kept agent is still seen active (its LRU
+        place and idle time), but no state is made for it."""
+        if agent.scope_run_id is None:
+            self._agents.get(agent.key)
 
     def _note_nested(self, agent: AgentRef) -> None:
         """An agent nested in a run-scoped one: its state goes when that run ends."""
@@ -367,16 +389,13 @@ class GuardEngine:
     def _new_state(self) -> AgentState:
         return AgentState(threading.Lock(), [new_state() for new_state in self._guard_state_makers])
 
-    def _trace_agent(self, span: SpanView) -> AgentRef:
-        # Without any agent span, the trace is the agent.
-        return AgentRef(f"trace:{span.trace_id:032x}", None)
-
-    def _agent_of_parent(self, span: SpanView) -> AgentRef:
-        if span.parent_span_id is not None:
-            parent = self._open.get(span.parent_span_id)
+    def _agent_of(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
+        """The agent of a span by its parent: the parent's agent, else its trace's."""
+        if parent_span_id is not None:
+            parent = self._open.get(parent_span_id)
             if parent is not None:
                 return parent
-        return self._trace_agent(span)
+        return _trace_agent(trace_id)
 
     @property
     def tracked_agents(self) -> int:

@@ -349,6 +349,12 @@ class GuardSpanProcessor(SpanProcessor):
                     timed_out_ms = signal.budget_ms
         if kind is AGENT_KIND:  # span_ended reads only the ids of a run's end (its contract)
             view = SpanView(name, trace_id, span_id, parent_id, attributes)
+        elif (kind is MODEL_KIND and not _events_of(span)
+              and self.engine.model_ended_unread(span_id, parent_id, trace_id, attributes, classification)):
+            # Output too short for any guard, and no chunks: nothing to judge, so no view or record.
+            if started_at is not None:
+                self.metrics.processing.record(time.perf_counter() - started_at)
+            return span
         else:
             view = _view(span, name, trace_id, span_id, parent_id, attributes)
         judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
@@ -438,6 +444,14 @@ def _public_attributes(span: ReadableSpan) -> Mapping[str, Any]:
 
 def _ms(budget_ms: float) -> str:
     return str(int(budget_ms)) if float(budget_ms).is_integer() else f"{budget_ms:g}"
+
+
+def _events_of(span: ReadableSpan) -> Sequence[Event]:
+    """The ended span's events, as `_view` reads them (the SDK's own list: no copy)."""
+    try:
+        return span._events._dq  # type: ignore[attr-defined]
+    except AttributeError:
+        return span.events
 
 
 def _view(span: ReadableSpan, name: str, trace_id: int, span_id: int, parent_id: int | None,

@@ -46,6 +46,10 @@ class BoundedMap(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether `key` is held, without touching it (no lock: a dict's membership test is atomic)."""
+        return key in self._items
+
     def get(self, key: K) -> V | None:
         with self._lock:
             entry = self._touched(key, self._clock())

@@ -3,6 +3,9 @@
 - `gen_ai.output.messages` JSON text no longer than the output floor, with no number written with a
   fraction or an exponent, is left unread without being parsed (`genai._too_short_to_read`): nothing
   read out of it could have reached the floor.
+- the live guard asks that question of a model span's attributes (`conventions.output_unread`) before
+  building its view: `GuardEngine.model_ended_unread` then does what `span_ended` does for unread
+  output (no guard, no state; a kept agent seen active), unless a live stream trip waits for the span.
 """
 
 from __future__ import annotations
@@ -12,8 +15,11 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otelguard.conventions import OutputFloor, genai
+from otelguard.conventions import OutputFloor, classify, genai, output_unread, read
 from otelguard.conventions._values import UNREAD_OUTPUT
+from otelguard.detectors.stream import Trip
+from otelguard.engine import GuardEngine
+from otelguard.records import Content, SpanView
 
 # Any JSON value, as a part's or a message's content may be (instrumentations put odd things there).
 json_values = st.recursive(
@@ -94,3 +100,77 @@ def test_longer_text_and_non_text_values_take_the_usual_way():
     # Already-decoded messages are walked as before (their length is not the JSON's).
     decoded = [{"role": "assistant", "parts": [{"type": "text", "content": "x" * 300}]}]
     assert genai.read_output_messages(decoded, OutputFloor(256, 2048)).texts == ["x" * 300]
+
+
+FLOOR = OutputFloor(256, 2048)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages, dump_styles, st.sampled_from(["chat", "openai.response"]))
+def test_output_told_unread_from_the_attributes_is_read_as_unread(decoded, style, name):
+    """GenAI and OpenLLMetry model spans: whenever `output_unread` says so, reading says so too."""
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(decoded, **style)}
+    view = SpanView(name, 1, 2, None, attributes)
+    classification = classify(name, attributes)
+    if output_unread(attributes, classification, FLOOR):
+        record = read(view, classification, output_floor=FLOOR)
+        assert record.output_content is Content.UNREAD and not record.chunks
+
+
+def test_only_gen_ai_output_messages_text_is_told_unread_without_reading():
+    short = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}])
+    genai_span = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": short}
+    assert output_unread(genai_span, classify("chat m", genai_span), FLOOR)
+    decoded = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.loads(short)}  # not text
+    assert not output_unread(decoded, classify("chat m", decoded), FLOOR)
+    missing = {"gen_ai.operation.name": "chat"}  # not captured: read, and recorded as absent
+    assert not output_unread(missing, classify("chat m", missing), FLOOR)
+    openinference = {"openinference.span.kind": "LLM", "llm.output_messages.0.message.content": "ok"}
+    assert not output_unread(openinference, classify("ChatOpenAI", openinference), FLOOR)  # read whole
+
+
+def _model_attributes(text: str = "ok") -> dict:
+    return {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
+        [{"role": "assistant", "parts": [{"type": "text", "content": text}]}])}
+
+
+def test_the_engine_ends_an_unread_model_span_without_its_view_as_span_ended_would():
+    engine = GuardEngine(full_records=False)
+    attributes = _model_attributes()
+    classification = classify("chat m", attributes)
+    run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.conversation.id": "c"}
+    engine.span_started(SpanView("invoke_agent a", 1, 10, None, run))
+    engine.model_started(11, 10)
+    assert engine.model_ended_unread(11, 10, 1, attributes, classification)
+    assert engine.agent_of(11) is None  # the span left its run, as span_ended has it
+    assert engine.tracked_agents == 1  # the agent's state from its run start, and none made for the call
+    # Output long enough for a rule, or a live trip waiting for the span: span_ended's to judge.
+    long = _model_attributes("x" * 300)
+    assert not engine.model_ended_unread(12, 10, 1, long, classify("chat m", long))
+    trip = engine.thinking.break_verdict(Trip("identical-chunks", 240, run=60), cut=False)
+    engine.record_stream_trip(13, trip)
+    assert not engine.model_ended_unread(13, 10, 1, attributes, classification)
+    assert engine.span_ended(SpanView("chat m", 1, 13, 10, attributes), classification=classification
+                             ).stream_verdict is trip
+    # The analyzer's engine reads everything: never.
+    assert not GuardEngine().model_ended_unread(14, 10, 1, attributes, classification)
+
+
+def test_an_unread_model_span_keeps_its_agent_seen_active():
+    """Two kept agents in a map of two: the one whose (unread) model call ended last stays when a
+    third arrives; the other, least recently seen, is evicted."""
+    evicted: list[tuple] = []
+    engine = GuardEngine(full_records=False, max_agents=2, on_evict=lambda *report: evicted.append(report))
+    attributes = _model_attributes()
+    classification = classify("chat m", attributes)
+
+    def run(span_id: int, conversation: str) -> None:
+        engine.span_started(SpanView("invoke_agent a", 1, span_id, None, {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.conversation.id": conversation}))
+
+    run(10, "first")
+    run(20, "second")
+    assert engine.model_ended_unread(11, 10, 1, attributes, classification)  # the first agent, seen again
+    run(30, "third")
+    assert evicted == [("agent", "capacity", 1)]
+    assert set(engine._agents._items) == {"conv:first:a", "conv:third:a"}

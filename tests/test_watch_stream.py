@@ -241,3 +241,17 @@ def test_a_model_span_that_is_not_current_judges_its_own_output_once():
         verdicts = metric_points(g.metric_reader, "otelguard.verdicts")
         assert [value for _, value in verdicts] == [1]
         assert len(g.processor.engine._live_trips) == 0
+
+
+def test_a_stream_verdict_is_shown_on_a_model_span_whose_recorded_output_is_too_short_to_read():
+    """The guard skips reading model output too short for any rule, but not the verdict a watched
+    stream left waiting for that span: the span shows it, and nothing stays behind."""
+    deltas = ending_in_a_chant()
+    with Guarded() as g:
+        with g.tracer.start_as_current_span("chat scripted-model",
+                                            attributes={"gen_ai.operation.name": "chat"}) as model_span:
+            assert take("text", deltas) == deltas
+            model_span.set_attribute("gen_ai.output.messages", output_messages(text="short"))
+        (span,) = g.exporter.get_finished_spans()
+        assert (span.attributes["otelguard.rule"], span.attributes["otelguard.action"]) == ("repeating-cycle", "none")
+        assert len(g.processor.engine._live_trips) == 0

@@ -8,7 +8,8 @@ The calls, used by the live processor and the offline analyzer alike:
 - `read(span, classification, parent)` normalises a classified span into an `AgentRun`, `ToolCall`
   or `ModelCall`. It never raises: what it could not read is said by the record's `Content` fields.
   The live guard passes an `OutputFloor` too: model output shorter than any rule judges is then
-  measured, not read (`Content.UNREAD`).
+  measured, not read (`Content.UNREAD`); `output_unread(attributes, classification, floor)` tells
+  from the attributes alone whether a model span's output would be, so the guard can skip the read.
 - `model_usage(span, classification)`: a model span's model name, token counts and finish reasons,
   read only by whoever reports them (no guard judges them, so `read` leaves them out);
   `model_name(span, classification)` is its model alone.
@@ -38,7 +39,7 @@ from . import genai, openinference, openllmetry
 from ._values import OutputFloor, model_name_of
 
 __all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "model_name", "model_usage",
-           "read"]
+           "output_unread", "read"]
 
 _log = logging.getLogger(__name__)
 
@@ -132,6 +133,17 @@ def read(
     except Exception as error:  # a reading bug must not cost the agent its span: say so, once
         _report_failure(classification, kind, error)
         return _unreadable(kind)
+
+
+def output_unread(attributes: Mapping[str, Any], classification: Classification, floor: OutputFloor) -> bool:
+    """Whether `read` of this model span with `floor` would leave its output unread, told from its
+    attributes without reading it (False where only reading can tell). Never raises: a failing test
+    answers False, and reading then decides."""
+    convention = _CONVENTIONS.get(classification.convention, genai)
+    try:
+        return convention.output_unread(attributes, floor)
+    except Exception:
+        return False
 
 
 def model_usage(span: SpanView, classification: Classification) -> ModelUsage:

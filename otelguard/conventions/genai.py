@@ -155,6 +155,13 @@ def read_model_usage(span: SpanView) -> ModelUsage:
     return model_usage_of(span, USAGE_KEYS)
 
 
+def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
+    """Whether `read_model` with this floor leaves the output unread without parsing it, told from
+    the attributes by the same test: the live guard then needs no record of the span."""
+    messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
+    return type(messages) is str and _too_short_to_read(messages, floor)
+
+
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
     """Decode `gen_ai.output.messages` (JSON text, or already-decoded messages) into an Output.
 

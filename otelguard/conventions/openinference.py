@@ -145,6 +145,11 @@ def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
     return model_call(span, _read_output(attributes_of(span), floor))
 
 
+def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
+    """Never: the flattened output is read whole (the floor spares only the raw payload's decoding)."""
+    return False
+
+
 USAGE_KEYS = UsageKeys(
     model=(sc.LLM_MODEL_NAME, sc.GEN_AI_REQUEST_MODEL, sc.GEN_AI_RESPONSE_MODEL),
     output_tokens=(sc.LLM_TOKEN_COUNT_COMPLETION, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
