@@ -174,3 +174,25 @@ def test_an_unread_model_span_keeps_its_agent_seen_active():
     run(30, "third")
     assert evicted == [("agent", "capacity", 1)]
     assert set(engine._agents._items) == {"conv:first:a", "conv:third:a"}
+
+
+def test_output_longer_than_the_floor_is_parsed_once_to_be_told_unread_or_read(monkeypatch):
+    """Text over the floor is parsed to be walked: unread when its text and reasoning stay under it,
+    else read, taking the decoding `output_unread` made (one parse for both)."""
+    parsed: list[str] = []
+    real_load_json = genai.load_json
+    monkeypatch.setattr(genai, "load_json", lambda text: parsed.append(text) or real_load_json(text))
+    reasoning, text = "r" * 130, "t" * 30
+    unread = json.dumps([{"role": "assistant", "parts": [
+        {"type": "thinking", "content": reasoning}, {"type": "text", "content": text},
+        {"type": "tool_call", "id": "c", "name": "f", "arguments": {"city": "Paris", "units": "metric"}}]}] * 2)
+    assert len(unread) > FLOOR.text_chars  # too long to be told unread without parsing
+    assert output_unread({"gen_ai.output.messages": unread}, classify("chat m", {"gen_ai.operation.name": "chat"}),
+                         FLOOR)
+    assert parsed == [unread]
+    reaching = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "x" * 300}]}])
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": reaching}
+    assert not output_unread(attributes, classify("chat m", attributes), FLOOR)
+    record = read(SpanView("chat m", 1, 2, None, attributes), classify("chat m", attributes), output_floor=FLOOR)
+    assert record.text == "x" * 300 and record.output_content is Content.OK
+    assert parsed == [unread, reaching]  # the read took output_unread's decoding

@@ -156,10 +156,32 @@ def read_model_usage(span: SpanView) -> ModelUsage:
 
 
 def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
-    """Whether `read_model` with this floor leaves the output unread without parsing it, told from
-    the attributes by the same test: the live guard then needs no record of the span."""
+    """Whether `read_model` with this floor leaves the output unread, by the same tests, without
+    making a record: the live guard then needs none of the span."""
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-    return type(messages) is str and _too_short_to_read(messages, floor)
+    if type(messages) is not str:
+        return False
+    if _too_short_to_read(messages, floor):
+        return True
+    decoded, _ = _decoded(messages)
+    return decoded is not None and not _may_reach(decoded, floor)
+
+
+# The text `_decoded` parsed last, with what it decoded to. When `output_unread` finds that output
+# may reach the floor, `read_model` reads the same text right after: it takes the decoding from here
+# rather than parse it twice. One entry, replaced whole: another thread's entry costs only a parse.
+_last_decoded: tuple[str, Any, Content] = ("", None, Content.ABSENT)
+
+
+def _decoded(text: str) -> tuple[Any, Content]:
+    """`load_json(text)`, remembered for the next call with this very text (decoded JSON is only read)."""
+    global _last_decoded
+    last = _last_decoded
+    if last[0] is text:
+        return last[1], last[2]
+    decoded, content = load_json(text)
+    _last_decoded = (text, decoded, content)
+    return decoded, content
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
@@ -170,7 +192,7 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     """
     if floor is not None and type(value) is str and _too_short_to_read(value, floor):
         return UNREAD_OUTPUT
-    decoded, content = load_json(value)
+    decoded, content = _decoded(value) if type(value) is str else load_json(value)
     if decoded is None:
         return Output(content=content)
     if floor is not None and not _may_reach(decoded, floor):
