@@ -292,20 +292,19 @@ class GuardEngine:
         classification: Classification | None = None,
     ) -> Judged | None:
         """Judge an ended span. `timed_out_ms`: the guard's own deadline fired for this tool span.
-        Of an agent span's end only its ids are read (its run was read at its start, and no guard
-        judges the end: `Judged.record` is None), so a caller may pass a view of its ids alone."""
-        agent = self._pop_open(span.span_id, None)
+        An agent span's end is `run_ended`'s (`Judged.record` is None: its run was read when it
+        started, and no guard judges the end)."""
         if classification is None:
             classification = conventions.classify(span.name, span.attributes)
             if classification is None:
+                self._pop_open(span.span_id, None)
                 return None
+        if classification.kind is AGENT_KIND:
+            return Judged(classification, self.run_ended(span.span_id, span.parent_span_id, span.trace_id), None)
+        agent = self._pop_open(span.span_id, None)
         live_trip = self._live_trips.pop(span.span_id)
         if agent is None:
             agent = self._agent_of(span.parent_span_id, span.trace_id)
-        if classification.kind is AGENT_KIND:
-            if agent.scope_run_id == span.span_id:
-                self._run_ended(agent)
-            return Judged(classification, agent, None)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
         if (live_trip is None and type(record) is ModelCall and record.output_content is CONTENT_UNREAD
@@ -316,13 +315,28 @@ class GuardEngine:
         with state.lock:
             if isinstance(record, ToolCall):
                 for index, guard in self._on_tool_end:
-                    judged.verdicts.extend(guard.on_tool_end(state.guard_states[index], record, span, timed_out_ms))
+                    verdicts = guard.on_tool_end(state.guard_states[index], record, span, timed_out_ms)
+                    if verdicts:  # (most calls: none, and no list to extend)
+                        judged.verdicts.extend(verdicts)
             elif isinstance(record, ModelCall):
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
                 judged.stream_verdict = live_trip
                 for index, guard in self._on_model_end:
-                    judged.verdicts.extend(guard.on_model_end(state.guard_states[index], record, span, facts))
+                    verdicts = guard.on_model_end(state.guard_states[index], record, span, facts)
+                    if verdicts:
+                        judged.verdicts.extend(verdicts)
         return judged
+
+    def run_ended(self, span_id: int, parent_span_id: int | None, trace_id: int) -> AgentRef:
+        """An agent span ended (its ids are all that is read of it); returns its agent. A run-scoped
+        agent's state, and its nested agents', go with its run."""
+        agent = self._pop_open(span_id, None)
+        self._live_trips.pop(span_id)  # (none is recorded for an agent span: kept clean all the same)
+        if agent is None:
+            agent = self._agent_of(parent_span_id, trace_id)
+        if agent.scope_run_id == span_id:
+            self._run_ended(agent)
+        return agent
 
     def model_ended_unread(self, span_id: int, parent_span_id: int | None, trace_id: int,
                            attributes: Mapping[str, Any], classification: Classification) -> bool:

@@ -347,20 +347,22 @@ class GuardSpanProcessor(SpanProcessor):
                 signal = armed.signal
                 if signal is not None and signal.timed_out:
                     timed_out_ms = signal.budget_ms
-        if kind is AGENT_KIND:  # span_ended reads only the ids of a run's end (its contract)
-            view = SpanView(name, trace_id, span_id, parent_id, attributes)
-        elif (kind is MODEL_KIND and not _events_of(span)
-              and self.engine.model_ended_unread(span_id, parent_id, trace_id, attributes, classification)):
+        if kind is AGENT_KIND:  # nothing is judged at a run's end: no view either
+            self.engine.run_ended(span_id, parent_id, trace_id)
+            self._runs.pop(span_id)
+            if started_at is not None:
+                self.metrics.processing.record(time.perf_counter() - started_at)
+            return span
+        if (kind is MODEL_KIND and not _events_of(span)
+                and self.engine.model_ended_unread(span_id, parent_id, trace_id, attributes, classification)):
             # Output too short for any guard, and no chunks: nothing to judge, so no view or record.
             if started_at is not None:
                 self.metrics.processing.record(time.perf_counter() - started_at)
             return span
-        else:
-            view = _view(span, name, trace_id, span_id, parent_id, attributes)
+        view = _view(span, name, trace_id, span_id, parent_id, attributes)
         judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span
-        run = self._runs.pop(span_id) if kind is AGENT_KIND else None
         if judged.verdicts:
             self._record(judged, view)
         if started_at is not None:
@@ -371,7 +373,7 @@ class GuardSpanProcessor(SpanProcessor):
         if judged.stream_verdict is not None:
             shown.append(judged.stream_verdict)
         if not self._downstream:
-            self._mark_run(judged.agent, shown, run, span_id)
+            self._mark_run(judged.agent, shown, span_id)
             return span
         return _enriched(span, shown)
 
@@ -413,8 +415,8 @@ class GuardSpanProcessor(SpanProcessor):
                 else:
                     self._dispatcher.call(verdict.action, lambda: deliver(control, verdict))
 
-    def _mark_run(self, agent: AgentRef, verdicts: list[Verdict], ended_run: _Run | None, span_id: int) -> None:
-        run = ended_run or (self._runs.get(agent.run_span_id) if agent.run_span_id is not None else None)
+    def _mark_run(self, agent: AgentRef, verdicts: list[Verdict], span_id: int) -> None:
+        run = self._runs.get(agent.run_span_id) if agent.run_span_id is not None else None
         if run is None or not run.span.is_recording():
             return
         judged = f"{span_id:016x}"  # which span the verdict is about: the event sits on the agent run

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 class ToolFilter:
     """Which tools the chain tracks. Only `*` is special; anchored, case-sensitive; exclude wins."""
 
-    __slots__ = ("_include", "_exclude")
+    __slots__ = ("_include", "_exclude", "tracks_every_tool")
 
     def __init__(self, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()):
         self._include = _compile(include)
         self._exclude = _compile(exclude)
+        self.tracks_every_tool = self._include is None and self._exclude is None  # the default: no test to make
 
     def tracks(self, tool_name: str) -> bool:
         if self._exclude is not None and self._exclude.match(tool_name):
@@ -38,7 +39,8 @@ class RepeatChain:
 
     def observe(self, tool_name: str, canonical_arguments: str) -> int:
         """Record one tracked call; return its position in the run of identical calls (1 = first)."""
-        key = (tool_name, _compact(canonical_arguments))
+        key = (tool_name, canonical_arguments if len(canonical_arguments) <= _VERBATIM_UP_TO
+               else _compact(canonical_arguments))  # (short arguments, the usual, without the call)
         if key == self.key:
             self.count += 1
         else:

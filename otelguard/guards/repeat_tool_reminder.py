@@ -46,7 +46,8 @@ class RepeatToolReminder(Guard):
         state.reset()
 
     def _tracked(self, call: ToolCall) -> bool:
-        return call.name is not None and self._filter.tracks(call.name)
+        name = call.name
+        return name is not None and (self._filter.tracks_every_tool or self._filter.tracks(name))
 
     def _key(self, call: ToolCall) -> tuple[str, str] | None:
         """The chain key, or None for an untracked call (transparent) or one without arguments."""
@@ -66,15 +67,15 @@ class RepeatToolReminder(Guard):
             decision.block = self._verdict(key, upcoming)
 
     def on_tool_end(self, state: RepeatChain, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
-        key = self._key(call)
-        if key is None:
-            if self._tracked(call):
-                state.reset()  # arguments not captured: no key, so nothing can claim a repeat across it
+        if not self._tracked(call):
+            return []  # transparent
+        if call.arguments is None:
+            state.reset()  # arguments not captured: no key, so nothing can claim a repeat across it
             return []
-        count = state.observe(*key)
+        count = state.observe(call.name, call.arguments)  # type: ignore[arg-type]
         if count < 2:
             return []
-        return [self._verdict(key, count)]
+        return [self._verdict((call.name, call.arguments), count)]  # type: ignore[arg-type]
 
     def _verdict(self, key: tuple[str, str], count: int) -> Verdict:
         name, arguments = key
