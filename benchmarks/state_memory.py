@@ -35,6 +35,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 
 import otelguard
 from _bench import arguments
+from otelguard.engine import UNMADE
 from _text import prose
 
 BYTES_TARGET = 2048
@@ -141,7 +142,8 @@ def per_agent_bytes(label: str, reasoning: list[str], agents: int, payload: str 
     items = processor.engine._agents._items  # noqa: SLF001 - measuring the private map on purpose
     key, (state, _) = next(reversed(items.items()))
     entry = deep_size(key) + deep_size(state)
-    breakdown = ", ".join(f"{type(s).__name__} {deep_size(s)} B" for s in state.guard_states if s is not None)
+    breakdown = ", ".join(f"{type(s).__name__} {deep_size(s)} B" for s in state.guard_states
+                          if s is not None and s is not UNMADE)
     provider.shutdown()
     per_agent = grown / tracked
     ok = per_agent <= BYTES_TARGET

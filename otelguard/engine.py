@@ -101,10 +101,25 @@ def _implementing(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ..
     return tuple((index, guard) for index, guard in enumerate(guards) if getattr(type(guard), hook) is not base)
 
 
-@dataclass(slots=True)
+UNMADE: Any = object()  # a guard's state for an agent, not made yet
+
+
 class AgentState:
-    lock: threading.Lock
-    guard_states: list[Any]
+    """One agent's lock and its guards' states. A guard's state is made when one of its hooks first
+    needs it: most agents never need most of them (a thinking detector, say, for short output)."""
+
+    __slots__ = ("lock", "guard_states")
+
+    def __init__(self, lock: threading.Lock, guard_states: list[Any]):
+        self.lock = lock
+        self.guard_states = guard_states  # UNMADE where not made yet (None for guards that keep none)
+
+    def of(self, index: int, guard: Guard) -> Any:
+        """The state of `guard` (the engine's guard `index`), made now if it was not yet."""
+        state = self.guard_states[index]
+        if state is UNMADE:
+            state = self.guard_states[index] = guard.new_state()
+        return state
 
 
 @dataclass(slots=True)
@@ -153,7 +168,8 @@ class GuardEngine:
         )
         # Per hook, the guards that implement it, with their index into an agent's guard states:
         # most guards leave most hooks as the base no-op, and every span would call them.
-        self._guard_state_makers = tuple(guard.new_state for guard in self.guards)  # bound once: every new agent
+        # A new agent's guard states: UNMADE for each guard that keeps one (made on first use), None for the rest.
+        self._unmade_states = tuple(None if type(guard).new_state is Guard.new_state else UNMADE for guard in self.guards)
         self._on_agent_run = _implementing(self.guards, "on_agent_run")
         # Tool-start hooks that act under their guard's config (the repeat reminder's blocks only with
         # stop_after); when none of them keeps agent state, a tool start looks none up and takes no lock.
@@ -262,7 +278,9 @@ class GuardEngine:
             state = self._state_of(agent.key, self._new_state)
             with state.lock:
                 for index, guard in self._on_agent_run:
-                    guard.on_agent_run(state.guard_states[index])
+                    guard_state = state.guard_states[index]
+                    if guard_state is not UNMADE:  # one not made yet is fresh already
+                        guard.on_agent_run(guard_state)
             return Started(classification, agent)
         agent = parent or _trace_agent(span.trace_id)
         if parent is not None:
@@ -276,7 +294,7 @@ class GuardEngine:
                 state = self._state(agent)
                 with state.lock:
                     for index, guard in self._on_tool_start:
-                        guard.on_tool_start(state.guard_states[index], call, span, decision)
+                        guard.on_tool_start(state.of(index, guard), call, span, decision)
             else:  # no hook here keeps agent state: nothing to look up or lock
                 for _, guard in self._on_tool_start:
                     guard.on_tool_start(None, call, span, decision)
@@ -315,14 +333,14 @@ class GuardEngine:
         with state.lock:
             if isinstance(record, ToolCall):
                 for index, guard in self._on_tool_end:
-                    verdicts = guard.on_tool_end(state.guard_states[index], record, span, timed_out_ms)
+                    verdicts = guard.on_tool_end(state.of(index, guard), record, span, timed_out_ms)
                     if verdicts:  # (most calls: none, and no list to extend)
                         judged.verdicts.extend(verdicts)
             elif isinstance(record, ModelCall):
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
                 judged.stream_verdict = live_trip
                 for index, guard in self._on_model_end:
-                    verdicts = guard.on_model_end(state.guard_states[index], record, span, facts)
+                    verdicts = guard.on_model_end(state.of(index, guard), record, span, facts)
                     if verdicts:
                         judged.verdicts.extend(verdicts)
         return judged
@@ -401,7 +419,7 @@ class GuardEngine:
             self._agents.pop(key)
 
     def _new_state(self) -> AgentState:
-        return AgentState(threading.Lock(), [new_state() for new_state in self._guard_state_makers])
+        return AgentState(threading.Lock(), list(self._unmade_states))
 
     def _agent_of(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """The agent of a span by its parent: the parent's agent, else its trace's."""

@@ -196,3 +196,35 @@ def test_output_longer_than_the_floor_is_parsed_once_to_be_told_unread_or_read(m
     record = read(SpanView("chat m", 1, 2, None, attributes), classify("chat m", attributes), output_floor=FLOOR)
     assert record.text == "x" * 300 and record.output_content is Content.OK
     assert parsed == [unread, reaching]  # the read took output_unread's decoding
+
+
+def test_a_guards_state_is_made_when_its_hook_first_needs_it():
+    """An agent's guard states start unmade: a tool call makes the repeat chain, only judged model
+    output makes the thinking detector, and a new run resets only what was made."""
+    from otelguard.detectors.repeat import RepeatChain
+    from otelguard.detectors.thinking import ThinkingLoopDetector
+    from otelguard.engine import UNMADE
+
+    engine = GuardEngine(full_records=False)
+    run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.conversation.id": "c"}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f", "gen_ai.tool.call.arguments": '{"q":1}'}
+    engine.span_started(SpanView("invoke_agent a", 1, 10, None, run))
+    (state,) = (entry[0] for entry in engine._agents._items.values())
+
+    def kinds() -> list:
+        return [type(s) if s is not UNMADE else UNMADE for s in state.guard_states]
+
+    assert kinds() == [type(None), UNMADE, UNMADE]  # timeout policy (keeps none), repeat chain, thinking
+    engine.span_started(SpanView("execute_tool f", 1, 11, 10, tool))
+    engine.span_ended(SpanView("execute_tool f", 1, 11, 10, tool))
+    assert kinds() == [type(None), RepeatChain, UNMADE]
+    assert engine.model_ended_unread(12, 10, 1, _model_attributes(), classify("chat m", _model_attributes()))
+    assert kinds() == [type(None), RepeatChain, UNMADE]  # short output: nothing judged it
+    reasoning = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
+        [{"role": "assistant", "parts": [{"type": "thinking", "content": "step " * 500}]}])}
+    engine.span_ended(SpanView("chat m", 1, 13, 10, reasoning))
+    assert kinds() == [type(None), RepeatChain, ThinkingLoopDetector]
+    assert state.guard_states[1].count == 1
+    engine.run_ended(10, None, 1)
+    engine.span_started(SpanView("invoke_agent a", 1, 20, None, run))  # a new prompt, the same conversation
+    assert state.guard_states[1].count == 0  # the chain made in the first run starts again
