@@ -38,7 +38,18 @@ from .engine import (
 from .errors import ConfigError
 from .forksafe import reinit_after_fork
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .records import AGENT_KIND, MODEL_KIND, STATUS_UNSET, TOOL_KIND, ModelCall, SpanEvent, SpanView, Status, Verdict
+from .records import (
+    AGENT_KIND,
+    MODEL_KIND,
+    STATUS_UNSET,
+    TOOL_KIND,
+    Classification,
+    ModelCall,
+    SpanEvent,
+    SpanView,
+    Status,
+    Verdict,
+)
 from .signals import TOOL_TIMEOUT, ToolSignal
 from .state import OpenSpans
 from .watchdog import Deadline, Watchdog
@@ -335,9 +346,17 @@ class GuardSpanProcessor(SpanProcessor):
         if classification is None:  # a marker attribute, but none of ours
             self.engine.forget(span_id)
             return span
+        if self.metrics.span(classification.kind, classification.convention) % PROCESSING_SAMPLE_EVERY:
+            return self._judge(span, name, attributes, trace_id, span_id, parent_id, classification)
+        started_at = time.perf_counter()  # one judged span in PROCESSING_SAMPLE_EVERY is timed
+        exported = self._judge(span, name, attributes, trace_id, span_id, parent_id, classification)
+        self.metrics.processing.record(time.perf_counter() - started_at)
+        return exported
+
+    def _judge(self, span: ReadableSpan, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
+               parent_id: int | None, classification: Classification) -> ReadableSpan:
+        """Judge an ended agent, model or tool span; return the span to export (enriched with any verdict)."""
         kind = classification.kind
-        sampled = self.metrics.span(kind, classification.convention) % PROCESSING_SAMPLE_EVERY == 0
-        started_at = time.perf_counter() if sampled else None
         timed_out_ms = None
         if kind is TOOL_KIND:
             armed = self._pop_tool(span_id, None)
@@ -350,23 +369,16 @@ class GuardSpanProcessor(SpanProcessor):
         if kind is AGENT_KIND:  # nothing is judged at a run's end: no view either
             self.engine.run_ended(span_id, parent_id, trace_id)
             self._runs.pop(span_id)
-            if started_at is not None:
-                self.metrics.processing.record(time.perf_counter() - started_at)
             return span
         if (kind is MODEL_KIND and not _events_of(span)
                 and self.engine.model_ended_unread(span_id, parent_id, trace_id, attributes, classification)):
-            # Output too short for any guard, and no chunks: nothing to judge, so no view or record.
-            if started_at is not None:
-                self.metrics.processing.record(time.perf_counter() - started_at)
-            return span
+            return span  # output too short for any guard, and no chunks: nothing to judge, no view or record
         view = _view(span, name, trace_id, span_id, parent_id, attributes)
         judged = self.engine.span_ended(view, timed_out_ms=timed_out_ms, classification=classification)
         if judged is None:
             return span
         if judged.verdicts:
             self._record(judged, view)
-        if started_at is not None:
-            self.metrics.processing.record(time.perf_counter() - started_at)
         if not judged.verdicts and judged.stream_verdict is None:
             return span
         shown = list(judged.verdicts)
