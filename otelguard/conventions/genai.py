@@ -100,11 +100,12 @@ def read(
 def read_agent(span: SpanView) -> AgentRun:
     attributes = attributes_of(span)
     name = as_name(first_present(attributes, sc.GEN_AI_AGENT_NAME, sc.PYDANTIC_AI_AGENT_NAME))
-    return AgentRun(
-        name=name or _strip_prefix(span_name_of(span), _AGENT_SPAN_PREFIX),
-        agent_id=as_name(attributes.get(sc.GEN_AI_AGENT_ID)),
-        conversation_id=as_name(attributes.get(sc.GEN_AI_CONVERSATION_ID)),
-    )
+    return agent_run(attributes, name or _strip_prefix(span_name_of(span), _AGENT_SPAN_PREFIX))
+
+
+def agent_run(attributes: Mapping[str, Any], name: str | None) -> AgentRun:
+    """The run of the agent so named, with the identity GenAI marks (conventions sharing it name it their way)."""
+    return AgentRun(name, as_name(attributes.get(sc.GEN_AI_AGENT_ID)), as_name(attributes.get(sc.GEN_AI_CONVERSATION_ID)))
 
 
 # --- tool -----------------------------------------------------------------------------------------

@@ -83,14 +83,14 @@ def read(
     return read_model(span, floor)
 
 
-# GenAI's reading, then OpenLLMetry's own attributes where GenAI's are missing. The GenAI reader
-# returns a new record each time, so it is completed in place (dataclasses.replace costs ~2 us).
 def read_agent(span: SpanView) -> AgentRun:
-    run = genai.read_agent(span)
     attributes = attributes_of(span)
     name = as_name(attributes.get(sc.GEN_AI_AGENT_NAME)) or as_name(attributes.get(sc.TRACELOOP_ENTITY_NAME))
-    run.name = name or _strip_suffix(span_name_of(span), _AGENT_SUFFIX)
-    return run
+    return genai.agent_run(attributes, name or _strip_suffix(span_name_of(span), _AGENT_SUFFIX))
+
+
+# GenAI's reading, then OpenLLMetry's own attributes where GenAI's are missing. The GenAI reader
+# returns a new record each time, so it is completed in place (dataclasses.replace costs ~2 us).
 
 
 def read_tool(span: SpanView) -> ToolCall:
