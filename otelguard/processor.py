@@ -295,7 +295,11 @@ class GuardSpanProcessor(SpanProcessor):
             return
         kind = classification.kind
         if kind is AGENT_KIND:
-            self._runs.put(span_id, _Run(span, bound_control()))
+            control = bound_control()
+            # The run is kept for a hook bound to it, or for the verdict events its span carries when
+            # there is no downstream to export enriched spans; otherwise nothing would read it.
+            if control is not None or not self._downstream:
+                self._runs.put(span_id, _Run(span, control))
         elif kind is TOOL_KIND:
             decision = started.tool
             armed = _ArmedTool(decision.budget_ms if decision else None)
