@@ -21,9 +21,12 @@ from otelguard.detectors.stream import Trip
 from otelguard.engine import GuardEngine
 from otelguard.records import Content, SpanView
 
+FLOOR = OutputFloor(256, 2048)
+
 # Any JSON value, as a part's or a message's content may be (instrumentations put odd things there).
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False) | st.text(max_size=40),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
     max_leaves=12,
 )
@@ -89,6 +92,31 @@ def test_a_number_with_an_exponent_is_why_such_text_is_parsed():
     assert genai.read_output_messages(raw, floor).texts == [text]  # read, and whole
 
 
+def test_an_integer_beyond_64_bits_is_why_such_text_is_parsed_too():
+    """Beyond 64 bits an integer reads as a float: 2**64 prints as 1.8446744073709552e+19."""
+    raw = '[{"role":"assistant","content":[' + ",".join([str(2**64)] * 20) + "]}]"
+    text, _ = _read_in_full(raw)
+    assert len(text) > len(raw)
+    floor = OutputFloor(len(raw) + 1, len(raw) + 1)
+    assert not genai._too_short_to_read(raw, floor)
+    assert genai.read_output_messages(raw, floor).texts == [text]
+    # 19 digits is where it can start (-2**63 - 1 reads as a float); shorter integers print as written.
+    assert not genai._too_short_to_read('[{"content":[-9223372036854775809]}]', FLOOR)
+    assert genai._too_short_to_read('[{"content":[922337203685477580]}]', FLOOR)
+
+
+def test_the_first_decoding_of_any_text_is_its_own():
+    """The decoding memo starts empty: in a fresh interpreter, even the shared empty string is
+    parsed (and found malformed) on its first read, as on every later one."""
+    import subprocess
+    import sys
+
+    script = ("from otelguard.conventions import genai\n"
+              "print(genai.read_output_messages('').content, genai.read_output_messages('').content)")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert shown.split() == ["malformed", "malformed"]
+
+
 def test_longer_text_and_non_text_values_take_the_usual_way():
     short = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}])
     assert genai._too_short_to_read(short, OutputFloor(256, 2048))
@@ -102,9 +130,6 @@ def test_longer_text_and_non_text_values_take_the_usual_way():
     assert genai.read_output_messages(decoded, OutputFloor(256, 2048)).texts == ["x" * 300]
 
 
-FLOOR = OutputFloor(256, 2048)
-
-
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages, dump_styles, st.sampled_from(["chat", "openai.response"]))
 def test_output_told_unread_from_the_attributes_is_read_as_unread(decoded, style, name):
@@ -115,6 +140,8 @@ def test_output_told_unread_from_the_attributes_is_read_as_unread(decoded, style
     if output_unread(attributes, classification, FLOOR):
         record = read(view, classification, output_floor=FLOOR)
         assert record.output_content is Content.UNREAD and not record.chunks
+        whole = read(view, classification)  # everything, as the analyzer reads it: under every floor
+        assert len(whole.text) < FLOOR.text_chars and len(whole.reasoning) < FLOOR.reasoning_chars
 
 
 def test_only_gen_ai_output_messages_text_is_told_unread_without_reading():

@@ -255,3 +255,17 @@ def test_a_stream_verdict_is_shown_on_a_model_span_whose_recorded_output_is_too_
         (span,) = g.exporter.get_finished_spans()
         assert (span.attributes["otelguard.rule"], span.attributes["otelguard.action"]) == ("repeating-cycle", "none")
         assert len(g.processor.engine._live_trips) == 0
+
+
+def test_recorded_deltas_are_judged_on_a_model_span_whose_output_is_too_short_to_read():
+    """Output too short for any rule is skipped unread only on a span without events: recorded
+    deltas (`otelguard.chunk`) are still judged, and their repetition found."""
+    with Guarded() as g:
+        with g.tracer.start_as_current_span("chat scripted-model",
+                                            attributes={"gen_ai.operation.name": "chat"}) as model_span:
+            for _ in range(40):
+                model_span.add_event("otelguard.chunk", {"otelguard.chunk.text": "same words again. "})
+            model_span.set_attribute("gen_ai.output.messages", output_messages(text="ok"))
+        (span,) = g.exporter.get_finished_spans()
+        assert (span.attributes["otelguard.verdict"], span.attributes["otelguard.rule"]) \
+            == ("repetitive_output", "repeating-cycle")

@@ -171,7 +171,7 @@ def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
 # The text `_decoded` parsed last, with what it decoded to. When `output_unread` finds that output
 # may reach the floor, `read_model` reads the same text right after: it takes the decoding from here
 # rather than parse it twice. One entry, replaced whole: another thread's entry costs only a parse.
-_last_decoded: tuple[str, Any, Content] = ("", None, Content.ABSENT)
+_last_decoded: tuple[object, Any, Content] = (object(), None, Content.ABSENT)  # (no text is this object)
 
 
 def _decoded(text: str) -> tuple[Any, Content]:
@@ -260,23 +260,29 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
             yield _MALFORMED, None
 
 
-# A digit then `.`, `e` or `E` marks a JSON number that may print longer than it is written (`1e5`
-# reads as 100000.0); any other value reads to at most its own JSON text (see `_too_short_to_read`).
-# Found as `0.` once digits map to `0` and `e`/`E` to `.`: a C-level pass, where the regex r"\d[.eE]"
+# JSON numbers that may print longer than they are written: one with a fraction or an exponent (a
+# digit then `.`, `e` or `E`: `1e5` reads as 100000.0), and an integer of 19 digits or more (beyond
+# 64 bits orjson reads a float: 18446744073709551616 prints as 1.8446744073709552e+19). Any other
+# value reads to at most its own JSON text (see `_too_short_to_read`). Found as `0.` and a run of
+# nineteen `0`s once digits map to `0` and `e`/`E` to `.`: C-level passes, where the regex r"\d[.eE]"
 # tries every position (~7 ns a character).
 _NUMBER_MARKS = bytes.maketrans(b"0123456789eE", b"0000000000..")
+_LONG_INTEGER = b"0" * 19
 
 
 def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
     """Whether JSON text this short cannot hold output that reaches the floor, seen without parsing it.
 
     What is read out of it never outgrows the text: a string decodes to at most its literal (quotes
-    and escapes shrink), a structure re-dumps compactly, an integer, `true`, `false` or `null` prints
-    as written, and each part's separator is paid for by its quotes. Only a number written with a
-    fraction or an exponent can print longer, so text with one is parsed as usual.
+    and escapes shrink), a structure re-dumps compactly, an integer of up to 64 bits, `true`, `false`
+    or `null` prints as written, and each part's separator is paid for by its quotes. Only a number
+    written with a fraction or an exponent, or a longer integer, can print longer, so text with one
+    is parsed as usual.
     """
-    return (len(text) <= floor.text_chars and len(text) <= floor.reasoning_chars
-            and b"0." not in text.encode("utf-8", "surrogatepass").translate(_NUMBER_MARKS))
+    if len(text) > floor.text_chars or len(text) > floor.reasoning_chars:
+        return False
+    marks = text.encode("utf-8", "surrogatepass").translate(_NUMBER_MARKS)
+    return b"0." not in marks and _LONG_INTEGER not in marks
 
 
 def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
