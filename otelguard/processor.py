@@ -200,20 +200,20 @@ class GuardSpanProcessor(SpanProcessor):
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
                 except AttributeError:
                     attributes, name = _public_attributes(span), span.name
-                if _no_marker_key(attributes) and name not in NAMED_SPANS:
-                    if self._open_spans:  # inside an agent run, maybe: its context is read only now
-                        parent = span.parent
-                        if parent is not None:
-                            agent = self._open_spans.get(parent.span_id)
-                            if agent is not None:
-                                self._adopt_span(span.get_span_context().span_id, agent)
-                else:
+                ours = not (_no_marker_key(attributes) and name not in NAMED_SPANS)
+                if ours or self._open_spans:  # ours, or maybe inside an agent run: its ids are read only now
                     try:
                         context, parent = span._context, span._parent  # type: ignore[attr-defined]
                     except AttributeError:
                         context, parent = span.get_span_context(), span.parent
                     # SpanContext is a tuple (trace_id, span_id, ...): indexing skips its property calls.
-                    self._start(span, name, attributes, context[0], context[1], parent[1] if parent is not None else None)
+                    if ours:
+                        self._start(span, name, attributes, context[0], context[1],
+                                    parent[1] if parent is not None else None)
+                    elif parent is not None:
+                        agent = self._open_spans.get(parent[1])
+                        if agent is not None:
+                            self._adopt_span(context[1], agent)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
         if self._downstream_start is not None:  # the usual single export pipeline: no loop
@@ -236,16 +236,17 @@ class GuardSpanProcessor(SpanProcessor):
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
                 except AttributeError:
                     attributes, name = _public_attributes(span), span.name
-                if _no_marker_key(attributes) and name not in NAMED_SPANS:
-                    if self._open_spans:
-                        self._open_spans.pop(span.get_span_context().span_id, None)
-                else:
+                ours = not (_no_marker_key(attributes) and name not in NAMED_SPANS)
+                if ours or self._open_spans:
                     try:
                         context, parent = span._context, span._parent  # type: ignore[attr-defined]
                     except AttributeError:
                         context, parent = span.get_span_context(), span.parent
-                    exported = self._end(span, name, attributes, context[0], context[1],
-                                         parent[1] if parent is not None else None)
+                    if ours:
+                        exported = self._end(span, name, attributes, context[0], context[1],
+                                             parent[1] if parent is not None else None)
+                    else:
+                        self._open_spans.pop(context[1], None)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         if self._downstream_end is not None:
