@@ -230,6 +230,9 @@ _PART_ROLES: Mapping[Any, str] = {
 }
 
 
+_NO_CONTENT: Any = object()  # a part without a "content" key (its content was not captured)
+
+
 def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
     """The output's pieces in document order; other parts (tool_call_response, blob, uri, file, ...)
     are not model output we judge and are skipped."""
@@ -241,19 +244,19 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
         parts = message.get("parts")
         if isinstance(parts, (list, tuple)):
             for part in parts:
-                if isinstance(part, str):
-                    yield _TEXT, part
-                elif type(part) is not dict and not isinstance(part, Mapping):
-                    yield _MALFORMED, None
-                else:
-                    role = _PART_ROLES.get(part.get("type"))
-                    if role is _TOOL_CALL:
-                        yield role, part
-                    elif role is not None:
-                        if "content" in part:
-                            yield role, part["content"]
-                        else:
-                            yield _CONTENT_DROPPED, None
+                if type(part) is not dict:  # (decoded JSON's parts are dicts: one test for them)
+                    if isinstance(part, str):
+                        yield _TEXT, part
+                        continue
+                    if not isinstance(part, Mapping):
+                        yield _MALFORMED, None
+                        continue
+                role = _PART_ROLES.get(part.get("type"))
+                if role is _TOOL_CALL:
+                    yield role, part
+                elif role is not None:
+                    content = part.get("content", _NO_CONTENT)
+                    yield (role, content) if content is not _NO_CONTENT else (_CONTENT_DROPPED, None)
         elif "content" in message:  # a plain {"role", "content"} message, as some producers write
             yield _TEXT, message["content"]
         else:
