@@ -101,6 +101,11 @@ def _implementing(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ..
     return tuple((index, guard) for index, guard in enumerate(guards) if getattr(type(guard), hook) is not base)
 
 
+def _keeps_state(guard: Guard) -> bool:
+    """Whether the guard keeps per-agent state (overrides `new_state`)."""
+    return type(guard).new_state is not Guard.new_state
+
+
 UNMADE: Any = object()  # a guard's state for an agent, not made yet
 
 
@@ -169,13 +174,13 @@ class GuardEngine:
         # Per hook, the guards that implement it, with their index into an agent's guard states:
         # most guards leave most hooks as the base no-op, and every span would call them.
         # A new agent's guard states: UNMADE for each guard that keeps one (made on first use), None for the rest.
-        self._unmade_states = tuple(None if type(guard).new_state is Guard.new_state else UNMADE for guard in self.guards)
+        self._unmade_states = tuple(UNMADE if _keeps_state(guard) else None for guard in self.guards)
         self._on_agent_run = _implementing(self.guards, "on_agent_run")
         # Tool-start hooks that act under their guard's config (the repeat reminder's blocks only with
         # stop_after); when none of them keeps agent state, a tool start looks none up and takes no lock.
         self._on_tool_start = tuple((index, guard) for index, guard in _implementing(self.guards, "on_tool_start")
                                     if guard.acts_on_tool_start)
-        self._tool_start_state = any(type(guard).new_state is not Guard.new_state for _, guard in self._on_tool_start)
+        self._tool_start_state = any(_keeps_state(guard) for _, guard in self._on_tool_start)
         self._on_tool_end = _implementing(self.guards, "on_tool_end")
         self._on_model_end = _implementing(self.guards, "on_model_end")
         # Reading a tool span at start costs a JSON parse; only a pre-emptive block needs the record.

@@ -39,8 +39,7 @@ class RepeatChain:
 
     def observe(self, tool_name: str, canonical_arguments: str) -> int:
         """Record one tracked call; return its position in the run of identical calls (1 = first)."""
-        key = (tool_name, canonical_arguments if len(canonical_arguments) <= _VERBATIM_UP_TO
-               else _compact(canonical_arguments))  # (short arguments, the usual, without the call)
+        key = (tool_name, _compact(canonical_arguments))
         if key == self.key:
             self.count += 1
         else:

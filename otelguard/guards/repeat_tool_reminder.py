@@ -45,40 +45,36 @@ class RepeatToolReminder(Guard):
     def on_agent_run(self, state: RepeatChain) -> None:
         state.reset()
 
-    def _tracked(self, call: ToolCall) -> bool:
+    def _tracked_name(self, call: ToolCall) -> str | None:
+        """The call's tool name when the chain tracks it; None for an untracked call (transparent)."""
         name = call.name
-        return name is not None and (self._filter.tracks_every_tool or self._filter.tracks(name))
-
-    def _key(self, call: ToolCall) -> tuple[str, str] | None:
-        """The chain key, or None for an untracked call (transparent) or one without arguments."""
-        if not self._tracked(call) or call.arguments is None:
+        if name is None or not (self._filter.tracks_every_tool or self._filter.tracks(name)):
             return None
-        return call.name, call.arguments
+        return name
 
     def on_tool_start(self, state: RepeatChain, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
-        stop = self.config.stop_after
-        if stop is None or call.arguments is None:
+        stop, arguments = self.config.stop_after, call.arguments
+        name = self._tracked_name(call)
+        if stop is None or arguments is None or name is None:
             return
-        key = self._key(call)
-        if key is None:
-            return
-        upcoming = state.count + 1 if state.matches(*key) else 1
+        upcoming = state.count + 1 if state.matches(name, arguments) else 1
         if upcoming >= stop:
-            decision.block = self._verdict(key, upcoming)
+            decision.block = self._verdict(name, arguments, upcoming)
 
     def on_tool_end(self, state: RepeatChain, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
-        if not self._tracked(call):
-            return []  # transparent
-        if call.arguments is None:
+        name = self._tracked_name(call)
+        if name is None:
+            return []
+        arguments = call.arguments
+        if arguments is None:
             state.reset()  # arguments not captured: no key, so nothing can claim a repeat across it
             return []
-        count = state.observe(call.name, call.arguments)  # type: ignore[arg-type]
+        count = state.observe(name, arguments)
         if count < 2:
             return []
-        return [self._verdict((call.name, call.arguments), count)]  # type: ignore[arg-type]
+        return [self._verdict(name, arguments, count)]
 
-    def _verdict(self, key: tuple[str, str], count: int) -> Verdict:
-        name, arguments = key
+    def _verdict(self, name: str, arguments: str, count: int) -> Verdict:
         stop = self.config.stop_after
         if stop is not None and count >= stop:
             text = self._detailed("Repeated tool call blocked:", name, count, arguments, _STOP_ADVICE)

@@ -49,7 +49,6 @@ class TimeoutPolicy(Guard):
         if timed_out_ms is not None:
             return [Verdict(self.id, TOOL_TIMEOUT, "tool-timeout", "abort", tool=call.name,
                             error_code="TOOL_TIMEOUT")]
-        if (call.result is not None or call.error_message is not None) and is_framework_timeout(
-                call.result, call.error_message):
+        if is_framework_timeout(call.result, call.error_message):
             return [Verdict(self.id, TOOL_TIMEOUT, "framework-timeout", "none", tool=call.name)]
         return []
