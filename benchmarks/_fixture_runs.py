@@ -2,9 +2,10 @@
 
 Each fixture file (`../shared/fixtures`, OTLP JSON Lines captured from real instrumentations) is read
 once with otelguard's own reader; a replay starts its spans again through a tracer, nested as they
-were, with their attributes and events, and ends them. Attributes describing the request are set at
-start, those describing the result (output, completion, response, usage, result) before the end, as
-instrumentations do. Only fixtures on which the guard reaches no verdict are used, so a replay
+were, with their attributes and events, and ends them. Attributes are split between start and end
+by their key: those naming a result (output, completion, response, usage, result) are set before
+the end, the rest at start. Instrumentations mostly do so, not all (some write the input messages
+at the end); both sides of a comparison replay the same split. Only fixtures on which the guard reaches no verdict are used, so a replay
 measures the guard's everyday work, not a loop's.
 """
 

@@ -52,7 +52,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import otelguard
-from _bench import Timed, arguments, interleaved, ratios, report_ratio, timed
+from _bench import Timed, arguments, interleaved, median, ratios, report_ratio, timed
 from _fixture_runs import FIXTURES
 from _fixture_runs import RUNS as FIXTURE_RUNS
 from _fixture_runs import load_run, replay, span_count
@@ -166,14 +166,15 @@ def http_inside_agent(tracer, n: int):
     return batch, agent
 
 
-def fixture_verdicts(runs: dict) -> dict[str, list[str]]:
-    """Verdicts the guard writes on one replay of each fixture run (none expected), off the clock."""
+def fixture_verdicts(runs: dict, replays: dict[str, int]) -> dict[str, list[str]]:
+    """Verdicts the guard writes on each fixture run replayed as often as a timed batch does (none
+    expected: runs with a conversation id keep one agent's state across the replays), off the clock."""
     found = {}
     for label, run in runs.items():
         exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(exporter)]))
-        replay(provider.get_tracer("bench"), run, 2)  # twice: no verdict across runs either
+        replay(provider.get_tracer("bench"), run, replays[label])
         provider.shutdown()
         verdicts = [str(span.attributes["otelguard.verdict"]) for span in exporter.get_finished_spans()
                     if span.attributes and "otelguard.verdict" in span.attributes]
@@ -195,7 +196,7 @@ def main() -> int:
         fixture_runs = {}
     # Each fixture run replayed as many times as makes about as many spans as the synthetic runs.
     fixture_replays = {label: max(1, n_runs * SPANS_PER_RUN // span_count(run)) for label, run in fixture_runs.items()}
-    unexpected = fixture_verdicts(fixture_runs)
+    unexpected = fixture_verdicts(fixture_runs, fixture_replays)
     if unexpected:
         raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
 
@@ -232,7 +233,7 @@ def main() -> int:
             "otlp-minimal/base": cpu_timed(lambda: minimal_agent_runs(otlp_base, n_runs), otlp_base_provider),
             "otlp-minimal/guard": cpu_timed(lambda: minimal_agent_runs(otlp_guard, n_runs), otlp_guard_provider),
             **{f"otlp-fixture {label}/{side}": cpu_timed(
-                lambda run=run, times=fixture_replays[label], tracer=tracer: replay(tracer, run, times), provider)
+                lambda run=run, replays=fixture_replays[label], tracer=tracer: replay(tracer, run, replays), provider)
                for label, run in fixture_runs.items()
                for side, tracer, provider in (("base", otlp_base, otlp_base_provider),
                                               ("guard", otlp_guard, otlp_guard_provider))},
@@ -247,7 +248,7 @@ def main() -> int:
         sink.wait()
 
     def per_span_us(case: str, spans: int) -> str:
-        return f"{sorted(times[case])[len(times[case]) // 2] / spans * 1e6:.2f} us"
+        return f"{median(times[case]) / spans * 1e6:.2f} us"
 
     run_spans = n_runs * SPANS_PER_RUN
     print(f"span_overhead: {rounds} interleaved rounds; median of per-round ratios (guarded / baseline)")

@@ -34,8 +34,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 import otelguard
-from _bench import arguments
 from otelguard.engine import UNMADE
+from _bench import arguments
 from _text import prose
 
 BYTES_TARGET = 2048
