@@ -63,10 +63,9 @@ def test_loads_reads_what_the_standard_library_reads(value, noise, cut, ascii_on
 
 
 def test_the_literals_and_numbers_only_the_standard_library_reads_are_still_read():
-    for text, expected in [("[NaN]", "nan"), ("[Infinity]", math.inf), ("[-Infinity]", -math.inf),
-                           ("[1e400]", math.inf), ('"\\ud800"', "\ud800"), ('"a\udc80"', "a\udc80")]:
-        got = _comparable(fastjson.loads(text))
-        assert got == [_comparable(expected)] if text.startswith("[") else got == expected, text
+    for text, expected in [("[NaN]", ["nan"]), ("[Infinity]", [math.inf]), ("[-Infinity]", [-math.inf]),
+                           ("[1e400]", [math.inf]), ('"\\ud800"', "\ud800"), ('"a\udc80"', "a\udc80")]:
+        assert _comparable(fastjson.loads(text)) == expected, text
 
 
 def test_text_that_is_not_json_is_not_parsed_twice(monkeypatch):
@@ -80,7 +79,5 @@ def test_text_that_is_not_json_is_not_parsed_twice(monkeypatch):
         except ValueError:
             pass
     assert asked == []
-    try:
-        fastjson.loads("[NaN]")
-    finally:
-        assert asked == ["[NaN]"]
+    assert _comparable(fastjson.loads("[NaN]")) == ["nan"]
+    assert asked == ["[NaN]"]  # what orjson refuses but `json` reads is still asked

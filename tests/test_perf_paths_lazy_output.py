@@ -106,14 +106,21 @@ def langchain_payload(reasoning: str, pad: int = 0) -> str:
         "content": "", "additional_kwargs": {"reasoning_content": reasoning}}}, "padding": "." * pad}]]})
 
 
-@pytest.mark.parametrize(("reasoning", "pad"), [
-    ("Short thought.", 0),  # a short payload: not decoded live
-    ("Short thought.", 3000),  # a long payload with short reasoning: decoded, the reasoning read
-    ("x" * (FLOOR.reasoning_chars - 1), 0),  # reasoning one short of the floor, in a payload past it
-    ("x" * FLOOR.reasoning_chars, 0),  # reasoning at the floor: read, live as in full
+_AT_FLOOR = "x" * FLOOR.reasoning_chars
+
+
+@pytest.mark.parametrize(("reasoning", "payload"), [
+    ("Short thought.", langchain_payload("Short thought.")),  # a short payload: not decoded live
+    # a long payload with short reasoning: decoded, the reasoning read
+    ("Short thought.", langchain_payload("Short thought.", pad=3000)),
+    # reasoning one short of the floor, in a payload past it
+    (_AT_FLOOR[:-1], langchain_payload(_AT_FLOOR[:-1])),
+    (_AT_FLOOR, langchain_payload(_AT_FLOOR)),  # reasoning at the floor: read, live as in full
+    # the shortest payload that can hold reasoning at the floor: its only key, no padding
+    (_AT_FLOOR, json.dumps({"reasoning_content": _AT_FLOOR})),
 ])
-def test_openinference_raw_reasoning_is_read_live_whenever_it_could_reach_the_floor(reasoning, pad):
-    view = openinference_llm(langchain_payload(reasoning, pad))
+def test_openinference_raw_reasoning_is_read_live_whenever_it_could_reach_the_floor(reasoning, payload):
+    view = openinference_llm(payload)
     whole, live = read_model(view, None), read_model(view, FLOOR)
     assert whole.reasoning == reasoning
     if len(view.attributes["output.value"]) < FLOOR.reasoning_chars:

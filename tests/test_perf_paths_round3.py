@@ -278,7 +278,7 @@ def test_span_view_from_sdk_fields_matches_the_public_properties(status, with_ev
             span.set_status(OtelStatus(StatusCode.ERROR, "boom"))
         span.end()
     attributes, context, parent = span._attributes._dict, span.get_span_context(), span.parent
-    ids = (context.trace_id, context.span_id, parent.span_id)
+    ids = (context.trace_id, context.span_id, parent.span_id)  # the caller reads them (see the test below)
     fast = _view(span, span.name, *ids, attributes)
     long_way = _view(PublicOnly(span), span.name, *ids, attributes)  # type: ignore[arg-type]
     assert fast == long_way
@@ -288,7 +288,9 @@ def test_span_view_from_sdk_fields_matches_the_public_properties(status, with_ev
 
 def test_the_processor_judges_spans_showing_only_public_properties_as_sdk_spans():
     """The processor reads the SDK span's own fields (ids from its SpanContext tuples); any other
-    ReadableSpan is read through the public properties, to the same verdicts."""
+    ReadableSpan is read through the public properties, to the same agents and verdicts. (What this
+    can see of the ids read at a span's end is the verdicts: an ended span finds its agent by its own
+    id first, so a parent id read wrongly there would go unseen.)"""
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -14,6 +14,7 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from otel_support import output_messages
 
 from otelguard.conventions import OutputFloor, classify, genai, output_unread, read
 from otelguard.conventions._values import UNREAD_OUTPUT
@@ -82,6 +83,26 @@ def test_output_text_left_unparsed_could_not_have_reached_the_floor(decoded, sty
     assert genai.read_output_messages(raw, floor) is UNREAD_OUTPUT
 
 
+# Numbers written as producers may write them. (The values dumped above cannot find these cases:
+# json.dumps writes a float as Python prints it back.) Exponents and fractions, or integers past 64 bits.
+written_numbers = st.one_of(  # a list of one kind or the other: a fraction anywhere sends the text to a parse
+    st.lists(st.sampled_from(["1e-7", "1E5", "2.50", "1e0", "0.1", "-0.0", "7", "-12"]), min_size=30, max_size=160),
+    st.lists(st.sampled_from([str(2**64), str(-(2**63) - 1), str(2**63 - 1), "7", "-12"]), min_size=30, max_size=160),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(written_numbers, st.integers(-3, 3), st.booleans())
+def test_output_of_written_numbers_left_unparsed_could_not_have_reached_the_floor(numbers, margin, in_parts):
+    content = "[" + ",".join(numbers) + "]"
+    raw = ('[{"role":"assistant","parts":[{"type":"text","content":' + content + "}]}]" if in_parts
+           else '[{"role":"assistant","content":' + content + "}]")
+    floor = OutputFloor(len(raw) + margin, len(raw) + 3)
+    if genai._too_short_to_read(raw, floor):
+        text, reasoning = _read_in_full(raw)
+        assert len(text) < floor.text_chars and len(reasoning) < floor.reasoning_chars, raw
+
+
 def test_a_number_with_an_exponent_is_why_such_text_is_parsed():
     """`1e-7` prints as `1e-07`: a hundred of them read to more text than the JSON they came in."""
     raw = '[{"role":"assistant","content":[' + ",".join(["1e-7"] * 100) + "]}]"
@@ -118,7 +139,7 @@ def test_the_first_decoding_of_any_text_is_its_own():
 
 
 def test_longer_text_and_non_text_values_take_the_usual_way():
-    short = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "hello"}]}])
+    short = output_messages(text="hello")
     assert genai._too_short_to_read(short, OutputFloor(256, 2048))
     assert not genai._too_short_to_read(short, OutputFloor(len(short) - 1, 2048))  # one character over
     assert not genai._too_short_to_read(short, OutputFloor(256, len(short) - 1))
@@ -145,7 +166,7 @@ def test_output_told_unread_from_the_attributes_is_read_as_unread(decoded, style
 
 
 def test_only_gen_ai_output_messages_text_is_told_unread_without_reading():
-    short = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}])
+    short = output_messages(text="ok")
     genai_span = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": short}
     assert output_unread(genai_span, classify("chat m", genai_span), FLOOR)
     decoded = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.loads(short)}  # not text
@@ -157,8 +178,7 @@ def test_only_gen_ai_output_messages_text_is_told_unread_without_reading():
 
 
 def _model_attributes(text: str = "ok") -> dict:
-    return {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
-        [{"role": "assistant", "parts": [{"type": "text", "content": text}]}])}
+    return {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output_messages(text=text)}
 
 
 def test_the_engine_ends_an_unread_model_span_without_its_view_as_span_ended_would():
@@ -217,7 +237,7 @@ def test_output_longer_than_the_floor_is_parsed_once_to_be_told_unread_or_read(m
     assert output_unread({"gen_ai.output.messages": unread}, classify("chat m", {"gen_ai.operation.name": "chat"}),
                          FLOOR)
     assert parsed == [unread]
-    reaching = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "x" * 300}]}])
+    reaching = output_messages(text="x" * 300)
     attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": reaching}
     assert not output_unread(attributes, classify("chat m", attributes), FLOOR)
     record = read(SpanView("chat m", 1, 2, None, attributes), classify("chat m", attributes), output_floor=FLOOR)
@@ -247,8 +267,7 @@ def test_a_guards_state_is_made_when_its_hook_first_needs_it():
     assert kinds() == [type(None), RepeatChain, UNMADE]
     assert engine.model_ended_unread(12, 10, 1, _model_attributes(), classify("chat m", _model_attributes()))
     assert kinds() == [type(None), RepeatChain, UNMADE]  # short output: nothing judged it
-    reasoning = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(
-        [{"role": "assistant", "parts": [{"type": "thinking", "content": "step " * 500}]}])}
+    reasoning = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output_messages(reasoning="step " * 500)}
     engine.span_ended(SpanView("chat m", 1, 13, 10, reasoning))
     assert kinds() == [type(None), RepeatChain, ThinkingLoopDetector]
     assert state.guard_states[1].count == 1
