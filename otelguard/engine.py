@@ -229,13 +229,15 @@ class GuardEngine:
     @property
     def open_span_ids(self) -> dict[int, AgentRef]:
         """Open spans inside agent runs, live; empty when none. The processor's hot path reads it and
-        pops ended spans from it (`forget` without the call); inserts go through `adopt_span`."""
+        pops ended spans from it (`forget` without the call); inserts go through `adopt_span`. (The
+        processor tracks a span that is none of ours only once a span starts under it.)"""
         return self._open.items
 
     @property
     def adopt_span(self) -> Callable[[int, AgentRef], None]:
-        """`adopt_span(span_id, agent)`: a span that is none of ours opened inside an agent run (what
-        `inherit` does once the caller has found the agent)."""
+        """`adopt_span(span_id, agent)`: an open span that is none of ours, inside an agent run (what
+        `inherit` does once the caller has found the agent; the processor calls it when a span first
+        starts under that one)."""
         return self._open.put
 
     def inherit(self, span_id: int, parent_span_id: int | None) -> None:

@@ -191,8 +191,9 @@ class GuardSpanProcessor(SpanProcessor):
     # These run for every span of the application, so they are written flat: plain try/except rather
     # than a context manager, and the SDK span's own fields read directly (each property is a call;
     # the public accessors are the fallback for other spans). A span with no marker attribute and no
-    # known name costs one C-level set test; only inside an agent run does it also note its agent
-    # (`engine.inherit` and `engine.forget`, done here on the engine's dict without the calls).
+    # known name costs one C-level set test; only while an agent run is open does it also test its
+    # parent (see `_track_parent`) and, at its end, drop itself from the engine's open spans
+    # (`engine.forget`, done here on the engine's dict without the call).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if not self._shutdown:
             try:
@@ -200,20 +201,23 @@ class GuardSpanProcessor(SpanProcessor):
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
                 except AttributeError:
                     attributes, name = _public_attributes(span), span.name
-                ours = not (_no_marker_key(attributes) and name not in NAMED_SPANS)
-                if ours or self._open_spans:  # ours, or maybe inside an agent run: its ids are read only now
+                if not (_no_marker_key(attributes) and name not in NAMED_SPANS):  # ours: its ids are read only now
                     try:
                         context, parent = span._context, span._parent  # type: ignore[attr-defined]
                     except AttributeError:
                         context, parent = span.get_span_context(), span.parent
                     # SpanContext is a tuple (trace_id, span_id, ...): indexing skips its property calls.
-                    if ours:
-                        self._start(span, name, attributes, context[0], context[1],
-                                    parent[1] if parent is not None else None)
-                    elif parent is not None:
-                        agent = self._open_spans.get(parent[1])
-                        if agent is not None:
-                            self._adopt_span(context[1], agent)
+                    if parent is not None and self._open_spans and parent[1] not in self._open_spans:
+                        self._track_parent(parent, parent_context)
+                    self._start(span, name, attributes, context[0], context[1],
+                                parent[1] if parent is not None else None)
+                elif self._open_spans:  # an application span while agent runs are open: maybe inside one
+                    try:
+                        parent = span._parent  # type: ignore[attr-defined]
+                    except AttributeError:
+                        parent = span.parent
+                    if parent is not None and parent[1] not in self._open_spans:
+                        self._track_parent(parent, parent_context)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
         if self._downstream_start is not None:  # the usual single export pipeline: no loop
@@ -236,17 +240,18 @@ class GuardSpanProcessor(SpanProcessor):
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
                 except AttributeError:
                     attributes, name = _public_attributes(span), span.name
-                ours = not (_no_marker_key(attributes) and name not in NAMED_SPANS)
-                if ours or self._open_spans:
+                if not (_no_marker_key(attributes) and name not in NAMED_SPANS):
                     try:
                         context, parent = span._context, span._parent  # type: ignore[attr-defined]
                     except AttributeError:
                         context, parent = span.get_span_context(), span.parent
-                    if ours:
-                        exported = self._end(span, name, attributes, context[0], context[1],
-                                             parent[1] if parent is not None else None)
-                    else:
-                        self._open_spans.pop(context[1], None)
+                    exported = self._end(span, name, attributes, context[0], context[1],
+                                         parent[1] if parent is not None else None)
+                elif self._open_spans:  # an application span: dropped, had a child's start tracked it (`_track_parent`)
+                    try:
+                        self._open_spans.pop(span._context[1], None)  # type: ignore[attr-defined]
+                    except AttributeError:
+                        self._open_spans.pop(span.get_span_context()[1], None)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         if self._downstream_end is not None:
@@ -282,6 +287,25 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- start -------------------------------------------------------------------------------------
+    def _track_parent(self, parent: trace_api.SpanContext, parent_context: context_api.Context | None) -> None:
+        """A span started under a parent the engine does not track. A span of the application
+        directly under a tracked one (a tool's or a model call's HTTP request, the usual case) is
+        not tracked when it starts: its agent is its parent's. Should a span start under it, this
+        finds it (the SDK span current in the context the child starts in) and tracks it then, under
+        its own parent's agent. So every open span inside a run is tracked or has a tracked parent,
+        and descendants at any depth find their agent. A parent out of sight (a span context
+        propagated without its span) is taken as outside any run."""
+        holder = trace_api.get_current_span(parent_context)
+        try:
+            held, grandparent = holder._context, holder._parent  # type: ignore[attr-defined]
+        except AttributeError:  # not an SDK span: no parent to read
+            return
+        if grandparent is None or held[1] != parent[1]:
+            return
+        agent = self._open_spans.get(grandparent[1])
+        if agent is not None:
+            self._adopt_span(parent[1], agent)
+
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
                parent_id: int | None) -> None:
         classification = classify_marked(name, attributes)

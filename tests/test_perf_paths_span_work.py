@@ -3,8 +3,6 @@
 - `is_framework_timeout` looks for a lowered substring before running its case-insensitive regex;
 - model output parts are told apart by one lookup of their type;
 - the engine calls no guard on output left unread with no recorded deltas and no live trip;
-- spans that are none of ours but sit inside an agent run are noted and dropped by the processor on
-  the engine's dict directly (what `inherit`/`forget` do);
 - the processor counts judged spans by kind with plain string labels.
 """
 
@@ -95,23 +93,6 @@ def test_the_engine_skips_unread_output_without_deltas_or_live_trip_only(monkeyp
     engine.record_stream_trip(4, trip)
     judged = engine.span_ended(SpanView("chat m", 1, 4, None, attributes))
     assert judged.stream_verdict is trip and len(observed) == 2
-
-
-def test_plain_spans_inside_an_agent_run_lead_descendants_to_it_and_leave_no_trace():
-    with Guarded(export=False) as g:  # the guard alone: no downstream
-        tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes={
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}) as agent:
-            with tracer.start_as_current_span("GET", attributes={"http.request.method": "GET"}) as http:
-                assert engine.agent_of(http.get_span_context().span_id).name == "a"
-                with tracer.start_as_current_span("execute_tool f", attributes={
-                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f"}) as tool:
-                    assert engine.agent_of(tool.get_span_context().span_id).name == "a"
-            assert engine.agent_of(http.get_span_context().span_id) is None  # ended: dropped
-            assert set(engine.open_span_ids) == {agent.get_span_context().span_id}
-        assert not engine.open_span_ids
-        with tracer.start_as_current_span("GET"):  # no agent run open: nothing noted
-            assert not engine.open_span_ids
 
 
 def test_span_counts_are_labelled_with_plain_strings():

@@ -1,0 +1,163 @@
+"""Spans of the application inside agent runs: their descendants find the run, at any depth.
+
+A span that is none of ours directly under a tracked span (a tool's or a model call's HTTP request)
+is not tracked when it starts: nothing needs it unless a span starts under it, and it is the most
+common span of an agent process. A span starting under an untracked parent finds that parent in the
+context it starts in and tracks it then, under the parent's own parent's agent. These tests hold the
+lazy tracking to what tracking every span at its start gave: the same agent for every span, and
+nothing left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+from otel_support import Guarded
+from opentelemetry import trace
+
+AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
+
+
+def tool(name: str = "f") -> dict:
+    return {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name}
+
+
+def span_id(span) -> int:
+    return span.get_span_context().span_id
+
+
+def test_a_span_directly_under_a_run_is_tracked_only_once_a_span_starts_under_it():
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+            with tracer.start_as_current_span("GET", attributes={"http.request.method": "GET"}) as http:
+                assert engine.agent_of(span_id(http)) is None  # not tracked at its start
+                with tracer.start_as_current_span("execute_tool f", attributes=tool()) as called:
+                    assert engine.agent_of(span_id(called)).name == "a"
+                    assert engine.agent_of(span_id(http)).name == "a"  # tracked for its child
+            assert set(engine.open_span_ids) == {span_id(agent)}  # ended: dropped
+        assert not engine.open_span_ids
+        with tracer.start_as_current_span("GET"):  # no agent run open: nothing noted
+            with tracer.start_as_current_span("GET"):
+                assert not engine.open_span_ids
+
+
+def test_spans_at_any_depth_under_plain_spans_find_the_run():
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+            with tracer.start_as_current_span("plan"), tracer.start_as_current_span("step"), \
+                    tracer.start_as_current_span("GET"):
+                with tracer.start_as_current_span("execute_tool f", attributes=tool()) as called:
+                    assert engine.agent_of(span_id(called)).run_span_id == span_id(agent)
+                with tracer.start_as_current_span("invoke_agent b", attributes={
+                        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "b"}) as nested:
+                    assert engine.agent_of(span_id(nested)).scope_run_id == span_id(agent)  # nested in a's run
+            assert set(engine.open_span_ids) == {span_id(agent)}
+        assert not engine.open_span_ids
+
+
+def test_tool_calls_under_plain_spans_are_judged_as_their_runs_agents():
+    """Behaviour, not bookkeeping: one trace, two runs one after the other, each calling the same
+    tool under plain spans. The repeat guard compares a call with its own agent's calls only: the
+    call in the second run is not a repeat of the first run's; the second run's second call is."""
+    with Guarded() as g:
+        tracer = g.tracer
+        with tracer.start_as_current_span("POST /chat"):
+            for agent, calls in (("a", 1), ("b", 2)):
+                with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
+                        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}):
+                    for step in range(calls):
+                        with tracer.start_as_current_span(f"step {step}"), tracer.start_as_current_span("GET"):
+                            with tracer.start_as_current_span("execute_tool search", attributes={
+                                    **tool("search"), "gen_ai.tool.call.arguments": '{"q": "same"}'}):
+                                pass
+        verdicts = [s.attributes.get("otelguard.verdict") for s in g.exporter.get_finished_spans()
+                    if s.name == "execute_tool search"]
+        assert verdicts == [None, None, "repeated_tool_call"]
+
+
+def test_agents_beside_each_other_under_a_plain_span_are_not_nested():
+    """Two runs started under the same span of the application (a request running two agents at
+    once): the second is not taken into the first, and a tool beside them is in neither."""
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("POST /chat") as request:
+            first = tracer.start_span("invoke_agent a", attributes=AGENT)
+            second = tracer.start_span("invoke_agent b", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "b"})
+            assert engine.agent_of(span_id(second)).scope_run_id == span_id(second)  # its own run
+            with tracer.start_as_current_span("GET"):
+                with tracer.start_as_current_span("execute_tool f", attributes=tool()) as beside:
+                    assert engine.agent_of(span_id(beside)) is None
+            second.end()
+            first.end()
+        assert engine.agent_of(span_id(request)) is None and not engine.open_span_ids
+
+
+def test_a_span_started_with_an_explicit_parent_context_finds_the_run():
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+            http = tracer.start_span("GET")
+            parent = trace.set_span_in_context(http)
+        # Started after the run's span left the current context, under the HTTP span explicitly.
+        called = tracer.start_span("execute_tool f", context=parent, attributes=tool())
+        assert engine.agent_of(span_id(called)) is None  # the run has ended: nothing to find
+        called.end()
+        http.end()
+
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+            http = tracer.start_span("GET")
+            parent = trace.set_span_in_context(http)
+            with tracer.start_as_current_span("unrelated"):  # the current span is another one
+                called = tracer.start_span("execute_tool f", context=parent, attributes=tool())
+                assert engine.agent_of(span_id(called)).run_span_id == span_id(agent)
+                called.end()
+            http.end()
+        assert not engine.open_span_ids
+
+
+def test_spans_in_other_threads_and_tasks_find_the_run_through_their_copied_context():
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        found: dict[str, object] = {}
+
+        def in_thread() -> None:
+            with tracer.start_as_current_span("execute_tool threaded", attributes=tool("threaded")) as called:
+                found["thread"] = engine.agent_of(span_id(called))
+
+        async def in_task(name: str) -> None:
+            with tracer.start_as_current_span("GET"):
+                await asyncio.sleep(0)
+                with tracer.start_as_current_span(f"execute_tool {name}", attributes=tool(name)) as called:
+                    found[name] = engine.agent_of(span_id(called))
+
+        async def tasks() -> None:
+            await asyncio.gather(in_task("x"), in_task("y"))
+
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+            with tracer.start_as_current_span("GET"):
+                worker = threading.Thread(target=contextvars.copy_context().run, args=(in_thread,))
+                worker.start()
+                worker.join()
+            asyncio.run(tasks())
+        assert {name: ref.run_span_id for name, ref in found.items()} == dict.fromkeys(
+            ("thread", "x", "y"), span_id(agent))
+        assert not engine.open_span_ids
+
+
+def test_a_parent_seen_only_as_a_propagated_span_context_is_taken_as_outside_any_run():
+    """The one shape the lazy tracking cannot follow: a span started under an untracked span known
+    only by its context (injected and extracted within the process). Its agent is then its trace's."""
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+            with tracer.start_as_current_span("GET") as http:
+                remote = trace.set_span_in_context(trace.NonRecordingSpan(http.get_span_context()))
+                called = tracer.start_span("execute_tool f", context=remote, attributes=tool())
+                assert engine.agent_of(span_id(called)) is None
+                called.end()
+        assert not engine.open_span_ids
