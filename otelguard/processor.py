@@ -31,6 +31,7 @@ from .dispatch import ControlDispatcher
 from .engine import (
     DEFAULT_IDLE_TTL_S,
     DEFAULT_MAX_AGENTS,
+    DEFAULT_MAX_OPEN_SPANS,
     AgentRef,
     GuardEngine,
     Judged,
@@ -179,6 +180,10 @@ class GuardSpanProcessor(SpanProcessor):
         # A span that is none of ours but sits inside an agent run is noted and dropped through it.
         self._open_spans = self.engine.open_span_ids
         self._adopt_span = self.engine.adopt_span
+        # The application spans among them (`_track_parent`): while there are none, an application
+        # span's end costs no lookup. Bounded like the engine's open spans.
+        self._tracked_app_spans: OpenSpans[int, bool] = OpenSpans(DEFAULT_MAX_OPEN_SPANS)
+        self._tracked_app_ids = self._tracked_app_spans.items
 
     def _after_fork(self) -> None:
         """In a forked child, after the engine started afresh: the parent's open spans never end
@@ -192,7 +197,7 @@ class GuardSpanProcessor(SpanProcessor):
     # than a context manager, and the SDK span's own fields read directly (each property is a call;
     # the public accessors are the fallback for other spans). A span with no marker attribute and no
     # known name costs one C-level set test; only while an agent run is open does it also test its
-    # parent (see `_track_parent`) and, at its end, drop itself from the engine's open spans
+    # parent (see `_track_parent`), and only while such spans are tracked does its end look itself up
     # (`engine.forget`, done here on the engine's dict without the call).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if not self._shutdown:
@@ -247,11 +252,13 @@ class GuardSpanProcessor(SpanProcessor):
                         context, parent = span.get_span_context(), span.parent
                     exported = self._end(span, name, attributes, context[0], context[1],
                                          parent[1] if parent is not None else None)
-                elif self._open_spans:  # an application span: dropped, had a child's start tracked it (`_track_parent`)
+                elif self._tracked_app_ids:  # an application span: dropped if a child's start tracked it
                     try:
-                        self._open_spans.pop(span._context[1], None)  # type: ignore[attr-defined]
+                        span_id = span._context[1]  # type: ignore[attr-defined]
                     except AttributeError:
-                        self._open_spans.pop(span.get_span_context()[1], None)
+                        span_id = span.get_span_context()[1]
+                    if self._tracked_app_ids.pop(span_id, None) is not None:
+                        self._open_spans.pop(span_id, None)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         if self._downstream_end is not None:
@@ -292,18 +299,20 @@ class GuardSpanProcessor(SpanProcessor):
         directly under a tracked one (a tool's or a model call's HTTP request, the usual case) is
         not tracked when it starts: its agent is its parent's. Should a span start under it, this
         finds it (the SDK span current in the context the child starts in) and tracks it then, under
-        its own parent's agent. So every open span inside a run is tracked or has a tracked parent,
-        and descendants at any depth find their agent. A parent out of sight (a span context
-        propagated without its span) is taken as outside any run."""
+        its own parent's agent, until it ends. So every open span inside a run is tracked or has a
+        tracked parent, and descendants at any depth find their agent. A parent out of sight (a span
+        context propagated without its span) is taken as outside any run, and so is one that has
+        ended (a task outliving the span it started in)."""
         holder = trace_api.get_current_span(parent_context)
         try:
             held, grandparent = holder._context, holder._parent  # type: ignore[attr-defined]
-        except AttributeError:  # not an SDK span: no parent to read
-            return
-        if grandparent is None or held[1] != parent[1]:
+            if grandparent is None or held[1] != parent[1] or holder._end_time is not None:  # type: ignore[attr-defined]
+                return
+        except AttributeError:  # not an SDK span: nothing to read
             return
         agent = self._open_spans.get(grandparent[1])
         if agent is not None:
+            self._tracked_app_spans.put(parent[1], True)
             self._adopt_span(parent[1], agent)
 
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,

@@ -161,3 +161,40 @@ def test_a_parent_seen_only_as_a_propagated_span_context_is_taken_as_outside_any
                 assert engine.agent_of(span_id(called)) is None
                 called.end()
         assert not engine.open_span_ids
+
+
+def test_a_span_started_under_an_ended_span_is_outside_the_run_and_leaves_nothing_behind():
+    """A task outliving the span it started in: its spans start under an ended parent. They are
+    taken as outside the run (as when every span was tracked from its start and dropped at its end),
+    and nothing is tracked for the ended parent."""
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+            with tracer.start_as_current_span("GET") as http:
+                outlived = trace.set_span_in_context(http)
+            called = tracer.start_span("execute_tool f", context=outlived, attributes=tool())
+            assert engine.agent_of(span_id(called)) is None
+            assert set(engine.open_span_ids) == {span_id(agent)}
+            called.end()
+        assert not engine.open_span_ids
+
+
+def test_application_spans_end_without_a_lookup_while_none_is_tracked():
+    """The tracked application spans are held apart, so an application span's end looks itself up
+    only while some are; each goes when it ends."""
+    with Guarded(export=False) as g:
+        tracer, processor = g.tracer, g.processor
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+            with tracer.start_as_current_span("GET"):  # leaves under tracked spans: never tracked
+                pass
+            with tracer.start_as_current_span("execute_tool f", attributes=tool()), tracer.start_as_current_span("GET"):
+                assert not processor._tracked_app_ids
+            with tracer.start_as_current_span("plan") as plan:
+                assert not processor._tracked_app_ids
+                with tracer.start_as_current_span("step") as step:  # starts under plan: plan is tracked
+                    assert set(processor._tracked_app_ids) == {span_id(plan)}
+                    with tracer.start_as_current_span("GET"):
+                        assert set(processor._tracked_app_ids) == {span_id(plan), span_id(step)}
+                assert set(processor._tracked_app_ids) == {span_id(plan)}
+            assert not processor._tracked_app_ids
+        assert not processor.engine.open_span_ids
