@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from typing import Callable, Mapping
 
@@ -91,3 +95,47 @@ def argument_parser(description: str, rounds: int) -> argparse.ArgumentParser:
 
 def arguments(description: str, rounds: int) -> argparse.Namespace:
     return argument_parser(description, rounds).parse_args()
+
+
+# --- pooling processes ------------------------------------------------------------------------------
+# A process's layout (hash seeds, where objects land in memory) biases all of its rounds alike: two
+# processes measuring the same ratio differ by a few per cent here, more than the rounds within one
+# do. So a script measures in several fresh processes, one after another, and pools their rounds.
+Times = dict[str, list[float]]
+
+
+def pooled_parser(description: str, rounds: int, processes: int) -> argparse.ArgumentParser:
+    """`argument_parser` plus `--processes` and the workers' own `--worker`."""
+    parser = argument_parser(description, rounds)
+    parser.add_argument("--processes", type=int, default=processes, help="worker processes, run one after another")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def print_worker_times(times: Times) -> None:
+    """A worker's answer: its times, as the last line of its output."""
+    print(json.dumps(times))
+
+
+def in_processes(script: str, processes: int, arguments: list[str]) -> list[Times]:
+    """Run `script --worker *arguments` in `processes` fresh processes one after another, each with
+    its own hash seed; the times each printed."""
+    results = []
+    for index in range(processes):
+        worker = subprocess.run([sys.executable, script, "--worker", *arguments], capture_output=True, text=True,
+                                env={**os.environ, "PYTHONHASHSEED": str(index)}, check=False)
+        if worker.returncode != 0:
+            raise SystemExit(f"{os.path.basename(script)}: worker {index} failed:\n{worker.stderr}")
+        results.append(json.loads(worker.stdout.strip().splitlines()[-1]))
+    return results
+
+
+def pool(per_process: list[Times]) -> Times:
+    """Every process's rounds, case by case (rounds stay paired: each process lists its cases alike)."""
+    return {case: [value for times in per_process for value in times[case]] for case in per_process[0]}
+
+
+def process_medians(per_process: list[Times], case: str, baseline: str) -> str:
+    """The range of the processes' own median ratios, for judging the bias between processes."""
+    each = [median(ratios(times, case, baseline)) for times in per_process]
+    return f"processes {min(each):.3f}-{max(each):.3f}"

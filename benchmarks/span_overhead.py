@@ -40,14 +40,11 @@ of 1 000 spans is steadier than that of 21 rounds of 5 000):
 
 Exits 0 when every judged case meets its target.
 
-Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--quick]
+Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--processes N] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import subprocess
 import sys
 import time
@@ -62,7 +59,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import otelguard
-from _bench import Timed, argument_parser, interleaved, median, ratios, report_ratio, timed
+from _bench import (Timed, in_processes, interleaved, median, pool, pooled_parser, print_worker_times, process_medians,
+                    ratios, report_ratio, timed)
 from _fixture_runs import FIXTURES
 from _fixture_runs import RUNS as FIXTURE_RUNS
 from _fixture_runs import load_run, replay, span_count
@@ -271,29 +269,11 @@ def measure(rounds: int, quick: bool) -> dict[str, list[float]]:
     return times
 
 
-def in_processes(processes: int, rounds: int, quick: bool) -> list[dict[str, list[float]]]:
-    """`measure` in fresh processes one after another, each with its own hash seed. A process's
-    layout (hash seeds, where objects land) biases all its rounds alike, by a few per cent between
-    processes here, so the rounds of several processes are pooled."""
-    results = []
-    for index in range(processes):
-        command = [sys.executable, __file__, "--worker", "--rounds", str(rounds), *(["--quick"] if quick else [])]
-        worker = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": str(index)},
-                                check=False)
-        if worker.returncode != 0:
-            raise SystemExit(f"span_overhead: worker {index} failed:\n{worker.stderr}")
-        results.append(json.loads(worker.stdout.strip().splitlines()[-1]))
-    return results
-
-
 def main() -> int:
-    parser = argument_parser(__doc__.splitlines()[0], rounds=21)
-    parser.add_argument("--processes", type=int, default=5, help="worker processes, run one after another")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = pooled_parser(__doc__.splitlines()[0], rounds=21, processes=5).parse_args()
     rounds = 11 if args.quick and args.rounds == 21 else args.rounds
     if args.worker:
-        print(json.dumps(measure(rounds, args.quick)))
+        print_worker_times(measure(rounds, args.quick))
         return 0
     processes = 2 if args.quick and args.processes == 5 else args.processes
     n_plain, n_runs = sizes(args.quick)
@@ -303,8 +283,8 @@ def main() -> int:
     unexpected = fixture_verdicts(fixture_runs, fixture_replays)
     if unexpected:
         raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
-    per_process = in_processes(processes, rounds, args.quick)
-    times = {case: [value for result in per_process for value in result[case]] for case in per_process[0]}
+    per_process = in_processes(__file__, processes, ["--rounds", str(rounds), *(["--quick"] if args.quick else [])])
+    times = pool(per_process)
 
     def per_span_us(case: str, spans: int) -> str:
         return f"{median(times[case]) / spans * 1e6:.2f} us"
@@ -314,9 +294,8 @@ def main() -> int:
         guarded, baseline = f"{case}/guard", f"{case}/base"
         if target is None:  # the noise line: a second baseline against the first
             guarded = f"{case}/base2"
-        each = [median(ratios(result, guarded, baseline)) for result in per_process]
         return report_ratio(label, ratios(times, guarded, baseline), target, judged=judged,
-                            note=f"processes {min(each):.3f}-{max(each):.3f}")
+                            note=process_medians(per_process, guarded, baseline))
 
     run_spans = n_runs * SPANS_PER_RUN
     print(f"span_overhead: {processes} processes x {rounds} interleaved rounds, pooled; median of per-round ratios "

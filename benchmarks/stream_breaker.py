@@ -19,7 +19,9 @@ over the characters); target: largest / smallest per-character cost <= 1.5. Each
 as many characters as the longest (a shorter stream is run again, with a fresh breaker): a short
 batch timed once is timed cold, paying cache misses that do not depend on the stream's length.
 
-Run: .venv/bin/python benchmarks/stream_breaker.py [--rounds N] [--quick]
+Each figure pools the rounds of several fresh processes (`--processes`, 11; see `_bench.in_processes`).
+
+Run: .venv/bin/python benchmarks/stream_breaker.py [--rounds N] [--processes N] [--quick]
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from __future__ import annotations
 import json
 import sys
 
-from _bench import arguments, interleaved, median, ratios, report_ratio, timed
+from _bench import (Times, in_processes, interleaved, median, pool, pooled_parser, print_worker_times, process_medians,
+                    ratios, report_ratio, timed)
 from _text import deltas, prose
 
 import otelguard
@@ -88,52 +91,76 @@ def css_text(chars: int) -> str:
     return "".join(rows)[:chars]
 
 
-def per_chunk(times: dict[str, list[float]], name: str, count: int) -> str:
-    return f"{median(times[name]) / count * 1e9:.0f} ns/chunk"
+def stream_sizes(quick: bool) -> tuple[int, tuple[int, ...]]:
+    """Characters of the per-chunk streams; stream lengths of the scaling check."""
+    return (50_000, (10_000, 100_000, 300_000)) if quick else (100_000, (10_000, 100_000, 1_000_000))
 
 
-def main() -> int:
-    args = arguments(__doc__.splitlines()[0], rounds=15)
-    rounds = 7 if args.quick and args.rounds == 15 else args.rounds
-    chars = 50_000 if args.quick else 100_000
-    ok = True
-    print(f"stream_breaker: {rounds} interleaved rounds over {chars:,} characters; "
-          "median of per-round ratios against the pass-through wrapper")
+def measure(rounds: int, quick: bool) -> Times:
+    """One process's rounds: seconds per case per round, every group's cases prefixed by its name."""
+    chars, lengths = stream_sizes(quick)
+    times: Times = {}
     for size in (4, 1):
         items = deltas(prose(chars, seed=1), size)
-        times = interleaved({
+        group = interleaved({
             "passthrough": timed(run_passthrough(items)),
             "watch_stream": timed(run_watch(items)),
             "push": timed(run_push(items)),
         }, rounds=rounds)
-        print(f"  prose, {size}-char deltas: pass-through {per_chunk(times, 'passthrough', len(items))}, "
-              f"watch_stream {per_chunk(times, 'watch_stream', len(items))}, "
-              f"push per delta {per_chunk(times, 'push', len(items))}")
-        ok &= report_ratio(f"watch_stream per chunk, prose, {size}-char deltas",
-                           ratios(times, "watch_stream", "passthrough"), CHUNK_TARGET)
-        report_ratio(f"  (no target) StreamBreaker.push per delta, {size}-char", ratios(times, "push", "passthrough"), None)
-
+        times.update({f"prose {size}/{case}": values for case, values in group.items()})
     for label, text in (("JSON", json_text(chars)), ("CSS", css_text(chars))):
         for size in (4, 1):
             items = deltas(text, size)
-            times = interleaved({
+            group = interleaved({
                 "passthrough": timed(run_passthrough(items)),
                 "watch_stream": timed(run_watch(items)),
             }, rounds=max(3, rounds // 2))
-            report_ratio(f"  (no target) watch_stream, {label}, {size}-char deltas",
-                         ratios(times, "watch_stream", "passthrough"), None)
-
+            times.update({f"{label} {size}/{case}": values for case, values in group.items()})
     # Per-character cost independent of how long the stream has run.
-    sizes = (10_000, 100_000, 1_000_000) if not args.quick else (10_000, 100_000, 300_000)
-    long_text = prose(sizes[-1], seed=2)
-    streams = {n: deltas(long_text[:n], 4) for n in sizes}
-    scale_rounds = max(3, rounds // 3)
-    repeats = {n: sizes[-1] // n for n in sizes}
-    times = interleaved({f"push/{n}": timed(run_push_repeated(streams[n], repeats[n])) for n in sizes},
-                        rounds=scale_rounds, warmup=1)
-    per_char = {n: median(times[f"push/{n}"]) / (n * repeats[n]) * 1e9 for n in sizes}
-    print(f"  per-character cost of push (4-char deltas), {scale_rounds} rounds: "
-          + ", ".join(f"{n:,} chars {per_char[n]:.1f} ns/char" for n in sizes))
+    long_text = prose(lengths[-1], seed=2)
+    streams = {n: deltas(long_text[:n], 4) for n in lengths}
+    repeats = {n: lengths[-1] // n for n in lengths}
+    times.update(interleaved({f"push/{n}": timed(run_push_repeated(streams[n], repeats[n])) for n in lengths},
+                             rounds=max(3, rounds // 3), warmup=1))
+    return times
+
+
+def main() -> int:
+    args = pooled_parser(__doc__.splitlines()[0], rounds=15, processes=11).parse_args()
+    rounds = 7 if args.quick and args.rounds == 15 else args.rounds
+    if args.worker:
+        print_worker_times(measure(rounds, args.quick))
+        return 0
+    processes = 3 if args.quick and args.processes == 11 else args.processes
+    per_process = in_processes(__file__, processes, ["--rounds", str(rounds), *(["--quick"] if args.quick else [])])
+    times = pool(per_process)
+    chars, lengths = stream_sizes(args.quick)
+
+    def per_chunk(case: str, count: int) -> str:
+        return f"{median(times[case]) / count * 1e9:.0f} ns/chunk"
+
+    def ratio(label: str, group: str, case: str, target: float | None) -> bool:
+        return report_ratio(label, ratios(times, f"{group}/{case}", f"{group}/passthrough"), target,
+                            note=process_medians(per_process, f"{group}/{case}", f"{group}/passthrough"))
+
+    ok = True
+    print(f"stream_breaker: {processes} processes x {rounds} interleaved rounds over {chars:,} characters, pooled; "
+          "median of per-round ratios against the pass-through wrapper")
+    for size in (4, 1):
+        count = len(deltas(prose(chars, seed=1), size))
+        group = f"prose {size}"
+        print(f"  prose, {size}-char deltas: pass-through {per_chunk(f'{group}/passthrough', count)}, "
+              f"watch_stream {per_chunk(f'{group}/watch_stream', count)}, push per delta {per_chunk(f'{group}/push', count)}")
+        ok &= ratio(f"watch_stream per chunk, prose, {size}-char deltas", group, "watch_stream", CHUNK_TARGET)
+        ratio(f"  (no target) StreamBreaker.push per delta, {size}-char", group, "push", None)
+    for label in ("JSON", "CSS"):
+        for size in (4, 1):
+            ratio(f"  (no target) watch_stream, {label}, {size}-char deltas", f"{label} {size}", "watch_stream", None)
+
+    repeats = {n: lengths[-1] // n for n in lengths}
+    per_char = {n: median(times[f"push/{n}"]) / (n * repeats[n]) * 1e9 for n in lengths}
+    print("  per-character cost of push (4-char deltas): "
+          + ", ".join(f"{n:,} chars {per_char[n]:.1f} ns/char" for n in lengths))
     spread = max(per_char.values()) / min(per_char.values())
     passed = spread <= SCALING_TARGET
     ok &= passed
