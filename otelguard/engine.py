@@ -236,8 +236,7 @@ class GuardEngine:
     @property
     def adopt_span(self) -> Callable[[int, AgentRef], None]:
         """`adopt_span(span_id, agent)`: an open span that is none of ours, inside an agent run (what
-        `inherit` does once the caller has found the agent; the processor calls it when a span first
-        starts under that one)."""
+        `inherit` does once the caller has found the agent)."""
         return self._open.put
 
     def inherit(self, span_id: int, parent_span_id: int | None) -> None:
@@ -382,7 +381,9 @@ class GuardEngine:
         self._live_trips.put(span_id, verdict)
 
     def agent_of(self, span_id: int) -> AgentRef | None:
-        """The agent of an open span inside an agent run, if known."""
+        """The agent of an open span this engine tracks, if any. (The live processor does not track a
+        span of the application directly under a tracked one: `GuardSpanProcessor.agent_of` answers
+        for those.)"""
         return self._open.get(span_id)
 
     # --- agents ----------------------------------------------------------------------------------

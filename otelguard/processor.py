@@ -155,7 +155,7 @@ class GuardSpanProcessor(SpanProcessor):
         # An on_start that does nothing (the SDK's batch and simple processors queue spans at their end)
         # is not called at all.
         self._downstream_starts = tuple(processor.on_start for processor in self._downstream
-                                        if not _does_nothing(type(processor).on_start))
+                                        if not _does_nothing(getattr(processor.on_start, "__func__", None)))
         self._downstream_ends = tuple(processor.on_end for processor in self._downstream)
         self._downstream_start = self._downstream_starts[0] if len(self._downstream_starts) == 1 else None
         self._downstream_end = self._downstream_ends[0] if len(self._downstream_ends) == 1 else None
@@ -179,12 +179,13 @@ class GuardSpanProcessor(SpanProcessor):
         self._runs: OpenSpans[int, _Run] = OpenSpans(self._max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
         self._pop_tool = self._tools.items.pop  # `_tools.pop` without the call (at every tool span end)
         # The engine's dict of open spans inside agent runs: empty (falsy) while no agent run is open.
-        # A span that is none of ours but sits inside an agent run is noted and dropped through it.
+        # Spans of the application inside a run are noted in it (`_track_parent`) and dropped from it.
         self._open_spans = self.engine.open_span_ids
         self._adopt_span = self.engine.adopt_span
-        # The application spans among them (`_track_parent`): while there are none, an application
-        # span's end costs no lookup. Bounded like the engine's open spans.
-        self._tracked_app_spans: OpenSpans[int, bool] = OpenSpans(DEFAULT_MAX_OPEN_SPANS)
+        # The application spans among them: while there are none, such a span's end costs no lookup.
+        # Bounded like the engine's open spans, evictions counted with theirs.
+        self._tracked_app_spans: OpenSpans[int, bool] = OpenSpans(
+            DEFAULT_MAX_OPEN_SPANS, on_evict=lambda reason, n: self.metrics.evicted("span", reason, n))
         self._tracked_app_ids = self._tracked_app_spans.items
 
     def _after_fork(self) -> None:
@@ -199,8 +200,8 @@ class GuardSpanProcessor(SpanProcessor):
     # than a context manager, and the SDK span's own fields read directly (each property is a call;
     # the public accessors are the fallback for other spans). A span with no marker attribute and no
     # known name costs one C-level set test; only while an agent run is open does it also test its
-    # parent (see `_track_parent`), and only while such spans are tracked does its end look itself up
-    # (`engine.forget`, done here on the engine's dict without the call).
+    # parent (see "spans of the application inside agent runs" below), and only while such spans are
+    # tracked does its end look itself up (`engine.forget`, done here on the engine's dict without the call).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if not self._shutdown:
             try:
@@ -208,23 +209,22 @@ class GuardSpanProcessor(SpanProcessor):
                     attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
                 except AttributeError:
                     attributes, name = _public_attributes(span), span.name
-                if not (_no_marker_key(attributes) and name not in NAMED_SPANS):  # ours: its ids are read only now
+                ours = not (_no_marker_key(attributes) and name not in NAMED_SPANS)
+                if ours or self._open_spans:  # ours, or maybe inside an agent run: its ids are read only now
                     try:
                         context, parent = span._context, span._parent  # type: ignore[attr-defined]
                     except AttributeError:
                         context, parent = span.get_span_context(), span.parent
                     # SpanContext is a tuple (trace_id, span_id, ...): indexing skips its property calls.
-                    if parent is not None and self._open_spans and parent[1] not in self._open_spans:
-                        self._track_parent(parent, parent_context)
-                    self._start(span, name, attributes, context[0], context[1],
-                                parent[1] if parent is not None else None)
-                elif self._open_spans:  # an application span while agent runs are open: maybe inside one
-                    try:
-                        parent = span._parent  # type: ignore[attr-defined]
-                    except AttributeError:
-                        parent = span.parent
-                    if parent is not None and parent[1] not in self._open_spans:
-                        self._track_parent(parent, parent_context)
+                    if parent is not None and self._open_spans:
+                        parent_id = parent[1]
+                        if parent_id not in self._open_spans:
+                            self._track_parent(span, parent_id, parent_context)
+                        if self._tracked_app_ids and not ours and parent_id in self._tracked_app_ids:
+                            self._track_under_tracked(context[1], parent_id)
+                    if ours:
+                        self._start(span, name, attributes, context[0], context[1],
+                                    parent[1] if parent is not None else None)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
         if self._downstream_start is not None:  # a single pipeline that acts at start: no loop
@@ -296,26 +296,52 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- start -------------------------------------------------------------------------------------
-    def _track_parent(self, parent: trace_api.SpanContext, parent_context: context_api.Context | None) -> None:
-        """A span started under a parent the engine does not track. A span of the application
-        directly under a tracked one (a tool's or a model call's HTTP request, the usual case) is
-        not tracked when it starts: its agent is its parent's. Should a span start under it, this
-        finds it (the SDK span current in the context the child starts in) and tracks it then, under
-        its own parent's agent, until it ends. So every open span inside a run is tracked or has a
-        tracked parent, and descendants at any depth find their agent. A parent out of sight (a span
-        context propagated without its span) is taken as outside any run, and so is one that has
-        ended (a task outliving the span it started in)."""
+    # --- spans of the application inside agent runs -------------------------------------------------
+    # Their descendants find their agent through them, by parent id. Most are leaves directly under a
+    # span the engine tracks (a tool's or a model call's HTTP requests, the commonest spans of an agent
+    # process), so one is not tracked when it starts: its agent is its parent's. It is tracked once a
+    # span starts under it (`_track_parent`), and a span of the application starting under a tracked
+    # one is tracked at once (`_track_under_tracked`), as every one was before: then any open span
+    # inside a run is tracked or has a tracked parent, and descendants at any depth find their agent.
+    # One shape is lost: a span of the application directly under one of ours that has ended before
+    # a span starts under it (a tool's background request outliving the tool) is outside the run.
+    def _track_parent(self, span: Span, parent_id: int, parent_context: context_api.Context | None) -> None:
+        """A span started under a parent the engine does not track: if that parent is a span of the
+        application, of this provider, open, and directly under a tracked span, track it. It is found
+        as the span current in the context the child starts in. A parent out of sight (a span context
+        propagated without its span) is taken as outside any run."""
         holder = trace_api.get_current_span(parent_context)
         try:
             held, grandparent = holder._context, holder._parent  # type: ignore[attr-defined]
-            if grandparent is None or held[1] != parent[1] or holder._end_time is not None:  # type: ignore[attr-defined]
-                return
+            if (grandparent is None or held[1] != parent_id or holder._end_time is not None  # type: ignore[attr-defined]
+                    or holder._span_processor is not span._span_processor):  # type: ignore[attr-defined]
+                return  # ended, or another provider's: its end would never untrack it here
+            if not (_no_marker_key(holder._attributes._dict) and holder._name not in NAMED_SPANS):  # type: ignore[attr-defined]
+                return  # one of ours: the engine tracks those (this one fell out of its bound)
         except AttributeError:  # not an SDK span: nothing to read
             return
         agent = self._open_spans.get(grandparent[1])
         if agent is not None:
-            self._tracked_app_spans.put(parent[1], True)
-            self._adopt_span(parent[1], agent)
+            self._tracked_app_spans.put(parent_id, True)
+            self._adopt_span(parent_id, agent)
+
+    def _track_under_tracked(self, span_id: int, parent_id: int) -> None:
+        """A span of the application started under a tracked one: tracked now, so that its children
+        still find the run should that parent end first (a task outliving the span it started in)."""
+        agent = self._open_spans.get(parent_id)
+        if agent is not None:
+            self._tracked_app_spans.put(span_id, True)
+            self._adopt_span(span_id, agent)
+
+    def agent_of(self, span: Any) -> AgentRef | None:
+        """The agent of an open span: the engine's for a span it tracks, else (a span of the
+        application directly under a tracked one, not tracked itself) its parent's."""
+        agent = self.engine.agent_of(span.get_span_context().span_id)
+        if agent is None:
+            parent = getattr(span, "parent", None)
+            if parent is not None:
+                agent = self.engine.agent_of(parent.span_id)
+        return agent
 
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
                parent_id: int | None) -> None:

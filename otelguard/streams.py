@@ -116,7 +116,7 @@ class _Watch:
             engine = self.processor.engine
             if on_model_span:
                 engine.record_stream_trip(span_id, verdict)
-            self.processor.deliver_now(engine.agent_of(span_id), verdict)
+            self.processor.deliver_now(self.processor.agent_of(self.span), verdict)
         return verdict
 
     def _on_open_model_span(self) -> bool:

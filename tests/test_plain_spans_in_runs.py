@@ -3,9 +3,9 @@
 A span that is none of ours directly under a tracked span (a tool's or a model call's HTTP request)
 is not tracked when it starts: nothing needs it unless a span starts under it, and it is the most
 common span of an agent process. A span starting under an untracked parent finds that parent in the
-context it starts in and tracks it then, under the parent's own parent's agent. These tests hold the
-lazy tracking to what tracking every span at its start gave: the same agent for every span, and
-nothing left behind.
+context it starts in and tracks it then; a span of the application starting under a tracked one is
+tracked at once. These tests hold the lazy tracking to what tracking every span at its start gave:
+the same agent for every span, and nothing left behind; and pin the shapes it cannot follow.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ import asyncio
 import contextvars
 import threading
 
-from otel_support import Guarded
+import pytest
+from otel_support import Guarded, metric_points
 from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+
+import otelguard
 
 AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
 
@@ -34,9 +38,10 @@ def test_a_span_directly_under_a_run_is_tracked_only_once_a_span_starts_under_it
         with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
             with tracer.start_as_current_span("GET", attributes={"http.request.method": "GET"}) as http:
                 assert engine.agent_of(span_id(http)) is None  # not tracked at its start
+                assert g.processor.agent_of(http).run_span_id == span_id(agent)  # its parent's agent
                 with tracer.start_as_current_span("execute_tool f", attributes=tool()) as called:
-                    assert engine.agent_of(span_id(called)).name == "a"
-                    assert engine.agent_of(span_id(http)).name == "a"  # tracked for its child
+                    assert engine.agent_of(span_id(called)).run_span_id == span_id(agent)
+                    assert engine.agent_of(span_id(http)).run_span_id == span_id(agent)  # tracked for its child
             assert set(engine.open_span_ids) == {span_id(agent)}  # ended: dropped
         assert not engine.open_span_ids
         with tracer.start_as_current_span("GET"):  # no agent run open: nothing noted
@@ -149,6 +154,22 @@ def test_spans_in_other_threads_and_tasks_find_the_run_through_their_copied_cont
         assert not engine.open_span_ids
 
 
+def test_a_span_of_the_application_under_an_ended_span_of_ours_is_taken_as_outside_the_run():
+    """The shape the lazy tracking gives up: a tool's HTTP request outliving the tool, with a span
+    starting under it after the tool ended. (Tracked from its start, the request kept the run.)"""
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+            with tracer.start_as_current_span("execute_tool f", attributes=tool()):
+                request = tracer.start_span("GET")
+            called = tracer.start_span("execute_tool g", context=trace.set_span_in_context(request),
+                                       attributes=tool("g"))
+            assert engine.agent_of(span_id(called)) is None
+            called.end()
+            request.end()
+        assert not engine.open_span_ids
+
+
 def test_a_parent_seen_only_as_a_propagated_span_context_is_taken_as_outside_any_run():
     """The one shape the lazy tracking cannot follow: a span started under an untracked span known
     only by its context (injected and extracted within the process). Its agent is then its trace's."""
@@ -179,9 +200,7 @@ def test_a_span_started_under_an_ended_span_is_outside_the_run_and_leaves_nothin
         assert not engine.open_span_ids
 
 
-def test_application_spans_end_without_a_lookup_while_none_is_tracked():
-    """The tracked application spans are held apart, so an application span's end looks itself up
-    only while some are; each goes when it ends."""
+def test_leaves_are_never_tracked_and_tracked_application_spans_go_when_they_end():
     with Guarded(export=False) as g:
         tracer, processor = g.tracer, g.processor
         with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
@@ -191,10 +210,67 @@ def test_application_spans_end_without_a_lookup_while_none_is_tracked():
                 assert not processor._tracked_app_ids
             with tracer.start_as_current_span("plan") as plan:
                 assert not processor._tracked_app_ids
-                with tracer.start_as_current_span("step") as step:  # starts under plan: plan is tracked
-                    assert set(processor._tracked_app_ids) == {span_id(plan)}
-                    with tracer.start_as_current_span("GET"):
-                        assert set(processor._tracked_app_ids) == {span_id(plan), span_id(step)}
+                with tracer.start_as_current_span("step") as step:  # starts under plan: plan is tracked,
+                    assert set(processor._tracked_app_ids) == {span_id(plan), span_id(step)}  # step at once
+                    with tracer.start_as_current_span("GET") as leaf:
+                        assert set(processor._tracked_app_ids) == {span_id(plan), span_id(step), span_id(leaf)}
                 assert set(processor._tracked_app_ids) == {span_id(plan)}
             assert not processor._tracked_app_ids
         assert not processor.engine.open_span_ids
+
+
+def test_a_task_outliving_the_span_it_started_in_still_finds_the_run():
+    """`step` starts under `plan`, which ends while `step` is still open (a task it started runs on):
+    a tool under `step` still belongs to the run, as when every span was tracked from its start."""
+    with Guarded(export=False) as g:
+        tracer, engine = g.tracer, g.processor.engine
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+            plan = tracer.start_span("plan")
+            step = tracer.start_span("step", context=trace.set_span_in_context(plan))
+            plan.end()
+            called = tracer.start_span("execute_tool f", context=trace.set_span_in_context(step), attributes=tool())
+            assert engine.agent_of(span_id(called)).run_span_id == span_id(agent)
+            called.end()
+            step.end()
+        assert not engine.open_span_ids and not g.processor._tracked_app_ids
+
+
+def test_a_stream_cut_under_a_span_of_the_application_is_counted_for_the_run_agent():
+    """`watch_stream` consumed while a span of the application is current (not tracked: it sits
+    directly under the run) reports its verdict as that run's agent's."""
+    config = {"guards": [{"id": "thinking-loop-guard", "config": {"max_repeated_text": 5}}]}
+    with Guarded(config) as g:
+        with g.tracer.start_as_current_span("invoke_agent writer", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "writer"}):
+            with g.tracer.start_as_current_span("respond"):
+                with pytest.raises(otelguard.RepetitiveOutputError):
+                    for _ in otelguard.watch_stream(iter(["tick"] * 20)):
+                        pass
+        verdicts = metric_points(g.metric_reader, "otelguard.verdicts")
+        assert [(labels.get("gen_ai.agent.name"), value) for labels, value in verdicts] == [("writer", 1)]
+
+
+def test_a_span_of_another_provider_between_the_run_and_a_tool_is_not_tracked():
+    """The guard sees no end of another provider's spans, so it tracks none (it would never drop it):
+    a tool under such a span is outside the run, as when that span was never seen at all."""
+    with Guarded(export=False) as g:
+        other = TracerProvider().get_tracer("unguarded")
+        with g.tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+            with other.start_as_current_span("GET"), g.tracer.start_as_current_span(
+                    "execute_tool f", attributes=tool()) as called:
+                assert g.processor.engine.agent_of(span_id(called)) is None
+        assert not g.processor._tracked_app_ids and not g.processor.engine.open_span_ids
+
+
+def test_a_span_of_ours_out_of_the_engines_bound_is_not_tracked_as_the_applications():
+    """A tool span the engine no longer tracks (its bound evicted it; simulated here) is not taken
+    for a span of the application when a span starts under it: the engine, not the processor,
+    drops its spans, so it would be left in the processor's set."""
+    with Guarded(export=False) as g:
+        tracer, processor = g.tracer, g.processor
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+            with tracer.start_as_current_span("execute_tool f", attributes=tool()) as called:
+                processor.engine.open_span_ids.pop(span_id(called))
+                with tracer.start_as_current_span("GET"), tracer.start_as_current_span("GET"):
+                    assert not processor._tracked_app_ids
+        assert not processor._tracked_app_ids and not processor.engine.open_span_ids

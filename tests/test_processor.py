@@ -344,9 +344,13 @@ def test_downstream_starts_are_called_unless_their_body_is_a_bare_pass():
 
     batch = BatchSpanProcessor(InMemorySpanExporter())
     recording = Recording()
-    guard = otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(InMemorySpanExporter()), batch, recording])
+    patched = SimpleSpanProcessor(InMemorySpanExporter())  # its on_start replaced on the instance: called
+    patched_starts: list[str] = []
+    patched.on_start = lambda span, parent_context=None: patched_starts.append(span.name)  # type: ignore[method-assign]
+    guard = otelguard.GuardSpanProcessor(
+        downstream=[SimpleSpanProcessor(InMemorySpanExporter()), batch, recording, patched])
     try:
-        assert guard._downstream_starts == (recording.on_start,)
+        assert guard._downstream_starts == (recording.on_start, patched.on_start)
         provider = TracerProvider()
         provider.add_span_processor(guard)
         tracer = provider.get_tracer("t")
@@ -354,6 +358,7 @@ def test_downstream_starts_are_called_unless_their_body_is_a_bare_pass():
         with tracer.start_as_current_span("outer"):
             tracer.start_span("inner", context=parent).end()
         assert recording.started == [("outer", None), ("inner", parent)]
+        assert patched_starts == ["outer", "inner"]
         assert recording.ended == ["inner", "outer"]
     finally:
         guard.shutdown()
