@@ -130,6 +130,23 @@ def in_processes(script: str, processes: int, arguments: list[str]) -> list[Time
     return results
 
 
+def run_pooled(script: str, description: str, measure: Callable[[int, bool], Times], *, rounds: int,
+               quick_rounds: int, processes: int, quick_processes: int) -> tuple[argparse.Namespace, list[Times], Times]:
+    """A pooled script's `main`: parse its arguments; run as a worker, print `measure(rounds, quick)`'s
+    times and exit; else run the workers and return the arguments (`rounds` and `processes` as run),
+    each process's times and their pool."""
+    args = pooled_parser(description, rounds, processes).parse_args()
+    if args.quick and args.rounds == rounds:
+        args.rounds = quick_rounds
+    if args.worker:
+        print_worker_times(measure(args.rounds, args.quick))
+        raise SystemExit(0)
+    if args.quick and args.processes == processes:
+        args.processes = quick_processes
+    per_process = in_processes(script, args.processes, ["--rounds", str(args.rounds), *(["--quick"] if args.quick else [])])
+    return args, per_process, pool(per_process)
+
+
 def pool(per_process: list[Times]) -> Times:
     """Every process's rounds, case by case (rounds stay paired: each process lists its cases alike)."""
     return {case: [value for times in per_process for value in times[case]] for case in per_process[0]}

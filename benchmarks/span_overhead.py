@@ -59,8 +59,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import otelguard
-from _bench import (Timed, in_processes, interleaved, median, pool, pooled_parser, print_worker_times, process_medians,
-                    ratios, report_ratio, timed)
+from _bench import Timed, interleaved, median, process_medians, ratios, report_ratio, run_pooled, timed
 from _fixture_runs import FIXTURES
 from _fixture_runs import RUNS as FIXTURE_RUNS
 from _fixture_runs import load_run, replay, span_count
@@ -270,12 +269,9 @@ def measure(rounds: int, quick: bool) -> dict[str, list[float]]:
 
 
 def main() -> int:
-    args = pooled_parser(__doc__.splitlines()[0], rounds=21, processes=5).parse_args()
-    rounds = 11 if args.quick and args.rounds == 21 else args.rounds
-    if args.worker:
-        print_worker_times(measure(rounds, args.quick))
-        return 0
-    processes = 2 if args.quick and args.processes == 5 else args.processes
+    # In a worker process, run_pooled prints its times and exits.
+    args, per_process, times = run_pooled(__file__, __doc__.splitlines()[0], measure, rounds=21,
+                                          quick_rounds=11, processes=5, quick_processes=2)
     n_plain, n_runs = sizes(args.quick)
     fixture_runs, fixture_replays = load_fixture_runs(n_runs)
     if not fixture_runs:
@@ -283,8 +279,6 @@ def main() -> int:
     unexpected = fixture_verdicts(fixture_runs, fixture_replays)
     if unexpected:
         raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
-    per_process = in_processes(__file__, processes, ["--rounds", str(rounds), *(["--quick"] if args.quick else [])])
-    times = pool(per_process)
 
     def per_span_us(case: str, spans: int) -> str:
         return f"{median(times[case]) / spans * 1e6:.2f} us"
@@ -298,7 +292,7 @@ def main() -> int:
                             note=process_medians(per_process, guarded, baseline))
 
     run_spans = n_runs * SPANS_PER_RUN
-    print(f"span_overhead: {processes} processes x {rounds} interleaved rounds, pooled; median of per-round ratios "
+    print(f"span_overhead: {args.processes} processes x {args.rounds} interleaved rounds, pooled; median of per-round ratios "
           "(guarded / baseline)")
     print(f"  baseline per span (context only): no-op pipeline wall time: plain {per_span_us('plain/base', n_plain)}, "
           f"pydantic-ai-shaped {per_span_us('pydantic/base', run_spans)}, minimal {per_span_us('minimal/base', run_spans)}")

@@ -29,8 +29,7 @@ from __future__ import annotations
 import json
 import sys
 
-from _bench import (Times, in_processes, interleaved, median, pool, pooled_parser, print_worker_times, process_medians,
-                    ratios, report_ratio, timed)
+from _bench import Times, interleaved, median, process_medians, ratios, report_ratio, run_pooled, timed
 from _text import deltas, prose
 
 import otelguard
@@ -126,14 +125,9 @@ def measure(rounds: int, quick: bool) -> Times:
 
 
 def main() -> int:
-    args = pooled_parser(__doc__.splitlines()[0], rounds=15, processes=11).parse_args()
-    rounds = 7 if args.quick and args.rounds == 15 else args.rounds
-    if args.worker:
-        print_worker_times(measure(rounds, args.quick))
-        return 0
-    processes = 3 if args.quick and args.processes == 11 else args.processes
-    per_process = in_processes(__file__, processes, ["--rounds", str(rounds), *(["--quick"] if args.quick else [])])
-    times = pool(per_process)
+    # In a worker process, run_pooled prints its times and exits.
+    args, per_process, times = run_pooled(__file__, __doc__.splitlines()[0], measure, rounds=15,
+                                          quick_rounds=7, processes=11, quick_processes=3)
     chars, lengths = stream_sizes(args.quick)
 
     def per_chunk(case: str, count: int) -> str:
@@ -144,7 +138,7 @@ def main() -> int:
                             note=process_medians(per_process, f"{group}/{case}", f"{group}/passthrough"))
 
     ok = True
-    print(f"stream_breaker: {processes} processes x {rounds} interleaved rounds over {chars:,} characters, pooled; "
+    print(f"stream_breaker: {args.processes} processes x {args.rounds} interleaved rounds over {chars:,} characters, pooled; "
           "median of per-round ratios against the pass-through wrapper")
     for size in (4, 1):
         count = len(deltas(prose(chars, seed=1), size))
