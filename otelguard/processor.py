@@ -295,7 +295,6 @@ class GuardSpanProcessor(SpanProcessor):
                 ok = processor.force_flush(remaining) and ok
         return ok
 
-    # --- start -------------------------------------------------------------------------------------
     # --- spans of the application inside agent runs -------------------------------------------------
     # Their descendants find their agent through them, by parent id. Most are leaves directly under a
     # span the engine tracks (a tool's or a model call's HTTP requests, the commonest spans of an agent
@@ -343,6 +342,7 @@ class GuardSpanProcessor(SpanProcessor):
                 agent = self.engine.agent_of(parent.span_id)
         return agent
 
+    # --- start -------------------------------------------------------------------------------------
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
                parent_id: int | None) -> None:
         classification = classify_marked(name, attributes)
@@ -524,7 +524,8 @@ def _does_nothing(method: Any) -> bool:
     """Whether a method's body is a bare `pass` (its bytecode only returns None), so that calling it
     can be skipped. Anything else, a docstring or a builtin included, is called."""
     code = getattr(method, "__code__", None)
-    return code is not None and code.co_code == _empty_method.__code__.co_code and code.co_consts == (None,)
+    empty = _empty_method.__code__
+    return code is not None and code.co_code == empty.co_code and code.co_consts == empty.co_consts
 
 
 def _public_attributes(span: ReadableSpan) -> Mapping[str, Any]:
