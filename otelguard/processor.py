@@ -221,7 +221,7 @@ class GuardSpanProcessor(SpanProcessor):
                         if parent_id not in self._open_spans:
                             self._track_parent(span, parent_id, parent_context)
                         if self._tracked_app_ids and not ours and parent_id in self._tracked_app_ids:
-                            self._track_under_tracked(context[1], parent_id)
+                            self._track_under(context[1], parent_id)
                     if ours:
                         self._start(span, name, attributes, context[0], context[1],
                                     parent[1] if parent is not None else None)
@@ -300,7 +300,7 @@ class GuardSpanProcessor(SpanProcessor):
     # span the engine tracks (a tool's or a model call's HTTP requests, the commonest spans of an agent
     # process), so one is not tracked when it starts: its agent is its parent's. It is tracked once a
     # span starts under it (`_track_parent`), and a span of the application starting under a tracked
-    # one is tracked at once (`_track_under_tracked`), as every one was before: then any open span
+    # one is tracked at once (`_track_under`), as every one was before: then any open span
     # inside a run is tracked or has a tracked parent, and descendants at any depth find their agent.
     # One shape is lost: a span of the application directly under one of ours that has ended before
     # a span starts under it (a tool's background request outliving the tool) is outside the run.
@@ -319,14 +319,12 @@ class GuardSpanProcessor(SpanProcessor):
                 return  # one of ours: the engine tracks those (this one fell out of its bound)
         except AttributeError:  # not an SDK span: nothing to read
             return
-        agent = self._open_spans.get(grandparent[1])
-        if agent is not None:
-            self._tracked_app_spans.put(parent_id, True)
-            self._adopt_span(parent_id, agent)
+        self._track_under(parent_id, grandparent[1])
 
-    def _track_under_tracked(self, span_id: int, parent_id: int) -> None:
-        """A span of the application started under a tracked one: tracked now, so that its children
-        still find the run should that parent end first (a task outliving the span it started in)."""
+    def _track_under(self, span_id: int, parent_id: int) -> None:
+        """Track a span of the application under its parent's agent, if the parent is tracked. (Done at
+        once for one starting under a tracked one, so that its children still find the run should
+        that parent end first: a task outliving the span it started in.)"""
         agent = self._open_spans.get(parent_id)
         if agent is not None:
             self._tracked_app_spans.put(span_id, True)
