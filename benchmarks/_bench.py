@@ -11,9 +11,11 @@ import argparse
 import gc
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable, Mapping
 
@@ -31,7 +33,10 @@ def timed(batch: Callable[[], object]) -> Timed:
     return run
 
 
-def interleaved(cases: Mapping[str, Timed], rounds: int, warmup: int = 2) -> dict[str, list[float]]:
+WARMUP_ROUNDS = 2  # rounds run before the timed ones, by default
+
+
+def interleaved(cases: Mapping[str, Timed], rounds: int, warmup: int = WARMUP_ROUNDS) -> dict[str, list[float]]:
     """Run every case once per round, alternating the order; elapsed seconds per case per round.
 
     A full collection before each batch keeps one case's garbage from being collected on the
@@ -72,8 +77,9 @@ def verdict(value: float, target: float) -> str:
 def report_ratio(label: str, values: list[float], target: float | None, *, judged: bool = True,
                  note: str = "") -> bool:
     """Print `label: median ratio (IQR) target -> PASS/FAIL`; True when it passes (or has no target).
-    A case that is not `judged` (a worst case shown beside the bar) says where it falls and returns True."""
-    med = median(values)
+    The median is judged as printed (three decimals). A case that is not `judged` (a worst case shown
+    beside the bar) says where it falls and returns True."""
+    med = round(median(values), 3)
     line = f"{label:<58} {med:7.3f}x  {spread(values)}" + (f"  {note}" if note else "")
     if target is None:
         print(line)
@@ -81,20 +87,15 @@ def report_ratio(label: str, values: list[float], target: float | None, *, judge
     if not judged:
         print(f"{line}  target <= {target:g}x  {'within' if med <= target else 'over'} (not judged)")
         return True
-    ok = med <= target
     print(f"{line}  target <= {target:g}x  {verdict(med, target)}")
-    return ok
-
-
-def argument_parser(description: str, rounds: int) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (median reported)")
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and smaller batches")
-    return parser
+    return med <= target
 
 
 def arguments(description: str, rounds: int) -> argparse.Namespace:
-    return argument_parser(description, rounds).parse_args()
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, default=rounds, help="interleaved rounds (median reported)")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and smaller batches")
+    return parser.parse_args()
 
 
 # --- pooling processes ------------------------------------------------------------------------------
@@ -104,45 +105,49 @@ def arguments(description: str, rounds: int) -> argparse.Namespace:
 Times = dict[str, list[float]]
 
 
-def pooled_parser(description: str, rounds: int, processes: int) -> argparse.ArgumentParser:
-    """`argument_parser` plus `--processes` and the workers' own `--worker`."""
-    parser = argument_parser(description, rounds)
-    parser.add_argument("--processes", type=int, default=processes, help="worker processes, run one after another")
-    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    return parser
-
-
-def print_worker_times(times: Times) -> None:
-    """A worker's answer: its times, as the last line of its output."""
-    print(json.dumps(times))
-
-
 def in_processes(script: str, processes: int, arguments: list[str]) -> list[Times]:
-    """Run `script --worker *arguments` in `processes` fresh processes one after another, each with
-    its own hash seed; the times each printed."""
+    """Run `script --worker FILE *arguments` in `processes` fresh processes one after another, each
+    with a hash seed of its own, drawn now (printed, to run one again); the times each wrote to FILE.
+    A worker's own output (exporter warnings, say) passes through."""
+    seeds = [random.randrange(1, 2**32) for _ in range(processes)]
+    print(f"{os.path.basename(script)}: {processes} worker processes, hash seeds {' '.join(map(str, seeds))}",
+          flush=True)
     results = []
-    for index in range(processes):
-        worker = subprocess.run([sys.executable, script, "--worker", *arguments], capture_output=True, text=True,
-                                env={**os.environ, "PYTHONHASHSEED": str(index)}, check=False)
-        if worker.returncode != 0:
-            raise SystemExit(f"{os.path.basename(script)}: worker {index} failed:\n{worker.stderr}")
-        results.append(json.loads(worker.stdout.strip().splitlines()[-1]))
+    with tempfile.TemporaryDirectory() as directory:
+        for index, seed in enumerate(seeds):
+            answer = os.path.join(directory, f"worker-{index}.json")
+            worker = subprocess.run([sys.executable, script, "--worker", answer, *arguments],
+                                    env={**os.environ, "PYTHONHASHSEED": str(seed)}, check=False)
+            if worker.returncode != 0:
+                raise SystemExit(f"{os.path.basename(script)}: worker {index} (hash seed {seed}) exited "
+                                 f"with {worker.returncode}")
+            with open(answer, encoding="utf-8") as file:
+                results.append(json.load(file))
     return results
 
 
 def run_pooled(script: str, description: str, measure: Callable[[int, bool], Times], *, rounds: int,
                quick_rounds: int, processes: int, quick_processes: int) -> tuple[argparse.Namespace, list[Times], Times]:
-    """A pooled script's `main`: parse its arguments; run as a worker, print `measure(rounds, quick)`'s
-    times and exit; else run the workers and return the arguments (`rounds` and `processes` as run),
-    each process's times and their pool."""
-    args = pooled_parser(description, rounds, processes).parse_args()
-    if args.quick and args.rounds == rounds:
-        args.rounds = quick_rounds
+    """A pooled script's `main`: parse its arguments; run as a worker, write `measure(rounds, quick)`'s
+    times to the file it was given and exit; else run the workers and return the arguments (`rounds`
+    and `processes` as run), each process's times and their pool."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--rounds", type=int, help=f"interleaved rounds a process (default {rounds}; "
+                                                   f"{quick_rounds} with --quick)")
+    parser.add_argument("--processes", type=int, help=f"worker processes, run one after another (default "
+                                                      f"{processes}; {quick_processes} with --quick)")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and processes, smaller batches")
+    parser.add_argument("--worker", metavar="FILE", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rounds is None:
+        args.rounds = quick_rounds if args.quick else rounds
     if args.worker:
-        print_worker_times(measure(args.rounds, args.quick))
+        times = measure(args.rounds, args.quick)
+        with open(args.worker, "w", encoding="utf-8") as file:
+            json.dump(times, file)
         raise SystemExit(0)
-    if args.quick and args.processes == processes:
-        args.processes = quick_processes
+    if args.processes is None:
+        args.processes = quick_processes if args.quick else processes
     per_process = in_processes(script, args.processes, ["--rounds", str(args.rounds), *(["--quick"] if args.quick else [])])
     return args, per_process, pool(per_process)
 
@@ -152,7 +157,15 @@ def pool(per_process: list[Times]) -> Times:
     return {case: [value for times in per_process for value in times[case]] for case in per_process[0]}
 
 
-def process_medians(per_process: list[Times], case: str, baseline: str) -> str:
-    """The range of the processes' own median ratios, for judging the bias between processes."""
-    each = [median(ratios(times, case, baseline)) for times in per_process]
-    return f"processes {min(each):.3f}-{max(each):.3f}"
+def report_pooled(label: str, per_process: list[Times], times: Times, case: str, baseline: str,
+                  target: float | None, *, judged: bool = True) -> bool:
+    """`report_ratio` of the pooled rounds, with the range of the processes' own median ratios (the
+    bias between processes) beside it."""
+    each = [median(ratios(result, case, baseline)) for result in per_process]
+    return report_ratio(label, ratios(times, case, baseline), target, judged=judged,
+                        note=f"processes {min(each):.3f}-{max(each):.3f}")
+
+
+def per_item(times: Times, case: str, items: int, unit: float) -> float:
+    """The median batch time of `case` per item, in `unit`s of a second (1e-6: microseconds)."""
+    return median(times[case]) / items / unit

@@ -59,7 +59,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import otelguard
-from _bench import Timed, interleaved, median, process_medians, ratios, report_ratio, run_pooled, timed
+from _bench import WARMUP_ROUNDS, Times, Timed, interleaved, per_item, report_pooled, run_pooled, timed
 from _fixture_runs import FIXTURES
 from _fixture_runs import RUNS as FIXTURE_RUNS
 from _fixture_runs import load_run, replay, span_count
@@ -173,15 +173,16 @@ def http_inside_agent(tracer, n: int):
     return batch, agent
 
 
-def fixture_verdicts(runs: dict, replays: dict[str, int]) -> dict[str, list[str]]:
-    """Verdicts the guard writes on each fixture run replayed as often as a timed batch does (none
-    expected: runs with a conversation id keep one agent's state across the replays), off the clock."""
+def fixture_verdicts(runs: dict, replays: dict[str, int], batches: int) -> dict[str, list[str]]:
+    """Verdicts the guard writes on each fixture run replayed as often as its timed guarded provider
+    replays it in a process (`batches` of `replays`; none expected: runs with a conversation id keep
+    one agent's state across the replays), off the clock."""
     found = {}
     for label, run in runs.items():
         exporter = InMemorySpanExporter()
         provider = TracerProvider()
         provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(exporter)]))
-        replay(provider.get_tracer("bench"), run, replays[label])
+        replay(provider.get_tracer("bench"), run, replays[label] * batches)
         provider.shutdown()
         verdicts = [str(span.attributes["otelguard.verdict"]) for span in exporter.get_finished_spans()
                     if span.attributes and "otelguard.verdict" in span.attributes]
@@ -203,15 +204,19 @@ def load_fixture_runs(n_runs: int) -> tuple[dict, dict[str, int]]:
     return runs, {label: max(1, n_runs * SPANS_PER_RUN // span_count(run)) for label, run in runs.items()}
 
 
-def measure(rounds: int, quick: bool) -> dict[str, list[float]]:
+def measure(rounds: int, quick: bool) -> Times:
     """One process's interleaved rounds: seconds per case per round.
 
     Each case's baseline and guarded pipelines are providers of their own that run that case alone:
-    a pipeline's history (what it exported before) showed in its cost, by a few per cent between
-    two identical baselines when one of them also exported the agent runs."""
+    a pipeline's history showed in its cost (two identical baselines measured a few per cent apart
+    when one of them also exported the agent runs), and the guard's state grows with the agents it
+    has seen (each pydantic-ai-shaped replay is a new conversation)."""
     n_plain, n_runs = sizes(quick)
     pydantic_runs = [pydantic_ai_run(seed) for seed in range(n_runs)]  # attribute values built off the clock
     fixture_runs, fixture_replays = load_fixture_runs(n_runs)
+    unexpected = fixture_verdicts(fixture_runs, fixture_replays, rounds + WARMUP_ROUNDS)
+    if unexpected:
+        raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     sink, endpoint = start_sink()
@@ -219,12 +224,12 @@ def measure(rounds: int, quick: bool) -> dict[str, list[float]]:
     providers: list[TracerProvider] = []
     open_agents = []
 
-    def noop(guarded: bool = False, meters: MeterProvider | None = None):
+    def noop(guarded: bool, meters: MeterProvider | None = None):
         provider, tracer = guarded_tracer(meters) if guarded else baseline_tracer()
         providers.append(provider)
         return tracer
 
-    def otlp(guarded: bool = False):
+    def otlp(guarded: bool):
         provider, tracer = otlp_tracer(endpoint, queue_size, guarded)
         providers.append(provider)
         return tracer, provider
@@ -236,23 +241,27 @@ def measure(rounds: int, quick: bool) -> dict[str, list[float]]:
 
     cases: dict[str, Timed] = {}
     for side, guarded in (("base", False), ("base2", False), ("guard", True)):  # base2: the noise line
-        cases[f"plain/{side}"] = timed(lambda tracer=noop(guarded): http_spans(tracer, n_plain))
+        tracer = noop(guarded)
+        cases[f"plain/{side}"] = timed(lambda tracer=tracer: http_spans(tracer, n_plain))
         tracer, provider = otlp(guarded)
         cases[f"otlp-plain/{side}"] = cpu_timed(lambda tracer=tracer: http_spans(tracer, n_plain), provider)
     for side, guarded in (("base", False), ("guard", True)):
         cases[f"nested/{side}"] = timed(nested(noop(guarded)))
         tracer, provider = otlp(guarded)
         cases[f"otlp-nested/{side}"] = cpu_timed(nested(tracer), provider)
-        runs = noop(guarded)
-        cases[f"pydantic/{side}"] = timed(lambda tracer=runs: replay_pydantic_ai_runs(tracer, pydantic_runs))
-        cases[f"minimal/{side}"] = timed(lambda tracer=runs: minimal_agent_runs(tracer, n_runs))
-        with_metrics = noop(guarded, meter_provider if guarded else None)
-        cases[f"minimal-sdk-metrics/{side}"] = timed(lambda tracer=with_metrics: minimal_agent_runs(tracer, n_runs))
+        tracer = noop(guarded)
+        cases[f"pydantic/{side}"] = timed(lambda tracer=tracer: replay_pydantic_ai_runs(tracer, pydantic_runs))
+        tracer = noop(guarded)
+        cases[f"minimal/{side}"] = timed(lambda tracer=tracer: minimal_agent_runs(tracer, n_runs))
+        tracer = noop(guarded, meter_provider if guarded else None)
+        cases[f"minimal-sdk-metrics/{side}"] = timed(lambda tracer=tracer: minimal_agent_runs(tracer, n_runs))
         tracer, provider = otlp(guarded)
         cases[f"otlp-pydantic/{side}"] = cpu_timed(
             lambda tracer=tracer: replay_pydantic_ai_runs(tracer, pydantic_runs), provider)
+        tracer, provider = otlp(guarded)
         cases[f"otlp-minimal/{side}"] = cpu_timed(lambda tracer=tracer: minimal_agent_runs(tracer, n_runs), provider)
         for label, run in fixture_runs.items():
+            tracer, provider = otlp(guarded)
             cases[f"otlp-fixture {label}/{side}"] = cpu_timed(
                 lambda tracer=tracer, run=run, replays=fixture_replays[label]: replay(tracer, run, replays), provider)
     try:
@@ -269,49 +278,45 @@ def measure(rounds: int, quick: bool) -> dict[str, list[float]]:
 
 
 def main() -> int:
-    # In a worker process, run_pooled prints its times and exits.
+    # In a worker process, run_pooled writes its times and exits.
     args, per_process, times = run_pooled(__file__, __doc__.splitlines()[0], measure, rounds=21,
                                           quick_rounds=11, processes=5, quick_processes=2)
     n_plain, n_runs = sizes(args.quick)
     fixture_runs, fixture_replays = load_fixture_runs(n_runs)
     if not fixture_runs:
         print(f"span_overhead: no fixtures at {FIXTURES} (set OTELGUARD_FIXTURES): fixture runs not measured")
-    unexpected = fixture_verdicts(fixture_runs, fixture_replays)
-    if unexpected:
-        raise SystemExit(f"span_overhead: the guard reached verdicts on fixture runs meant to have none: {unexpected}")
-
-    def per_span_us(case: str, spans: int) -> str:
-        return f"{median(times[case]) / spans * 1e6:.2f} us"
-
-    def report(label: str, case: str, target: float | None, judged: bool = True) -> bool:
-        """The pooled rounds' median ratio, and the range of the processes' own medians."""
-        guarded, baseline = f"{case}/guard", f"{case}/base"
-        if target is None:  # the noise line: a second baseline against the first
-            guarded = f"{case}/base2"
-        return report_ratio(label, ratios(times, guarded, baseline), target, judged=judged,
-                            note=process_medians(per_process, guarded, baseline))
-
     run_spans = n_runs * SPANS_PER_RUN
-    print(f"span_overhead: {args.processes} processes x {args.rounds} interleaved rounds, pooled; median of per-round ratios "
-          "(guarded / baseline)")
-    print(f"  baseline per span (context only): no-op pipeline wall time: plain {per_span_us('plain/base', n_plain)}, "
-          f"pydantic-ai-shaped {per_span_us('pydantic/base', run_spans)}, minimal {per_span_us('minimal/base', run_spans)}")
-    print(f"                                    OTLP/HTTP pipeline CPU time: plain "
-          f"{per_span_us('otlp-plain/base', n_plain)}, pydantic-ai-shaped {per_span_us('otlp-pydantic/base', run_spans)}, "
-          f"minimal {per_span_us('otlp-minimal/base', run_spans)}")
+
+    def us(case: str, spans: int) -> str:
+        return f"{per_item(times, case, spans, 1e-6):.2f} us"
+
+    def guard_us(case: str, spans: int) -> str:
+        return f"{per_item(times, f'{case}/guard', spans, 1e-6) - per_item(times, f'{case}/base', spans, 1e-6):.2f} us"
+
+    def report(label: str, case: str, target: float | None, side: str = "guard", judged: bool = True) -> bool:
+        return report_pooled(label, per_process, times, f"{case}/{side}", f"{case}/base", target, judged=judged)
+
+    print(f"span_overhead: {args.processes} processes x {args.rounds} interleaved rounds, pooled; median of "
+          "per-round ratios (guarded / baseline)")
+    print(f"  baseline per span (context only): no-op pipeline wall time: plain {us('plain/base', n_plain)}, "
+          f"pydantic-ai-shaped {us('pydantic/base', run_spans)}, minimal {us('minimal/base', run_spans)}")
+    print(f"                                    OTLP/HTTP pipeline CPU time: plain {us('otlp-plain/base', n_plain)}, "
+          f"pydantic-ai-shaped {us('otlp-pydantic/base', run_spans)}, minimal {us('otlp-minimal/base', run_spans)}")
+    print(f"  the guard's own cost per span, no-op pipeline (guarded - baseline): plain {guard_us('plain', n_plain)}, "
+          f"pydantic-ai-shaped {guard_us('pydantic', run_spans)}, minimal {guard_us('minimal', run_spans)}")
     ok = True
     print("OTLP/HTTP pipeline (BatchSpanProcessor, OTLPSpanExporter to a subprocess sink), process CPU time:")
-    report("  noise: the baseline against an identical baseline", "otlp-plain", None)
+    report("  noise: the baseline against an identical baseline", "otlp-plain", None, side="base2")
     ok &= report("  plain spans, no agent run open", "otlp-plain", PLAIN_TARGET)
     ok &= report("  plain spans inside an agent run", "otlp-nested", PLAIN_TARGET)
     ok &= report("  agent runs, pydantic-ai-shaped spans", "otlp-pydantic", GENAI_TARGET)
     ok &= report("  agent runs, minimal spans", "otlp-minimal", GENAI_TARGET)
     for label, run in fixture_runs.items():
         spans = fixture_replays[label] * span_count(run)
-        ok &= report(f"  fixture run, {label} ({per_span_us(f'otlp-fixture {label}/base', spans)} a span)",
+        ok &= report(f"  fixture run, {label} ({us(f'otlp-fixture {label}/base', spans)} a span)",
                      f"otlp-fixture {label}", GENAI_TARGET)
     print("no-op pipeline (SimpleSpanProcessor, no-op exporter), wall time: the worst case, not judged")
-    report("  noise: the baseline against an identical baseline", "plain", None)
+    report("  noise: the baseline against an identical baseline", "plain", None, side="base2")
     report("  plain spans, no agent run open", "plain", PLAIN_TARGET, judged=False)
     report("  plain spans inside an agent run", "nested", PLAIN_TARGET, judged=False)
     report("  agent runs, pydantic-ai-shaped spans", "pydantic", GENAI_TARGET, judged=False)
