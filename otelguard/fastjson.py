@@ -34,10 +34,10 @@ def _stdlib_refuses_too(text: str | bytes, error: orjson.JSONDecodeError) -> boo
     """orjson stopped at a character that cannot continue JSON there, and that is not the start of
     a literal only the standard library reads: `json`, reading the same grammar, would stop there
     too. Other refusals (numbers out of float range, lone surrogates, ...) are tried with `json`.
-    The position is trusted only after ASCII text, where characters and bytes count alike."""
+    (orjson counts the position of str input in characters: a NaN after non-ASCII text is read.)"""
     pos = error.pos
     return (type(text) is str and error.msg.startswith("unexpected character") and 0 <= pos < len(text)
-            and text[pos] not in _ONLY_STDLIB_STARTS and text[:pos].isascii())
+            and text[pos] not in _ONLY_STDLIB_STARTS)
 
 
 def dumps_canonical(value: Any) -> str:
