@@ -17,6 +17,24 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelguard import GuardSpanProcessor
 
 
+class RecordingProcessor(SpanProcessor):
+    """A processor that keeps what it is handed, in order: `calls` holds ("start", span, parent
+    context) and ("end", span, None); `ended` the ended spans alone."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any, Any]] = []
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.calls.append(("start", span, parent_context))
+
+    def on_end(self, span: Any) -> None:
+        self.calls.append(("end", span, None))
+
+    @property
+    def ended(self) -> list[Any]:
+        return [span for event, span, _ in self.calls if event == "end"]
+
+
 class Guarded:
     """A TracerProvider guarded by a GuardSpanProcessor that exports to memory and records metrics to memory.
 

@@ -13,13 +13,11 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import json_strategies
+
 from otelguard import fastjson
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
-    max_leaves=20,
-)
+json_values = json_strategies.json_values(nan=True, max_leaves=20)
 NOISE = st.text(alphabet='{}[]":,0123456789eE+-.nultrefasNIiy \\u\t\n\'é\ud800', max_size=30)
 
 

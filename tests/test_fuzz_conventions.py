@@ -30,6 +30,8 @@ from otelguard.conventions import genai, openinference, openllmetry
 from otelguard.engine import GuardEngine
 from otelguard.records import AgentRun, ModelCall, SpanEvent, SpanKind, SpanView, Status, ToolCall
 
+import json_strategies
+from json_strategies import messages, surrogates, texts
 from otel_support import metric_points
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -68,31 +70,11 @@ NAMES = [sc.PYDANTIC_AI_V2_AGENT_SPAN, sc.PYDANTIC_AI_V2_TOOL_SPAN, "openai.resp
          "get_weather.tool", "chat gpt-4o", "GET", ""]
 
 # --- values ---------------------------------------------------------------------------------------------
-surrogates = st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=4)
-texts = st.one_of(st.text(max_size=40), surrogates, st.text(st.characters(), max_size=300))
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.integers(min_value=-(2**200), max_value=2**200),
     st.floats(allow_nan=True, allow_infinity=True), texts, st.binary(max_size=40),
 )
-json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=30)),
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)),
-    max_leaves=12,
-)
-part_types = st.sampled_from(["text", "thinking", "reasoning", "reasoning_text", "tool_call", "refusal",
-                              "tool_call_response", "blob", None, 7])
-parts = st.fixed_dictionaries(
-    {"type": part_types},
-    optional={"content": st.one_of(texts, json_values), "name": st.one_of(texts, json_values),
-              "arguments": st.one_of(texts, json_values), "id": texts},
-)
-messages = st.lists(
-    st.fixed_dictionaries({"role": st.sampled_from(["assistant", "user", 3])},
-                          optional={"parts": st.one_of(st.lists(st.one_of(parts, texts, json_values), max_size=4),
-                                                       json_values),
-                                    "content": st.one_of(texts, json_values)}),
-    max_size=3,
-)
+json_values = json_strategies.json_values()
 reprs = st.builds(lambda text, kind: f"[Content(text={text!r}, type={kind!r})]", texts,
                   st.sampled_from(["reasoning_text", "summary_text"]))
 

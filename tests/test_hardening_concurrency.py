@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace as trace_api
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 import otelguard
-from otel_support import Guarded, metric_points
+from otel_support import Guarded, RecordingProcessor, metric_points
 
 CALLS = 8
 THREADS = 8
@@ -262,16 +261,6 @@ def test_shutdown_with_a_stuck_hook_returns_and_threads_stop_once_it_returns():
     while time.monotonic() < deadline and _otelguard_threads() - before:
         time.sleep(0.01)
     assert not [t.name for t in _otelguard_threads() - before]
-
-
-class RecordingProcessor(SpanProcessor):
-    """A downstream that keeps every span it is handed, before and after shutdown."""
-
-    def __init__(self) -> None:
-        self.ended: list[ReadableSpan] = []
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.ended.append(span)
 
 
 def test_spans_after_shutdown_pass_through_untouched():

@@ -291,23 +291,12 @@ def test_the_processor_judges_spans_showing_only_public_properties_as_sdk_spans(
     ReadableSpan is read through the public properties, to the same agents and verdicts. (What this
     can see of the ids read at a span's end is the verdicts: an ended span finds its agent by its own
     id first, so a parent id read wrongly there would go unseen.)"""
-    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from otel_support import Guarded, RecordingProcessor
 
-    import otelguard
-
-    calls = []
-
-    class Recording(SpanProcessor):
-        def on_start(self, span, parent_context=None):
-            calls.append(("start", span))
-
-        def on_end(self, span):
-            calls.append(("end", span))
-
+    recording = RecordingProcessor()
     provider = TracerProvider()
-    provider.add_span_processor(Recording())
+    provider.add_span_processor(recording)
     tracer = provider.get_tracer("t")
     with tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent",
                                                                     "gen_ai.agent.name": "a"}):
@@ -318,19 +307,19 @@ def test_the_processor_judges_spans_showing_only_public_properties_as_sdk_spans(
                 pass
 
     def verdicts(wrap) -> list[tuple]:
-        exporter = InMemorySpanExporter()
-        guard = otelguard.GuardSpanProcessor(downstream=[SimpleSpanProcessor(exporter)])
-        agents = []  # the agent each span was found to belong to, as it started
-        for event, span in calls:
-            if event == "start":
-                guard.on_start(wrap(span), None)
-                agent = guard.engine.agent_of(span.get_span_context().span_id)
-                agents.append(agent.name if agent else None)
-            else:
-                guard.on_end(wrap(span))
-        assert agents == ["a"] * 4  # the run, and each tool span inside it (found through its parent)
-        return [(span.name, span.attributes.get("otelguard.verdict"), span.attributes.get("otelguard.repeat.count"))
-                for span in exporter.get_finished_spans()]
+        with Guarded() as g:  # its processor fed the recorded spans directly
+            guard = g.processor
+            agents = []  # the agent each span was found to belong to, as it started
+            for event, span, _ in recording.calls:
+                if event == "start":
+                    guard.on_start(wrap(span), None)
+                    agent = guard.engine.agent_of(span.get_span_context().span_id)
+                    agents.append(agent.name if agent else None)
+                else:
+                    guard.on_end(wrap(span))
+            assert agents == ["a"] * 4  # the run, and each tool span inside it (found through its parent)
+            return [(span.name, span.attributes.get("otelguard.verdict"), span.attributes.get("otelguard.repeat.count"))
+                    for span in g.exporter.get_finished_spans()]
 
     sdk, public = verdicts(lambda span: span), verdicts(PublicOnly)
     assert sdk == public

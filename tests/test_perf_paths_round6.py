@@ -15,6 +15,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from json_strategies import messages
 from otel_support import output_messages
 
 from otelguard.conventions import OutputFloor, classify, genai, output_unread, read
@@ -25,38 +26,6 @@ from otelguard.records import Content, SpanView
 
 FLOOR = OutputFloor(256, 2048)
 
-# Any JSON value, as a part's or a message's content may be (instrumentations put odd things there).
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False) | st.text(max_size=40),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
-    max_leaves=12,
-)
-part_types = st.sampled_from(["text", "refusal", "thinking", "reasoning", "reasoning_text", "tool_call", "image", None])
-
-
-@st.composite
-def parts(draw) -> dict:
-    part: dict = {}
-    kind = draw(part_types)
-    if kind is not None:
-        part["type"] = kind
-    if draw(st.booleans()):
-        part["content"] = draw(json_values)
-    if kind == "tool_call":
-        part["name"] = draw(st.text(max_size=8))
-        part["arguments"] = draw(json_values)
-    return part
-
-
-messages = st.lists(
-    st.one_of(
-        st.fixed_dictionaries({"role": st.just("assistant"), "parts": st.lists(parts(), max_size=4)}),
-        st.fixed_dictionaries({"role": st.just("assistant"), "content": json_values}),
-        json_values,
-    ),
-    max_size=3,
-)
 dump_styles = st.sampled_from([
     {"separators": (",", ":")},  # compact, as most instrumentations write it
     {},  # the standard library's default spacing

@@ -15,13 +15,14 @@ import contextvars
 import threading
 
 import pytest
-from otel_support import Guarded, metric_points
+from otel_support import Guarded, metric_points, tool_span
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 
 import otelguard
 
-AGENT = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
+def agent_attributes(name: str = "a") -> dict:
+    return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
 
 
 def tool(name: str = "f") -> dict:
@@ -35,7 +36,7 @@ def span_id(span) -> int:
 def test_a_span_directly_under_a_run_is_tracked_only_once_a_span_starts_under_it():
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()) as agent:
             with tracer.start_as_current_span("GET", attributes={"http.request.method": "GET"}) as http:
                 assert engine.agent_of(span_id(http)) is None  # not tracked at its start
                 assert g.processor.agent_of(http).run_span_id == span_id(agent)  # its parent's agent
@@ -52,13 +53,12 @@ def test_a_span_directly_under_a_run_is_tracked_only_once_a_span_starts_under_it
 def test_spans_at_any_depth_under_plain_spans_find_the_run():
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()) as agent:
             with tracer.start_as_current_span("plan"), tracer.start_as_current_span("step"), \
                     tracer.start_as_current_span("GET"):
                 with tracer.start_as_current_span("execute_tool f", attributes=tool()) as called:
                     assert engine.agent_of(span_id(called)).run_span_id == span_id(agent)
-                with tracer.start_as_current_span("invoke_agent b", attributes={
-                        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "b"}) as nested:
+                with tracer.start_as_current_span("invoke_agent b", attributes=agent_attributes("b")) as nested:
                     assert engine.agent_of(span_id(nested)).scope_run_id == span_id(agent)  # nested in a's run
             assert set(engine.open_span_ids) == {span_id(agent)}
         assert not engine.open_span_ids
@@ -72,13 +72,10 @@ def test_tool_calls_under_plain_spans_are_judged_as_their_runs_agents():
         tracer = g.tracer
         with tracer.start_as_current_span("POST /chat"):
             for agent, calls in (("a", 1), ("b", 2)):
-                with tracer.start_as_current_span(f"invoke_agent {agent}", attributes={
-                        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}):
+                with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=agent_attributes(agent)):
                     for step in range(calls):
                         with tracer.start_as_current_span(f"step {step}"), tracer.start_as_current_span("GET"):
-                            with tracer.start_as_current_span("execute_tool search", attributes={
-                                    **tool("search"), "gen_ai.tool.call.arguments": '{"q": "same"}'}):
-                                pass
+                            tool_span(tracer, "search", '{"q": "same"}')
         verdicts = [s.attributes.get("otelguard.verdict") for s in g.exporter.get_finished_spans()
                     if s.name == "execute_tool search"]
         assert verdicts == [None, None, "repeated_tool_call"]
@@ -90,9 +87,8 @@ def test_agents_beside_each_other_under_a_plain_span_are_not_nested():
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
         with tracer.start_as_current_span("POST /chat") as request:
-            first = tracer.start_span("invoke_agent a", attributes=AGENT)
-            second = tracer.start_span("invoke_agent b", attributes={
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "b"})
+            first = tracer.start_span("invoke_agent a", attributes=agent_attributes())
+            second = tracer.start_span("invoke_agent b", attributes=agent_attributes("b"))
             assert engine.agent_of(span_id(second)).scope_run_id == span_id(second)  # its own run
             with tracer.start_as_current_span("GET"):
                 with tracer.start_as_current_span("execute_tool f", attributes=tool()) as beside:
@@ -105,7 +101,7 @@ def test_agents_beside_each_other_under_a_plain_span_are_not_nested():
 def test_a_span_started_with_an_explicit_parent_context_finds_the_run():
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()):
             http = tracer.start_span("GET")
             parent = trace.set_span_in_context(http)
         # Started after the run's span left the current context, under the HTTP span explicitly.
@@ -114,7 +110,7 @@ def test_a_span_started_with_an_explicit_parent_context_finds_the_run():
         called.end()
         http.end()
 
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()) as agent:
             http = tracer.start_span("GET")
             parent = trace.set_span_in_context(http)
             with tracer.start_as_current_span("unrelated"):  # the current span is another one
@@ -143,7 +139,7 @@ def test_spans_in_other_threads_and_tasks_find_the_run_through_their_copied_cont
         async def tasks() -> None:
             await asyncio.gather(in_task("x"), in_task("y"))
 
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()) as agent:
             with tracer.start_as_current_span("GET"):
                 worker = threading.Thread(target=contextvars.copy_context().run, args=(in_thread,))
                 worker.start()
@@ -159,7 +155,7 @@ def test_a_span_of_the_application_under_an_ended_span_of_ours_is_taken_as_outsi
     starting under it after the tool ended. (Tracked from its start, the request kept the run.)"""
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()):
             with tracer.start_as_current_span("execute_tool f", attributes=tool()):
                 request = tracer.start_span("GET")
             called = tracer.start_span("execute_tool g", context=trace.set_span_in_context(request),
@@ -175,7 +171,7 @@ def test_a_parent_seen_only_as_a_propagated_span_context_is_taken_as_outside_any
     only by its context (injected and extracted within the process). Its agent is then its trace's."""
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()):
             with tracer.start_as_current_span("GET") as http:
                 remote = trace.set_span_in_context(trace.NonRecordingSpan(http.get_span_context()))
                 called = tracer.start_span("execute_tool f", context=remote, attributes=tool())
@@ -190,7 +186,7 @@ def test_a_span_started_under_an_ended_span_is_outside_the_run_and_leaves_nothin
     and nothing is tracked for the ended parent."""
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()) as agent:
             with tracer.start_as_current_span("GET") as http:
                 outlived = trace.set_span_in_context(http)
             called = tracer.start_span("execute_tool f", context=outlived, attributes=tool())
@@ -203,7 +199,7 @@ def test_a_span_started_under_an_ended_span_is_outside_the_run_and_leaves_nothin
 def test_leaves_are_never_tracked_and_tracked_application_spans_go_when_they_end():
     with Guarded(export=False) as g:
         tracer, processor = g.tracer, g.processor
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()):
             with tracer.start_as_current_span("GET"):  # leaves under tracked spans: never tracked
                 pass
             with tracer.start_as_current_span("execute_tool f", attributes=tool()), tracer.start_as_current_span("GET"):
@@ -224,7 +220,7 @@ def test_a_task_outliving_the_span_it_started_in_still_finds_the_run():
     a tool under `step` still belongs to the run, as when every span was tracked from its start."""
     with Guarded(export=False) as g:
         tracer, engine = g.tracer, g.processor.engine
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT) as agent:
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()) as agent:
             plan = tracer.start_span("plan")
             step = tracer.start_span("step", context=trace.set_span_in_context(plan))
             plan.end()
@@ -240,8 +236,7 @@ def test_a_stream_cut_under_a_span_of_the_application_is_counted_for_the_run_age
     directly under the run) reports its verdict as that run's agent's."""
     config = {"guards": [{"id": "thinking-loop-guard", "config": {"max_repeated_text": 5}}]}
     with Guarded(config) as g:
-        with g.tracer.start_as_current_span("invoke_agent writer", attributes={
-                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "writer"}):
+        with g.tracer.start_as_current_span("invoke_agent writer", attributes=agent_attributes("writer")):
             with g.tracer.start_as_current_span("respond"):
                 with pytest.raises(otelguard.RepetitiveOutputError):
                     for _ in otelguard.watch_stream(iter(["tick"] * 20)):
@@ -255,7 +250,7 @@ def test_a_span_of_another_provider_between_the_run_and_a_tool_is_not_tracked():
     a tool under such a span is outside the run, as when that span was never seen at all."""
     with Guarded(export=False) as g:
         other = TracerProvider().get_tracer("unguarded")
-        with g.tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+        with g.tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()):
             with other.start_as_current_span("GET"), g.tracer.start_as_current_span(
                     "execute_tool f", attributes=tool()) as called:
                 assert g.processor.engine.agent_of(span_id(called)) is None
@@ -268,7 +263,7 @@ def test_a_span_of_ours_out_of_the_engines_bound_is_not_tracked_as_the_applicati
     drops its spans, so it would be left in the processor's set."""
     with Guarded(export=False) as g:
         tracer, processor = g.tracer, g.processor
-        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()):
             with tracer.start_as_current_span("execute_tool f", attributes=tool()) as called:
                 processor.engine.open_span_ids.pop(span_id(called))
                 with tracer.start_as_current_span("GET"), tracer.start_as_current_span("GET"):

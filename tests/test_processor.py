@@ -325,43 +325,25 @@ def test_downstream_starts_are_called_unless_their_body_is_a_bare_pass():
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+    from otel_support import Guarded, RecordingProcessor
     from otelguard.processor import _does_nothing
-
-    class Recording(SpanProcessor):
-        def __init__(self) -> None:
-            self.started: list[tuple[str, object]] = []
-            self.ended: list[str] = []
-
-        def on_start(self, span, parent_context=None) -> None:
-            self.started.append((span.name, parent_context))
-
-        def on_end(self, span) -> None:
-            self.ended.append(span.name)
 
     class Documented(SpanProcessor):
         def on_start(self, span, parent_context=None) -> None:
             """Only a docstring: still called (nothing but a bare `pass` is skipped)."""
 
-    batch = BatchSpanProcessor(InMemorySpanExporter())
-    recording = Recording()
+    recording = RecordingProcessor()
     patched = SimpleSpanProcessor(InMemorySpanExporter())  # its on_start replaced on the instance: called
     patched_starts: list[str] = []
     patched.on_start = lambda span, parent_context=None: patched_starts.append(span.name)  # type: ignore[method-assign]
-    guard = otelguard.GuardSpanProcessor(
-        downstream=[SimpleSpanProcessor(InMemorySpanExporter()), batch, recording, patched])
-    try:
-        assert guard._downstream_starts == (recording.on_start, patched.on_start)
-        provider = TracerProvider()
-        provider.add_span_processor(guard)
-        tracer = provider.get_tracer("t")
+    with Guarded(downstream=[BatchSpanProcessor(InMemorySpanExporter()), recording, patched]) as g:
+        assert g.processor._downstream_starts == (recording.on_start, patched.on_start)
         parent = trace_api.set_span_in_context(trace_api.NonRecordingSpan(trace_api.INVALID_SPAN_CONTEXT))
-        with tracer.start_as_current_span("outer"):
-            tracer.start_span("inner", context=parent).end()
-        assert recording.started == [("outer", None), ("inner", parent)]
+        with g.tracer.start_as_current_span("outer"):
+            g.tracer.start_span("inner", context=parent).end()
+        assert [(event, span.name, context) for event, span, context in recording.calls] == [
+            ("start", "outer", None), ("start", "inner", parent), ("end", "inner", None), ("end", "outer", None)]
         assert patched_starts == ["outer", "inner"]
-        assert recording.ended == ["inner", "outer"]
-    finally:
-        guard.shutdown()
     assert _does_nothing(SimpleSpanProcessor.on_start) and _does_nothing(BatchSpanProcessor.on_start)
-    assert not _does_nothing(Documented.on_start) and not _does_nothing(Recording.on_start)
+    assert not _does_nothing(Documented.on_start) and not _does_nothing(RecordingProcessor.on_start)
     assert not _does_nothing(print)  # a builtin: no bytecode to read
