@@ -157,7 +157,6 @@ class GuardSpanProcessor(SpanProcessor):
         self._downstream_starts = tuple(processor.on_start for processor in self._downstream
                                         if not _does_nothing(getattr(processor.on_start, "__func__", None)))
         self._downstream_ends = tuple(processor.on_end for processor in self._downstream)
-        self._downstream_start = self._downstream_starts[0] if len(self._downstream_starts) == 1 else None
         self._downstream_end = self._downstream_ends[0] if len(self._downstream_ends) == 1 else None
         self._default_control = control
         self._containment = Containment(self.metrics.internal_error)
@@ -199,71 +198,51 @@ class GuardSpanProcessor(SpanProcessor):
     # These run for every span of the application, so they are written flat: plain try/except rather
     # than a context manager, and the SDK span's own fields read directly (each property is a call;
     # the public accessors are the fallback for other spans). A span with no marker attribute and no
-    # known name costs one C-level set test; only while an agent run is open does it also test its
-    # parent (see "spans of the application inside agent runs" below), and only while such spans are
-    # tracked does its end look itself up (`engine.forget`, done here on the engine's dict without the call).
+    # known name (the application's own) costs one C-level set test and, while no agent run is open,
+    # nothing more: the shutdown flag is read only past that test. While a run is open its parent
+    # tells whether it is inside the run (`_span_started`), and only while such spans are tracked
+    # does its end look itself up (`engine.forget`, done here on the engine's dict without the call).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
-        if not self._shutdown:
+        try:
             try:
-                try:
-                    attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
-                except AttributeError:
-                    attributes, name = _public_attributes(span), span.name
-                ours = not (_no_marker_key(attributes) and name not in NAMED_SPANS)
-                if ours or self._open_spans:  # ours, or maybe inside an agent run: its ids are read only now
-                    try:
-                        context, parent = span._context, span._parent  # type: ignore[attr-defined]
-                    except AttributeError:
-                        context, parent = span.get_span_context(), span.parent
-                    # SpanContext is a tuple (trace_id, span_id, ...): indexing skips its property calls.
-                    if parent is not None and self._open_spans:
-                        parent_id = parent[1]
-                        if parent_id not in self._open_spans:
-                            self._track_parent(span, parent_id, parent_context)
-                        if self._tracked_app_ids and not ours and parent_id in self._tracked_app_ids:
-                            self._track_under(context[1], parent_id)
-                    if ours:
-                        self._start(span, name, attributes, context[0], context[1],
-                                    parent[1] if parent is not None else None)
-            except Exception:
-                self._containment.record_and_maybe_raise("on_start")
-        if self._downstream_start is not None:  # a single pipeline that acts at start: no loop
-            try:
-                self._downstream_start(span, parent_context=parent_context)
-            except Exception:
-                self._containment.record_and_maybe_raise("downstream.on_start")
-            return
-        for on_start in self._downstream_starts:
-            try:
-                on_start(span, parent_context=parent_context)
-            except Exception:
-                self._containment.record_and_maybe_raise("downstream.on_start")
+                attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
+            except AttributeError:
+                attributes, name = _public_attributes(span), span.name
+            if _no_marker_key(attributes) and name not in NAMED_SPANS:
+                if self._open_spans and not self._shutdown:  # maybe inside an agent run
+                    self._span_started(span, name, attributes, parent_context, False)
+            elif not self._shutdown:
+                self._span_started(span, name, attributes, parent_context, True)
+        except Exception:
+            self._containment.record_and_maybe_raise("on_start")
+        if self._downstream_starts:  # (the SDK's batch and simple processors act only at span end)
+            self._start_downstream(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
         exported = span
-        if not self._shutdown:
+        try:
             try:
-                try:
-                    attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
-                except AttributeError:
-                    attributes, name = _public_attributes(span), span.name
-                if not (_no_marker_key(attributes) and name not in NAMED_SPANS):
-                    try:
-                        context, parent = span._context, span._parent  # type: ignore[attr-defined]
-                    except AttributeError:
-                        context, parent = span.get_span_context(), span.parent
-                    exported = self._end(span, name, attributes, context[0], context[1],
-                                         parent[1] if parent is not None else None)
-                elif self._tracked_app_ids:  # an application span: dropped if a child's start tracked it
+                attributes, name = span._attributes._dict, span._name  # type: ignore[attr-defined]
+            except AttributeError:
+                attributes, name = _public_attributes(span), span.name
+            if _no_marker_key(attributes) and name not in NAMED_SPANS:
+                if self._tracked_app_ids:  # dropped if a child's start tracked it
                     try:
                         span_id = span._context[1]  # type: ignore[attr-defined]
                     except AttributeError:
                         span_id = span.get_span_context()[1]
                     if self._tracked_app_ids.pop(span_id, None) is not None:
                         self._open_spans.pop(span_id, None)
-            except Exception:
-                self._containment.record_and_maybe_raise("on_end")
-        if self._downstream_end is not None:
+            elif not self._shutdown:
+                try:
+                    context, parent = span._context, span._parent  # type: ignore[attr-defined]
+                except AttributeError:
+                    context, parent = span.get_span_context(), span.parent
+                exported = self._end(span, name, attributes, context[0], context[1],
+                                     parent[1] if parent is not None else None)
+        except Exception:
+            self._containment.record_and_maybe_raise("on_end")
+        if self._downstream_end is not None:  # a single pipeline: no loop
             try:
                 self._downstream_end(exported)
             except Exception:
@@ -274,6 +253,13 @@ class GuardSpanProcessor(SpanProcessor):
                 on_end(exported)
             except Exception:
                 self._containment.record_and_maybe_raise("downstream.on_end")
+
+    def _start_downstream(self, span: Span, parent_context: context_api.Context | None) -> None:
+        for on_start in self._downstream_starts:
+            try:
+                on_start(span, parent_context=parent_context)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_start")
 
     def shutdown(self) -> None:
         self._shutdown = True
@@ -341,6 +327,24 @@ class GuardSpanProcessor(SpanProcessor):
         return agent
 
     # --- start -------------------------------------------------------------------------------------
+    def _span_started(self, span: Span, name: str, attributes: Mapping[str, Any],
+                      parent_context: context_api.Context | None, ours: bool) -> None:
+        """A span started that is `ours`, or one of the application's while an agent run is open:
+        read its ids, track what a run's descendants need (see above) and start ours."""
+        try:
+            context, parent = span._context, span._parent  # type: ignore[attr-defined]
+        except AttributeError:
+            context, parent = span.get_span_context(), span.parent
+        # SpanContext is a tuple (trace_id, span_id, ...): indexing skips its property calls.
+        parent_id = parent[1] if parent is not None else None
+        if parent_id is not None and self._open_spans:
+            if parent_id not in self._open_spans:
+                self._track_parent(span, parent_id, parent_context)
+            if not ours and self._tracked_app_ids and parent_id in self._tracked_app_ids:
+                self._track_under(context[1], parent_id)
+        if ours:
+            self._start(span, name, attributes, context[0], context[1], parent_id)
+
     def _start(self, span: Span, name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
                parent_id: int | None) -> None:
         classification = classify_marked(name, attributes)

@@ -264,7 +264,8 @@ def test_shutdown_with_a_stuck_hook_returns_and_threads_stop_once_it_returns():
 
 
 def test_spans_after_shutdown_pass_through_untouched():
-    """Spans ended after shutdown are passed on as they are, unjudged: no verdict, no hook call, no metric."""
+    """Spans ended after shutdown are passed on as they are, unjudged: no verdict, no hook call, no
+    metric; a tool span started after it arms no budget."""
     mailbox = otelguard.Mailbox()
     downstream = RecordingProcessor()  # the exporter refuses spans once shut down; this one keeps them
     g = Guarded(REPEAT, control=mailbox, downstream=[downstream])
@@ -279,6 +280,10 @@ def test_spans_after_shutdown_pass_through_untouched():
         assert not metric_points(g.metric_reader, "otelguard.verdicts")
         assert not metric_points(g.metric_reader, "otelguard.spans")
         assert not metric_points(g.metric_reader, "otelguard.control.calls")
+        with g.tracer.start_as_current_span("execute_tool slow", attributes={
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
+                "otelguard.tool.timeout_ms": 60_000}) as span:
+            assert g.processor.signal_for(span.get_span_context().span_id) is None  # no budget armed
     finally:
         g.meter_provider.shutdown()
 
