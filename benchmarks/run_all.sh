@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every benchmark in turn and prints each one's ratios and PASS/FAIL; exits non-zero when any fails.
+# Runs every benchmark in turn and prints each one's ratios and verdicts (PASS, FAIL, or AT THE BAR when
+# a pooled ratio's confidence interval holds the target); exits non-zero when any does not pass.
 #
 #   benchmarks/run_all.sh            full runs (several minutes: state_memory pushes 1 000 000 spans)
 #   benchmarks/run_all.sh --quick    smaller batches and fewer rounds (about a minute)

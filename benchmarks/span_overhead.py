@@ -38,7 +38,8 @@ of 1 000 spans is steadier than that of 21 rounds of 5 000):
   apart two equal pipelines measure in this run.
   The guard's metrics go to the no-op API meter unless said otherwise.
 
-Exits 0 when every judged case meets its target.
+Exits 0 when every judged case meets its target: its pooled median's 90% bootstrap interval lies
+within it (`_bench.pooled_interval`; AT THE BAR when the interval holds the target).
 
 Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--processes N] [--quick]
 """
