@@ -14,7 +14,8 @@ from .records import Verdict
 OTHER = "_other"
 MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
 MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
-INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_end", "control_hook",
+INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_ending", "downstream.on_end",
+                         "control_hook",
                          "watchdog", "deliver")
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
 EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")

@@ -151,11 +151,10 @@ class GuardSpanProcessor(SpanProcessor):
                                   on_evict=self.metrics.evicted, full_records=False)
         self.config = self.engine.config
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
-        # Bound once: on_start/on_end run for every span of the application.
-        # An on_start that does nothing (the SDK's batch and simple processors queue spans at their end)
-        # is not called at all.
-        self._downstream_starts = tuple(processor.on_start for processor in self._downstream
-                                        if not _does_nothing(getattr(processor.on_start, "__func__", None)))
+        # Bound once: the hooks run for every span of the application. A start or ending hook that does
+        # nothing (the SDK's batch and simple processors queue spans at their end) is not called at all.
+        self._downstream_starts = _acting(self._downstream, "on_start")
+        self._downstream_endings = _acting(self._downstream, "_on_ending")
         self._downstream_ends = tuple(processor.on_end for processor in self._downstream)
         self._downstream_end = self._downstream_ends[0] if len(self._downstream_ends) == 1 else None
         self._default_control = control
@@ -178,7 +177,8 @@ class GuardSpanProcessor(SpanProcessor):
         self._runs: OpenSpans[int, _Run] = OpenSpans(self._max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
         self._pop_tool = self._tools.items.pop  # `_tools.pop` without the call (at every tool span end)
         # The engine's dict of open spans inside agent runs: empty (falsy) while no agent run is open.
-        # Spans of the application inside a run are noted in it (`_track_parent`) and dropped from it.
+        # Spans of the application inside a run are noted in it (`_track_parent`, `_track_under`) and
+        # dropped from it (`_untrack`).
         self._open_spans = self.engine.open_span_ids
         self._adopt_span = self.engine.adopt_span
         # The application spans among them: while there are none, such a span's end costs no lookup.
@@ -228,11 +228,9 @@ class GuardSpanProcessor(SpanProcessor):
             if _no_marker_key(attributes) and name not in NAMED_SPANS:
                 if self._tracked_app_ids:  # dropped if a child's start tracked it
                     try:
-                        span_id = span._context[1]  # type: ignore[attr-defined]
+                        self._untrack(span._context[1])  # type: ignore[attr-defined]
                     except AttributeError:
-                        span_id = span.get_span_context()[1]
-                    if self._tracked_app_ids.pop(span_id, None) is not None:
-                        self._open_spans.pop(span_id, None)
+                        self._untrack(span.get_span_context()[1])
             elif not self._shutdown:
                 try:
                     context, parent = span._context, span._parent  # type: ignore[attr-defined]
@@ -261,6 +259,14 @@ class GuardSpanProcessor(SpanProcessor):
             except Exception:
                 self._containment.record_and_maybe_raise("downstream.on_start")
 
+    def _on_ending(self, span: Span) -> None:
+        """The SDK's hook for a span about to end (still writable), passed on to a downstream that has one."""
+        for on_ending in self._downstream_endings:
+            try:
+                on_ending(span)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_ending")
+
     def shutdown(self) -> None:
         self._shutdown = True
         for key, processor in list(_active.items()):
@@ -286,8 +292,8 @@ class GuardSpanProcessor(SpanProcessor):
     # span the engine tracks (a tool's or a model call's HTTP requests, the commonest spans of an agent
     # process), so one is not tracked when it starts: its agent is its parent's. It is tracked once a
     # span starts under it (`_track_parent`), and a span of the application starting under a tracked
-    # one is tracked at once (`_track_under`), as every one was before: then any open span
-    # inside a run is tracked or has a tracked parent, and descendants at any depth find their agent.
+    # one is tracked at once (`_track_under`): then any open span inside a run is tracked or has a
+    # tracked parent, and descendants at any depth find their agent.
     # One shape is lost: a span of the application directly under one of ours that has ended before
     # a span starts under it (a tool's background request outliving the tool) is outside the run.
     def _track_parent(self, span: Span, parent_id: int, parent_context: context_api.Context | None) -> None:
@@ -298,14 +304,20 @@ class GuardSpanProcessor(SpanProcessor):
         holder = trace_api.get_current_span(parent_context)
         try:
             held, grandparent = holder._context, holder._parent  # type: ignore[attr-defined]
-            if (grandparent is None or held[1] != parent_id or holder._end_time is not None  # type: ignore[attr-defined]
+            if grandparent is None or held[1] != parent_id:
+                return  # a root, or not the parent (a context that does not hold it)
+            agent = self._open_spans.get(grandparent[1])
+            if (agent is None or holder._end_time is not None  # type: ignore[attr-defined]
                     or holder._span_processor is not span._span_processor):  # type: ignore[attr-defined]
-                return  # ended, or another provider's: its end would never untrack it here
+                return  # outside any run; or ended, or another provider's: its end would never untrack it here
             if not (_no_marker_key(holder._attributes._dict) and holder._name not in NAMED_SPANS):  # type: ignore[attr-defined]
-                return  # one of ours: the engine tracks those (this one fell out of its bound)
+                return  # one of ours in a run that the engine does not hold: its bound dropped it
         except AttributeError:  # not an SDK span: nothing to read
             return
-        self._track_under(parent_id, grandparent[1])
+        self._track(parent_id, agent)
+        if holder._end_time is not None:  # type: ignore[attr-defined]
+            # It ended on another thread meanwhile, and its end may have found nothing to drop.
+            self._untrack(parent_id)
 
     def _track_under(self, span_id: int, parent_id: int) -> None:
         """Track a span of the application under its parent's agent, if the parent is tracked. (Done at
@@ -313,8 +325,15 @@ class GuardSpanProcessor(SpanProcessor):
         that parent end first: a task outliving the span it started in.)"""
         agent = self._open_spans.get(parent_id)
         if agent is not None:
-            self._tracked_app_spans.put(span_id, True)
-            self._adopt_span(span_id, agent)
+            self._track(span_id, agent)
+
+    def _track(self, span_id: int, agent: AgentRef) -> None:
+        self._tracked_app_spans.put(span_id, True)
+        self._adopt_span(span_id, agent)
+
+    def _untrack(self, span_id: int) -> None:
+        if self._tracked_app_ids.pop(span_id, None) is not None:
+            self._open_spans.pop(span_id, None)
 
     def agent_of(self, span: Any) -> AgentRef | None:
         """The agent of an open span: the engine's for a span it tracks, else (a span of the
@@ -518,16 +537,23 @@ def _check_settings(*, max_agents: Any, idle_ttl_s: Any, hook_wait_s: Any) -> No
         raise ConfigError(f"hook_wait_s: must be a number of seconds >= 0 (got {hook_wait_s!r})")
 
 
+def _acting(processors: Sequence[SpanProcessor], hook: str) -> tuple[Any, ...]:
+    """Each processor's `hook`, bound, where it has one that does something."""
+    hooks = (getattr(processor, hook, None) for processor in processors)
+    return tuple(method for method in hooks
+                 if method is not None and not _does_nothing(getattr(method, "__func__", None)))
+
+
 def _empty_method(self: Any, *args: Any, **kwargs: Any) -> None:
     pass
 
 
 def _does_nothing(method: Any) -> bool:
-    """Whether a method's body is a bare `pass` (its bytecode only returns None), so that calling it
-    can be skipped. Anything else, a docstring or a builtin included, is called."""
+    """Whether a method's body is a bare `pass`, so that calling it can be skipped: its bytecode is the
+    empty method's (which can only return a constant). Anything else, a docstring or a builtin
+    included, is called."""
     code = getattr(method, "__code__", None)
-    empty = _empty_method.__code__
-    return code is not None and code.co_code == empty.co_code and code.co_consts == empty.co_consts
+    return code is not None and code.co_code == _empty_method.__code__.co_code
 
 
 def _public_attributes(span: ReadableSpan) -> Mapping[str, Any]:

@@ -64,21 +64,26 @@ def test_a_failing_guard_at_span_start_is_contained_and_counted(guarded, monkeyp
 
 
 class RaisingExporterProcessor(SimpleSpanProcessor):
-    """A downstream processor whose on_end raises (a broken exporter pipeline)."""
+    """A downstream processor whose ending and end hooks raise (a broken exporter pipeline)."""
+
+    def _on_ending(self, span) -> None:
+        raise Broken("a downstream bug")
 
     def on_end(self, span) -> None:
         raise Broken("a downstream bug")
 
 
 def test_a_failing_downstream_processor_does_not_stop_the_guard(monkeypatch):
-    """A downstream processor that raises is counted under where=downstream.on_end; the guard still judges."""
+    """A downstream processor that raises is counted under where=downstream.on_ending / on_end; the guard
+    still judges."""
     monkeypatch.setenv(RAISE_ENV, "0")
     # The raising processor is the guard's only downstream (`export=False`): nothing else takes the spans.
     with Guarded(REPEAT_2, export=False, downstream=[RaisingExporterProcessor(InMemorySpanExporter())],
                  control=otelguard.Mailbox()) as g:
         _run(g.tracer, calls=2)
         assert g.processor.force_flush(5_000)
-        assert ({"where": "downstream.on_end"}, 3) in metric_points(g.metric_reader, "otelguard.internal.errors")
+        errors = metric_points(g.metric_reader, "otelguard.internal.errors")
+        assert ({"where": "downstream.on_ending"}, 3) in errors and ({"where": "downstream.on_end"}, 3) in errors
         assert sum(v for _, v in metric_points(g.metric_reader, "otelguard.verdicts")) == 1
 
 

@@ -196,6 +196,47 @@ def test_a_span_started_under_an_ended_span_is_outside_the_run_and_leaves_nothin
         assert not engine.open_span_ids
 
 
+def test_a_parent_ending_while_a_child_tracks_it_leaves_nothing_behind():
+    """The parent ends on another thread between the child's test that it is open and its tracking
+    (forced here by ending it at the moment it is tracked): its end found nothing to drop, so the
+    child's start drops it. Left tracked, it would stay in the open spans for good, and every span
+    of the application would pay the open-run test."""
+    with Guarded(export=False) as g:
+        tracer, processor = g.tracer, g.processor
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()) as agent:
+            plan = tracer.start_span("plan")
+            track = processor._track
+
+            def ended_meanwhile(tracked_id: int, agent_ref) -> None:
+                if tracked_id == span_id(plan):
+                    plan.end()
+                track(tracked_id, agent_ref)
+
+            processor._track = ended_meanwhile
+            try:
+                tracer.start_span("step", context=trace.set_span_in_context(plan)).end()
+            finally:
+                processor._track = track
+            assert set(processor.engine.open_span_ids) == {span_id(agent)}
+        assert not processor.engine.open_span_ids
+
+
+def test_a_context_not_holding_the_parent_tracks_nothing():
+    """`on_start` given a context whose span is not the new span's parent (only a caller outside the
+    SDK can do that) does not take that span's run for the parent's."""
+    with Guarded(export=False) as g:
+        tracer, processor = g.tracer, g.processor
+        outside = tracer.start_span("GET")  # no run around it
+        child = tracer.start_span("step", context=trace.set_span_in_context(outside))
+        with tracer.start_as_current_span("invoke_agent a", attributes=agent_attributes()):
+            with tracer.start_as_current_span("plan") as plan:
+                processor.on_start(child, parent_context=trace.set_span_in_context(plan))
+                assert processor.agent_of(child) is None
+        child.end()
+        outside.end()
+        assert not processor.engine.open_span_ids
+
+
 def test_leaves_are_never_tracked_and_tracked_application_spans_go_when_they_end():
     with Guarded(export=False) as g:
         tracer, processor = g.tracer, g.processor

@@ -347,3 +347,25 @@ def test_downstream_starts_are_called_unless_their_body_is_a_bare_pass():
     assert _does_nothing(SimpleSpanProcessor.on_start) and _does_nothing(BatchSpanProcessor.on_start)
     assert not _does_nothing(Documented.on_start) and not _does_nothing(RecordingProcessor.on_start)
     assert not _does_nothing(print)  # a builtin: no bytecode to read
+
+
+def test_a_downstream_gets_each_span_as_it_is_ending():
+    """The SDK's `_on_ending` hook (a span ending, before its end is passed on) reaches a downstream
+    that has one, for the application's spans and the guard's alike, before their ends."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    from otel_support import Guarded
+
+    calls: list[tuple[str, str]] = []
+
+    class Ending(SpanProcessor):
+        def _on_ending(self, span) -> None:
+            calls.append(("ending", span.name))
+
+        def on_end(self, span) -> None:
+            calls.append(("end", span.name))
+
+    with Guarded(downstream=[Ending()]) as g:
+        with g.tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}):
+            g.tracer.start_span("GET").end()
+    assert calls == [("ending", "GET"), ("end", "GET"), ("ending", "invoke_agent a"), ("end", "invoke_agent a")]
