@@ -230,7 +230,8 @@ class GuardEngine:
     def open_span_ids(self) -> dict[int, AgentRef]:
         """Open spans inside agent runs, live; empty when none. The processor's hot path reads it and
         pops ended spans from it (`forget` without the call); inserts go through `adopt_span`. (The
-        processor tracks a span that is none of ours only once a span starts under it.)"""
+        processor tracks a span that is none of ours only once a span starts under it, or at its
+        start when its parent is one it tracks.)"""
         return self._open.items
 
     @property
@@ -325,10 +326,8 @@ class GuardEngine:
                 return None
         if classification.kind is AGENT_KIND:
             return Judged(classification, self.run_ended(span.span_id, span.parent_span_id, span.trace_id), None)
-        agent = self._pop_open(span.span_id, None)
+        agent = self._ended_agent(span.span_id, span.parent_span_id, span.trace_id)
         live_trip = self._live_trips.pop(span.span_id)
-        if agent is None:
-            agent = self._agent_of(span.parent_span_id, span.trace_id)
         record = conventions.read(span, classification, parent, output_floor=self._output_floor)
         judged = Judged(classification, agent, record)
         if (live_trip is None and type(record) is ModelCall and record.output_content is CONTENT_UNREAD
@@ -354,10 +353,8 @@ class GuardEngine:
     def run_ended(self, span_id: int, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """An agent span ended (its ids are all that is read of it); returns its agent. A run-scoped
         agent's state, and its nested agents', go with its run."""
-        agent = self._pop_open(span_id, None)
+        agent = self._ended_agent(span_id, parent_span_id, trace_id)
         self._live_trips.pop(span_id)  # (none is recorded for an agent span: kept clean all the same)
-        if agent is None:
-            agent = self._agent_of(parent_span_id, trace_id)
         if agent.scope_run_id == span_id:
             self._run_ended(agent)
         return agent
@@ -372,8 +369,7 @@ class GuardEngine:
         if floor is None or span_id in self._live_trips or not conventions.output_unread(attributes, classification,
                                                                                           floor):
             return False
-        agent = self._pop_open(span_id, None)
-        self._seen_unjudged(agent if agent is not None else self._agent_of(parent_span_id, trace_id))
+        self._seen_unjudged(self._ended_agent(span_id, parent_span_id, trace_id))
         return True
 
     def record_stream_trip(self, span_id: int, verdict: Verdict) -> None:
@@ -428,6 +424,12 @@ class GuardEngine:
 
     def _new_state(self) -> AgentState:
         return AgentState(threading.Lock(), list(self._unmade_states))
+
+    def _ended_agent(self, span_id: int, parent_span_id: int | None, trace_id: int) -> AgentRef:
+        """The agent of a span that ended, dropped from the open spans (its parent's or its trace's
+        when it was not held)."""
+        agent = self._pop_open(span_id, None)
+        return agent if agent is not None else self._agent_of(parent_span_id, trace_id)
 
     def _agent_of(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """The agent of a span by its parent: the parent's agent, else its trace's."""

@@ -15,11 +15,11 @@ OTHER = "_other"
 MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
 MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
 INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_ending", "downstream.on_end",
-                         "control_hook",
-                         "watchdog", "deliver")
+                         "control_hook", "watchdog", "deliver")
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
 EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
-# One judged span in this many is timed for `otelguard.processing.duration`: with an SDK
+# One span in this many of each kind and convention the guard reads (agent ends and model spans left
+# unread included) is timed for `otelguard.processing.duration`: with an SDK
 # MeterProvider a histogram record costs ~4 us, as much as judging a whole tool span.
 PROCESSING_SAMPLE_EVERY = 16
 

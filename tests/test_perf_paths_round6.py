@@ -111,7 +111,7 @@ def test_19_digits_is_where_an_integer_may_print_longer():
 
 
 def test_the_first_decoding_of_any_text_is_its_own():
-    """The decoding memo starts empty: in a fresh interpreter, even the shared empty string is
+    """Nothing is handed over at first: in a fresh interpreter, even the shared empty string is
     parsed (and found malformed) on its first read, as on every later one."""
     import subprocess
     import sys
@@ -209,7 +209,8 @@ def test_an_unread_model_span_keeps_its_agent_seen_active():
 
 def test_output_longer_than_the_floor_is_parsed_once_to_be_told_unread_or_read(monkeypatch):
     """Text over the floor is parsed to be walked: unread when its text and reasoning stay under it,
-    else read, taking the decoding `output_unread` made (one parse for both)."""
+    else read, taking the decoding `output_unread` made (one parse for both). It is handed over once:
+    nothing of the output is kept after."""
     parsed: list[str] = []
     real_load_json = genai.load_json
     monkeypatch.setattr(genai, "load_json", lambda text: parsed.append(text) or real_load_json(text))
@@ -227,6 +228,9 @@ def test_output_longer_than_the_floor_is_parsed_once_to_be_told_unread_or_read(m
     record = read(SpanView("chat m", 1, 2, None, attributes), classify("chat m", attributes), output_floor=FLOOR)
     assert record.text == "x" * 300 and record.output_content is Content.OK
     assert parsed == [unread, reaching]  # the read took output_unread's decoding
+    assert read(SpanView("chat m", 1, 2, None, attributes), classify("chat m", attributes),
+                output_floor=FLOOR).text == "x" * 300
+    assert parsed == [unread, reaching, reaching]
 
 
 def test_a_guards_state_is_made_when_its_hook_first_needs_it():

@@ -159,30 +159,35 @@ def read_model_usage(span: SpanView) -> ModelUsage:
 def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     """Whether `read_model` with this floor leaves the output unread, by the same tests, without
     making a record: the live guard then needs none of the span."""
+    global _handed_over
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False
     if _too_short_to_read(messages, floor):
         return True
-    decoded, _ = _decoded(messages)
-    return decoded is not None and not _may_reach(decoded, floor)
+    decoded, content = load_json(messages)
+    if decoded is not None and not _may_reach(decoded, floor):
+        return True
+    _handed_over = (messages, decoded, content)
+    return False
 
 
-# The text `_decoded` parsed last, with what it decoded to. When `output_unread` finds that output
-# may reach the floor, `read_model` reads the same text right after: it takes the decoding from here
-# rather than parse it twice. One entry, replaced whole: another thread's entry costs only a parse.
-_last_decoded: tuple[object, Any, Content] = (object(), None, Content.ABSENT)  # (no text is this object)
+# Output `output_unread` parsed and could not tell unread, with its decoding: `read_model` reads
+# that very text right after, and takes the decoding rather than parse it twice. Taken once (then
+# cleared: no output outlives its span here); one entry, replaced whole: another thread's costs
+# only a parse.
+_NOTHING_HANDED: tuple[object, Any, Content] = (object(), None, Content.ABSENT)  # (no text is this object)
+_handed_over = _NOTHING_HANDED
 
 
 def _decoded(text: str) -> tuple[Any, Content]:
-    """`load_json(text)`, remembered for the next call with this very text (decoded JSON is only read)."""
-    global _last_decoded
-    last = _last_decoded
-    if last[0] is text:
-        return last[1], last[2]
-    decoded, content = load_json(text)
-    _last_decoded = (text, decoded, content)
-    return decoded, content
+    """`load_json(text)`, or the decoding `output_unread` handed over for this very text."""
+    global _handed_over
+    handed = _handed_over
+    if handed[0] is text:
+        _handed_over = _NOTHING_HANDED
+        return handed[1], handed[2]
+    return load_json(text)
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:

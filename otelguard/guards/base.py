@@ -48,8 +48,9 @@ class Guard:
         return None
 
     def on_agent_run(self, state: Any) -> None:
-        """A new agent run (a user prompt) started for this agent. Not called with a state that
-        `new_state` made for this very run: that state is fresh already."""
+        """A new agent run (a user prompt) started for this agent: reset `state` to what `new_state`
+        would make. Called only with a state already made (one made later, or for this very run, is
+        fresh already), so it must do nothing else: a hook that counted runs would miss some."""
 
     def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
         """A tool span started; fill `decision` (budget, pre-emptive block)."""
