@@ -5,22 +5,30 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 
 class ToolFilter:
-    """Which tools the chain tracks. Only `*` is special; anchored, case-sensitive; exclude wins."""
+    """Which tools the chain tracks (`tracks(tool_name)`). Only `*` is special; anchored,
+    case-sensitive; exclude wins."""
 
-    __slots__ = ("_include", "_exclude", "tracks_every_tool")
+    __slots__ = ("_include", "_exclude", "tracks")
 
     def __init__(self, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()):
         self._include = _compile(include)
         self._exclude = _compile(exclude)
-        self.tracks_every_tool = self._include is None and self._exclude is None  # the default: no test to make
+        # The default, no patterns, tracks every tool: no test to make at every tool call.
+        self.tracks: Callable[[str], bool] = (
+            _every_tool if self._include is None and self._exclude is None else self._matches)
 
-    def tracks(self, tool_name: str) -> bool:
+    def _matches(self, tool_name: str) -> bool:
         if self._exclude is not None and self._exclude.match(tool_name):
             return False
         return self._include is None or bool(self._include.match(tool_name))
+
+
+def _every_tool(tool_name: str) -> bool:
+    return True
 
 
 def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:

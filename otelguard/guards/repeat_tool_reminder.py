@@ -48,14 +48,16 @@ class RepeatToolReminder(Guard):
     def _tracked_name(self, call: ToolCall) -> str | None:
         """The call's tool name when the chain tracks it; None for an untracked call (transparent)."""
         name = call.name
-        if name is None or not (self._filter.tracks_every_tool or self._filter.tracks(name)):
+        if name is None or not self._filter.tracks(name):
             return None
         return name
 
     def on_tool_start(self, state: RepeatChain, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
         stop, arguments = self.config.stop_after, call.arguments
+        if stop is None or arguments is None:
+            return
         name = self._tracked_name(call)
-        if stop is None or arguments is None or name is None:
+        if name is None:
             return
         upcoming = state.count + 1 if state.matches(name, arguments) else 1
         if upcoming >= stop:
