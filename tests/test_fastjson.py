@@ -68,11 +68,13 @@ def test_the_literals_and_numbers_only_the_standard_library_reads_are_still_read
 
 
 def test_text_that_is_not_json_is_not_parsed_twice(monkeypatch):
-    """A Python repr (LangChain's tool input) fails in orjson at its first quote: `json` is not asked."""
+    """A Python repr (LangChain's tool input) fails in orjson at its first quote: `json` is not asked,
+    after non-ASCII text too (orjson's refusal position counts characters)."""
     asked = []
     real_json_loads = json.loads
     monkeypatch.setattr(fastjson.json, "loads", lambda text: asked.append(text) or real_json_loads(text))
-    for text in ("{'city': 'Paris'}", "<html>", "{'a': [1, 2]}", "Error: timed out"):
+    for text in ("{'city': 'Paris'}", "<html>", "{'a': [1, 2]}", "Error: timed out", "{'ville': 'Zürich'}",
+                 '["é", <html>]'):
         try:
             fastjson.loads(text)
         except ValueError:

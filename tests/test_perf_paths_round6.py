@@ -165,12 +165,17 @@ def _model_attributes(text: str = "ok") -> dict:
     return {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output_messages(text=text)}
 
 
+def _run_view(span_id: int, conversation: str = "c") -> SpanView:
+    """An agent run of agent `a` in `conversation` (its state is kept across runs)."""
+    return SpanView("invoke_agent a", 1, span_id, None, {
+        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.conversation.id": conversation})
+
+
 def test_the_engine_ends_an_unread_model_span_without_its_view_as_span_ended_would():
     engine = GuardEngine(full_records=False)
     attributes = _model_attributes()
     classification = classify("chat m", attributes)
-    run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.conversation.id": "c"}
-    engine.span_started(SpanView("invoke_agent a", 1, 10, None, run))
+    engine.span_started(_run_view(10))
     engine.model_started(11, 10)
     assert engine.model_ended_unread(11, 10, 1, attributes, classification)
     assert engine.agent_of(11) is None  # the span left its run, as span_ended has it
@@ -195,14 +200,10 @@ def test_an_unread_model_span_keeps_its_agent_seen_active():
     attributes = _model_attributes()
     classification = classify("chat m", attributes)
 
-    def run(span_id: int, conversation: str) -> None:
-        engine.span_started(SpanView("invoke_agent a", 1, span_id, None, {
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.conversation.id": conversation}))
-
-    run(10, "first")
-    run(20, "second")
+    engine.span_started(_run_view(10, "first"))
+    engine.span_started(_run_view(20, "second"))
     assert engine.model_ended_unread(11, 10, 1, attributes, classification)  # the first agent, seen again
-    run(30, "third")
+    engine.span_started(_run_view(30, "third"))
     assert evicted == [("agent", "capacity", 1)]
     assert set(engine._agents._items) == {"conv:first:a", "conv:third:a"}
 
@@ -241,9 +242,8 @@ def test_a_guards_state_is_made_when_its_hook_first_needs_it():
     from otelguard.engine import UNMADE
 
     engine = GuardEngine(full_records=False)
-    run = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a", "gen_ai.conversation.id": "c"}
     tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f", "gen_ai.tool.call.arguments": '{"q":1}'}
-    engine.span_started(SpanView("invoke_agent a", 1, 10, None, run))
+    engine.span_started(_run_view(10))
     (state,) = (entry[0] for entry in engine._agents._items.values())
 
     def kinds() -> list:
@@ -260,5 +260,5 @@ def test_a_guards_state_is_made_when_its_hook_first_needs_it():
     assert kinds() == [type(None), RepeatChain, ThinkingLoopDetector]
     assert state.guard_states[1].count == 1
     engine.run_ended(10, None, 1)
-    engine.span_started(SpanView("invoke_agent a", 1, 20, None, run))  # a new prompt, the same conversation
+    engine.span_started(_run_view(20))  # a new prompt, the same conversation
     assert state.guard_states[1].count == 0  # the chain made in the first run starts again

@@ -15,11 +15,12 @@ import contextvars
 import threading
 
 import pytest
-from otel_support import Guarded, metric_points, tool_span
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
+from otel_support import Guarded, metric_points, tool_span
 
 import otelguard
+
 
 def agent_attributes(name: str = "a") -> dict:
     return {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}

@@ -9,10 +9,9 @@ import time
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-import otelguard
 from otel_support import metric_points, output_messages, tool_span
 
+import otelguard
 from otelguard.records import SpanView
 
 REPEAT_ONLY = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
@@ -324,8 +323,8 @@ def test_downstream_starts_are_called_unless_their_body_is_a_bare_pass():
     from opentelemetry.sdk.trace import SpanProcessor
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
     from otel_support import Guarded, RecordingProcessor
+
     from otelguard.processor import _does_nothing
 
     class Documented(SpanProcessor):
@@ -353,7 +352,6 @@ def test_a_downstream_gets_each_span_as_it_is_ending():
     """The SDK's `_on_ending` hook (a span ending, before its end is passed on) reaches a downstream
     that has one, for the application's spans and the guard's alike, before their ends."""
     from opentelemetry.sdk.trace import SpanProcessor
-
     from otel_support import Guarded
 
     calls: list[tuple[str, str]] = []
