@@ -3,7 +3,7 @@
 # a pooled ratio's confidence interval holds the target); exits non-zero when any does not pass.
 #
 #   benchmarks/run_all.sh            full runs (several minutes: state_memory pushes 1 000 000 spans)
-#   benchmarks/run_all.sh --quick    smaller batches and fewer rounds (about a minute)
+#   benchmarks/run_all.sh --quick    smaller batches and fewer rounds (about a minute and a half)
 #
 # Figures are ratios against a baseline measured in the same run (interleaved rounds, medians), so
 # they hold on a shared, noisy machine; see benchmarks/RESULTS.md for the last recorded figures.
@@ -41,7 +41,7 @@ if [[ -f benchmarks/analyzer_throughput.py ]]; then
 fi
 
 if [[ ${#failed[@]} -gt 0 ]]; then
-    echo "benchmarks that missed a target: ${failed[*]}"
+    echo "benchmarks that did not pass (FAIL, or AT THE BAR): ${failed[*]}"
     exit 1
 fi
 echo "every benchmark met its target"
