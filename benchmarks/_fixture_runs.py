@@ -19,7 +19,7 @@ from pathlib import Path
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from otelguard.otlp_json import iter_spans
+from otelguard.analyzer.otlp_json import iter_spans
 from otelguard.records import SpanView
 from otelguard.records import Status as ViewStatus
 

@@ -189,7 +189,7 @@ def reader_only(path: Path) -> float:
     usual shape's schema), every span's ids and times. (Under the analyzer's garbage-collector
     setting, as the stages below, so that they add up to the whole.)"""
     from otelguard.analyzer.run import _collecting_less_often
-    from otelguard.otlp_json import iter_lazy_spans
+    from otelguard.analyzer.otlp_json import iter_lazy_spans
 
     with _collecting_less_often():
         started = time.perf_counter()

@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 import otelguard
-from otelguard.engine import UNMADE
+from otelguard.engine.agents import UNMADE
 from _bench import arguments
 from _text import prose
 

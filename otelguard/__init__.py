@@ -21,7 +21,7 @@ from .errors import (
     RepetitiveOutputError,
     ToolTimeoutError,
 )
-from .processor import GuardSpanProcessor
+from .live.processor import GuardSpanProcessor
 from .records import Verdict
 from .signals import ToolSignal
 from .streams import watch_stream

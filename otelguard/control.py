@@ -108,23 +108,3 @@ def bind_control(control: AgentControl) -> Iterator[AgentControl]:
 
 def bound_control() -> AgentControl | None:
     return _bound.get()
-
-
-def deliver(control: Any, verdict: Verdict) -> str | None:
-    """Call the control method the verdict's action asks for; returns the action name or None."""
-    action = verdict.action
-    if action in ("remind", "warn", "block"):
-        control.inject(GuardMessage.from_verdict(verdict))
-    elif action in ("steer", "break"):
-        control.steer(GuardMessage.from_verdict(verdict))
-    elif action == "cancel":
-        control.cancel(verdict.message or "cancelled", verdict)
-    else:
-        return None
-    return action
-
-
-def needs_delivery(verdict: Verdict) -> bool:
-    if verdict.action in ("remind", "warn", "block", "steer", "cancel"):
-        return True
-    return verdict.action == "break" and verdict.message is not None

@@ -173,7 +173,7 @@ class _Demo:
         otlp = _parse_otlp(self.args.otlp) if self.args.otlp is not None else None
         config = _load_config(self.args.config)
         _require("pydantic_ai", "pydantic-ai", "demo")
-        from .processor import GuardSpanProcessor
+        from .live.processor import GuardSpanProcessor
 
         # Always read the metrics as Prometheus would: the run ends by printing them (and serves them).
         reader, registry = _prometheus_reader()

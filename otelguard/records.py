@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping
 
+from .actions import Action
+
 
 class SpanKind(StrEnum):
     AGENT = "agent"
@@ -58,7 +60,8 @@ class SpanEvent:
 
 @dataclass(slots=True)
 class SpanView:
-    """A span as any source gives it: a live SDK span or a line of OTLP JSON.
+    """A span as any source gives it: a live SDK span or a line of OTLP JSON. It is a `SpanSource`
+    of its own, with no parent at hand (tests and simple drivers hand views to the engine).
 
     Ids are ints (as the SDK keeps them); `parent_span_id` is None for a root span.
     """
@@ -76,6 +79,16 @@ class SpanView:
     end_ns: int | None = None
     dropped_events: int = 0
     dropped_attributes: int = 0
+
+    @property
+    def has_events(self) -> bool:
+        return bool(self.events)
+
+    def view(self) -> SpanView:
+        return self
+
+    def parent_view(self) -> SpanView | None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +185,7 @@ class Verdict:
     guard: str
     verdict: str  # tool_timeout | repeated_tool_call | thinking_loop | repetitive_output
     rule: str
-    action: str  # none | remind | warn | steer | cancel | block | break | abort
+    action: Action
     message: str | None = None
     tool: str | None = None
     repeat_count: int | None = None

@@ -21,8 +21,9 @@ from .config import ThinkingLoopGuardConfig
 from .conventions import classify
 from .detectors.stream import StreamBreaker, Trip
 from .errors import RepetitiveOutputError
-from .guards.thinking_loop_guard import ThinkingLoopGuard
-from .processor import GuardSpanProcessor, owning_processor
+from .guards import ThinkingLoopGuard
+from .live.processor import GuardSpanProcessor
+from .live.registry import owning_processor
 from .records import MODEL_KIND, Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
 
@@ -59,7 +60,7 @@ class _Watch:
     def __init__(self, record_chunks: bool, text_of: TextOf, processor: GuardSpanProcessor | None):
         self.span = trace_api.get_current_span()
         self.processor = processor or owning_processor(self.span)
-        guard = self.processor.engine.thinking if self.processor is not None else None
+        guard = self.processor.stream_guard if self.processor is not None else None
         if guard is None and self.processor is None:
             guard = ThinkingLoopGuard(ThinkingLoopGuardConfig())
         self.guard = guard
@@ -112,11 +113,7 @@ class _Watch:
         when that span ends (and does not judge it again); a verdict reached while some other span
         is current is delivered, not kept: no span end would ever take it."""
         if self.processor is not None:
-            span_id = self.span.get_span_context().span_id
-            engine = self.processor.engine
-            if on_model_span:
-                engine.record_stream_trip(span_id, verdict)
-            self.processor.deliver_now(self.processor.agent_of(self.span), verdict)
+            self.processor.report_stream_verdict(self.span, verdict, on_model_span=on_model_span)
         return verdict
 
     def _on_open_model_span(self) -> bool:

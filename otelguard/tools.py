@@ -6,29 +6,22 @@ import asyncio
 import functools
 import inspect
 import math
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterator, TypeVar
 
 from opentelemetry import trace as trace_api
 
 from .errors import ConfigError
-from .guards.timeout_policy import timeout_error
-from .processor import GuardSpanProcessor, owning_processor
+from .live.registry import owning_processor
+from .live.timeouts import arm, is_tool_span, signal_scope, timeout_error, tool_signal
 from .semconv import OTELGUARD_TOOL_TIMEOUT_MS
-from .signals import CALLER_ABORT, INERT, ToolSignal
+from .signals import CALLER_ABORT, ToolSignal
+
+__all__ = ["budget", "declared_budget_ms", "tool_signal"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 BUDGET_ATTRIBUTE = "__otelguard_timeout_ms__"
-_TOOL_MARKERS = (("gen_ai.operation.name", "execute_tool"), ("openinference.span.kind", "TOOL"))
 _tracer = trace_api.get_tracer("otelguard")
-
-
-def tool_signal() -> ToolSignal:
-    """The signal of the current tool span; an inert signal (never aborted) when there is none."""
-    span = trace_api.get_current_span()
-    processor = owning_processor(span)
-    signal = processor.signal_for(span.get_span_context().span_id) if processor is not None else None
-    return signal if signal is not None else INERT
 
 
 def declared_budget_ms(function: Any) -> float | None:
@@ -108,36 +101,24 @@ async def _race(coroutine: Any, signal: ToolSignal, timeout_ms: float) -> Any:
 
 @contextmanager
 def _guarded_call(name: str, timeout_ms: float) -> Iterator[ToolSignal | None]:
+    """The signal of one guarded call, which `tool_signal()` finds inside it; None when no guard
+    arms budgets (the tool then runs untouched)."""
     span = trace_api.get_current_span()
     processor = owning_processor(span)
     if processor is None or not processor.timeouts_enabled:
         yield None
         return
-    if _is_tool_span(span):
-        yield _arm(processor, span, timeout_ms)
-        return
-    # No tool span around the call (a hand-written loop): make one so the verdict has a home.
-    with _tracer.start_as_current_span(
-        f"execute_tool {name}",
-        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                    OTELGUARD_TOOL_TIMEOUT_MS: float(timeout_ms)},
-    ) as own_span:
-        own = owning_processor(own_span) if own_span.is_recording() else None
-        yield _arm(own, own_span, timeout_ms) if own is not None else processor.standalone_budget(timeout_ms)
-
-
-def _is_tool_span(span: Any) -> bool:
-    if not span.is_recording():
-        return False
-    attributes = getattr(span, "attributes", None) or {}
-    return any(attributes.get(key) == value for key, value in _TOOL_MARKERS)
-
-
-def _arm(processor: GuardSpanProcessor, span: Any, timeout_ms: float) -> ToolSignal | None:
-    span_id = span.get_span_context().span_id
-    signal = processor.signal_for(span_id)
-    if signal is not None and signal.budget_ms is not None:
-        return signal  # armed at span start from the span's own declaration
-    if span.is_recording():
-        span.set_attribute(OTELGUARD_TOOL_TIMEOUT_MS, float(timeout_ms))
-    return processor.arm_budget(span_id, float(timeout_ms))
+    with ExitStack() as call:
+        if not is_tool_span(span):
+            # No tool span around the call (a hand-written loop): make one so the verdict has a home.
+            span = call.enter_context(_tracer.start_as_current_span(
+                f"execute_tool {name}",
+                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                            OTELGUARD_TOOL_TIMEOUT_MS: float(timeout_ms)},
+            ))
+            processor = owning_processor(span) or processor
+        # On a span no guard saw start (another provider's), `arm` gives the call a budget of its own.
+        signal = arm(span, timeout_ms, processor)
+        if signal is not None:
+            call.enter_context(signal_scope(signal))
+        yield signal

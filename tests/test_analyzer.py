@@ -340,7 +340,7 @@ def test_internal_error_on_one_span_is_contained_and_reported(tmp_path, capsys, 
     from otelguard.engine import GuardEngine
 
     monkeypatch.setenv("OTELGUARD_RAISE_INTERNAL_ERRORS", "0")
-    real = GuardEngine.span_ended
+    real = GuardEngine.end
     broken = int(sid("t0"), 16)
 
     def flaky(self, span, **kwargs):
@@ -348,7 +348,7 @@ def test_internal_error_on_one_span_is_contained_and_reported(tmp_path, capsys, 
             raise RuntimeError("simulated bug")
         return real(self, span, **kwargs)
 
-    monkeypatch.setattr(GuardEngine, "span_ended", flaky)
+    monkeypatch.setattr(GuardEngine, "end", flaky)
     path = write(tmp_path / "loop.jsonl", request(*tool_loop(3)))
     code, out, err = run(capsys, "analyze", "--json", str(path))
     document = json.loads(out)

@@ -15,7 +15,7 @@ import pytest
 from otel_support import FIXTURES
 
 from otelguard.conventions import classify, model_usage, read
-from otelguard.otlp_json import ReadProblem, iter_spans
+from otelguard.analyzer.otlp_json import ReadProblem, iter_spans
 from otelguard.records import AgentRun, Content, ModelCall, SpanKind, SpanView, ToolCall
 
 MANIFEST_PATH = FIXTURES / "MANIFEST.json"

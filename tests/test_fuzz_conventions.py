@@ -202,9 +202,9 @@ def test_engine_judges_any_trace_without_raising(spans):
     ]})
     for view in spans:
         if isinstance(view.attributes, dict):
-            engine.span_started(view)
+            engine.start(view)
     for view in reversed(spans):
-        judged = engine.span_ended(view)
+        judged = engine.end(view)
         if judged is not None:
             kind = judged.classification.kind
             assert isinstance(judged.record, RECORD_TYPES[kind]) if kind is not SpanKind.AGENT else judged.record is None

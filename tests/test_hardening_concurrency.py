@@ -283,7 +283,7 @@ def test_spans_after_shutdown_pass_through_untouched():
         with g.tracer.start_as_current_span("execute_tool slow", attributes={
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
                 "otelguard.tool.timeout_ms": 60_000}) as span:
-            assert g.processor.signal_for(span.get_span_context().span_id) is None  # no budget armed
+            assert not otelguard.tool_signal().aborted and otelguard.tool_signal().budget_ms is None  # no budget armed
     finally:
         g.meter_provider.shutdown()
 
@@ -397,14 +397,13 @@ def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
 def _guard_locks(g: Guarded, mailbox: otelguard.Mailbox) -> list:
     """Every lock otelguard's span path may take, in the engine, processor, metrics and a Mailbox.
     Listed by hand: a lock added to the span path must be added here, or the fork test won't hold it."""
-    from otelguard import processor as processor_module
-    from otelguard.metrics import LabelCap
+    from otelguard.live.metrics import LabelCap
 
     metrics = g.processor.metrics
     caps = [value._lock for value in vars(metrics).values() if isinstance(value, LabelCap)]
     engine = g.processor.engine
-    return [engine._agents._lock, engine._live_trips._lock, engine._nested_lock,
-            metrics._span_counts_lock, mailbox._lock, processor_module._SIGNAL_MAKING, *caps]
+    return [engine._agents._kept._lock, engine._stream_trips._lock, engine._agents._nested_lock,
+            metrics._span_counts_lock, mailbox._lock, g.processor.budgets._lock, *caps]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="os.fork on Linux")
@@ -482,7 +481,7 @@ def test_a_dropped_processor_is_collected_and_leaves_the_registry():
     import gc
     import weakref
 
-    from otelguard.processor import active_processors
+    from otelguard.live.processor import active_processors
 
     gc.collect()  # processors dropped by earlier tests leave the registry now, not during the count below
     registered_before = len(active_processors())

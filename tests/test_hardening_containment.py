@@ -57,7 +57,7 @@ def test_a_failing_guard_at_span_end_is_contained_counted_and_logged_once(guarde
 
 def test_a_failing_guard_at_span_start_is_contained_and_counted(guarded, monkeypatch):
     """A failure while a span starts is counted under where=on_start and the span still runs and exports."""
-    monkeypatch.setattr(guarded.processor.engine, "span_started", _raise)
+    monkeypatch.setattr(guarded.processor.engine, "start", _raise)
     _run(guarded.tracer, calls=2)
     assert len(guarded.exporter.get_finished_spans()) == 3
     assert ({"where": "on_start"}, 3) in metric_points(guarded.metric_reader, "otelguard.internal.errors")

@@ -1,7 +1,7 @@
 """Watchdog hardening: no budget value, however large or odd, stops the watchdog from firing later deadlines.
 
 A budget reaches the watchdog from the span attribute `otelguard.tool.timeout_ms` (any float an
-instrumentation writes, infinity included), from `@budget` and from integrations via `arm_budget`.
+instrumentation writes, infinity included), from `@budget` and from integrations via `otelguard.live.timeouts.arm`.
 One bad value must cost at most its own deadline, never every tool timeout in the process.
 """
 
@@ -12,6 +12,7 @@ import math
 import pytest
 
 import otelguard
+from otelguard.live.timeouts import arm
 from otel_support import Guarded
 
 TIMEOUT_ONLY = {"guards": [{"id": "timeout-policy"}]}
@@ -46,9 +47,9 @@ def test_a_huge_budget_attribute_leaves_later_deadlines_firing(guarded, budget_m
 
 @pytest.mark.parametrize("budget_ms", [math.nan, math.inf, 1e300], ids=["nan", "inf", "1e300"])
 def test_a_bad_budget_armed_by_an_integration_leaves_later_deadlines_firing(guarded, budget_ms):
-    """arm_budget (the decorator's and integrations' entry) with a non-finite or huge budget does not stop
+    """`timeouts.arm` (the decorator's and integrations' entry) with a non-finite or huge budget does not stop
     a later 30 ms budget from firing."""
     with guarded.tracer.start_as_current_span("execute_tool odd", attributes={
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "odd"}) as span:
-        guarded.processor.arm_budget(span.get_span_context().span_id, budget_ms)
+        arm(span, budget_ms, guarded.processor)
         _normal_deadlines_still_fire(guarded.tracer, guarded.exporter)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from otel_support import FIXTURES
 
-from otelguard.otlp_json import ReadProblem, UnreadableInput, iter_spans
+from otelguard.analyzer.otlp_json import ReadProblem, UnreadableInput, iter_spans
 from otelguard.records import SpanView, Status
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"

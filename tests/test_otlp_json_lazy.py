@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from otel_support import FIXTURES
 
-from otelguard import otlp_json
+from otelguard.analyzer import otlp_json
 from otelguard.analyzer import InputError, analyze
-from otelguard.otlp_json import LazySpan, ReadProblem, iter_lazy_spans, iter_spans
+from otelguard.analyzer.otlp_json import LazySpan, ReadProblem, iter_lazy_spans, iter_spans
 from otelguard.records import SpanView
 
 

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 import otelguard
 from otelguard import GuardMessage, Mailbox, RepetitiveOutputError
-from otelguard.processor import active_processors
+from otelguard.live.processor import active_processors
 
 import otel_support
 from vectors_support import SHORT_REMINDER, break_correction, timeout_error

@@ -239,8 +239,8 @@ def tool_span(parent: SpanView, name: str = "probe", args: str = '{"q":"same"}')
 
 def tool_round(engine: GuardEngine, parent: SpanView) -> list[Verdict]:
     span = tool_span(parent)
-    engine.span_started(span)
-    judged = engine.span_ended(span)
+    engine.start(span)
+    judged = engine.end(span)
     assert judged is not None, "an execute_tool span must be judged"
     return judged.verdicts
 
@@ -253,11 +253,11 @@ def test_v8_a_sub_agent_has_its_own_chain():
     """A probes twice, sub-agent B three times, interleaved in one trace: A no reminder, B one."""
     engine = GuardEngine({"guards": [{"id": "repeat-tool-reminder"}]})
     a = agent_span("A")
-    engine.span_started(a)
+    engine.start(a)
     handoff = tool_span(a, name="ask_b", args="{}")
-    engine.span_started(handoff)
+    engine.start(handoff)
     b = agent_span("B", parent=handoff)
-    engine.span_started(b)
+    engine.start(b)
     seen = {"A": [], "B": []}
     for who, parent in [("A", a), ("B", b), ("A", a), ("B", b), ("B", b)]:
         seen[who] += reminders_of(tool_round(engine, parent))
@@ -270,11 +270,11 @@ def test_v9_a_new_user_prompt_resets_the_chain_of_a_durable_agent():
     engine = GuardEngine({"guards": [{"id": "repeat-tool-reminder"}]})
     verdicts: list[Verdict] = []
     first = agent_span("A", **{"gen_ai.conversation.id": "conv-1"})
-    engine.span_started(first)
+    engine.start(first)
     verdicts += tool_round(engine, first) + tool_round(engine, first)
-    engine.span_ended(first)
+    engine.end(first)
     second = agent_span("A", **{"gen_ai.conversation.id": "conv-1"})
-    engine.span_started(second)
+    engine.start(second)
     verdicts += tool_round(engine, second)
     assert reminders_of(verdicts) == []
 
@@ -283,6 +283,6 @@ def test_v9_control_a_durable_agent_keeps_its_chain_within_a_run():
     """Without a new prompt, the same agent's third identical call is reminded (the reset is what matters)."""
     engine = GuardEngine({"guards": [{"id": "repeat-tool-reminder"}]})
     run_span = agent_span("A", **{"gen_ai.conversation.id": "conv-2"})
-    engine.span_started(run_span)
+    engine.start(run_span)
     verdicts = tool_round(engine, run_span) + tool_round(engine, run_span) + tool_round(engine, run_span)
     assert [v.repeat_count for v in reminders_of(verdicts)] == [3]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from .inputs import InputError
 from .replay import ReplayLimits
-from .results import ACTION_ORDER, FAIL_ON_CHOICES, action_reaches, is_counting
+from ..actions import ACTION_ORDER
+from ..actions import reaches as action_reaches
+from .results import FAIL_ON_CHOICES, is_counting
 from .run import Analysis, AnalyzerOptions, analyze
 
 __all__ = [

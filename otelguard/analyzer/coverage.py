@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import fastjson
-from ..otlp_json import (
+from .otlp_json import (
     BAD_SPAN,
     BLANK,
     LOG_RECORDS,

@@ -30,9 +30,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..containment import Containment
-from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, read
+from ..actions import Action
+from ..conventions import classify, read
 from ..engine import GuardEngine, Judged
-from ..otlp_json import LazySpan
+from .otlp_json import LazySpan
 from ..records import Classification, ModelCall, SpanView, Verdict
 from ..semconv import (
     OTELGUARD_ACTION,
@@ -242,13 +243,6 @@ class TraceBuffer:
 OnJudged = Callable[[SpanView, Judged], None]
 
 
-def may_be_ours(span: LazySpan) -> bool:
-    """Whether a span can be an agent, model or tool span: `classify`'s marker test, made on the
-    span's raw attribute keys, before anything is decoded. A span it passes is classified with
-    `classify_marked`."""
-    return span.name in NAMED_SPANS or span.may_have_attribute(MARKER_KEYS)
-
-
 class ReplayClock:
     """The engine's clock during a replay: trace time in seconds, as far as the replay has got, so
     idle TTLs count as they did live. The replayer moves it; the engine only reads it."""
@@ -263,13 +257,12 @@ class ReplayClock:
 
 
 class Replayer:
-    """Feeds batches of spans to one engine as start and end events, in time order.
+    """Feeds batches of spans to one engine (`start` and `end`), in time order: a thin driver.
 
-    `on_judged(span, judged)` is called at the end of every agent, model and tool span; the spans
-    that are none of those are only counted (`not_ours`). `clock`, the engine's, follows the
-    replayed time, so the engine's idle TTL for agent state counts trace time, as it counted wall
-    time live. An internal error on one event is contained (counted, logged once, re-raised under
-    pytest) and the replay goes on.
+    `on_judged(span, judged)` is called at the end of every agent, model and tool span; the other
+    spans are only counted (`not_ours`). `clock`, the engine's, follows the replayed time, so the
+    engine's idle TTL for agent state counts trace time, as it counted wall time live. An internal
+    error on one event is contained (counted, logged once) and the replay goes on.
     """
 
     def __init__(self, engine: GuardEngine, on_judged: OnJudged, clock: ReplayClock, *,
@@ -285,64 +278,58 @@ class Replayer:
         spans = batch.spans
         if not spans:
             return
-        # Classify each span once for both of its events (None: none of ours). Only a span that may
-        # be ours has its attributes decoded (as a mapping); its view is kept for both events.
-        views: list[SpanView | None] = [span.view() if may_be_ours(span) else None for span in spans]
-        kinds = [classify_marked(view.name, view.attributes) if view is not None else None for view in views]
-        # A span that is none of ours matters only to its descendants, which find their agent through
-        # it (the engine's `inherit`); one without any is counted and skipped. (Parent ids are
-        # compared across the batch's traces: a span kept for another trace's child is replayed as
-        # it always was.) The clock still passes its times, as it did when it was replayed.
+        engine = self.engine
+        # A span the engine does not look at matters only to its descendants, which find their agent
+        # through it; one without any is counted and skipped. (Parent ids are compared across the
+        # batch's traces.) The clock still passes its times.
         parent_ids = {span.parent_span_id for span in spans}
         kept: list[int] = []
         latest_skipped = 0
         for index, span in enumerate(spans):
-            if kinds[index] is not None or span.span_id in parent_ids:
+            if span.span_id in parent_ids or engine.looks_at(span):
                 kept.append(index)
             else:
+                self.not_ours += 1
                 end = span.end_ns or 0
                 latest = span.start_ns if span.start_ns > end else end
                 if latest > latest_skipped:
                     latest_skipped = latest
-        self.not_ours += kinds.count(None)
         traces = batch.traces
-        engine = self.engine
-        started = engine.span_started
-        ended = engine.span_ended
-        on_judged = self.on_judged
         clock = self.clock
         for time_ns, phase, _, index in _event_order(spans, kept, traces):
-            classification = kinds[index]
+            span = spans[index]
             if time_ns > clock.ns:
                 clock.ns = time_ns
             try:
-                if classification is None:
-                    span = spans[index]
-                    if phase == _START:
-                        engine.inherit(span.span_id, span.parent_span_id)
-                    else:
-                        engine.forget(span.span_id)
-                    continue
-                view = views[index]
                 if phase == _START:
-                    started(view, classification)
+                    engine.start(span)
                     continue
-                parent_id = view.parent_span_id
-                parent = traces[view.trace_id].get(parent_id) if parent_id is not None else None
-                timed_out_ms = None
-                if OTELGUARD_VERDICT in view.attributes:  # written by a live guard: facts only it knew
-                    timed_out_ms = recorded_timeout_ms(view)
-                    trip = recorded_stream_verdict(view, classification)
-                    if trip is not None:
-                        engine.record_stream_trip(view.span_id, trip)
-                    if timed_out_ms is not None or trip is not None:
-                        self.recorded_used += 1
-                on_judged(view, ended(view, parent=parent.view() if parent is not None else None,
-                                      timed_out_ms=timed_out_ms, classification=classification))
+                parent_id = span.parent_span_id
+                span.parent = traces[span.trace_id].get(parent_id) if parent_id is not None else None
+                judged = engine.end(span, timed_out_ms=self._recorded_facts(span))
+                if judged is None:
+                    self.not_ours += 1
+                else:
+                    self.on_judged(span.view(), judged)
             except Exception:
                 self.contain.record_and_maybe_raise("span_started" if phase == _START else "span_ended")
         if latest_skipped > clock.ns:
             clock.ns = latest_skipped
+
+    def _recorded_facts(self, span: LazySpan) -> float | None:
+        """What only the live guard knew of this span, from the verdict it wrote on it: whether its
+        own deadline fired (returned: the budget), and a stream trip (reported to the engine)."""
+        if OTELGUARD_VERDICT not in span.attributes:
+            return None
+        view = span.view()
+        timed_out_ms = recorded_timeout_ms(view)
+        classification = classify(view.name, view.attributes)
+        trip = recorded_stream_verdict(view, classification) if classification is not None else None
+        if trip is not None:
+            self.engine.report_stream_trip(view.span_id, trip)
+        if timed_out_ms is not None or trip is not None:
+            self.recorded_used += 1
+        return timed_out_ms
 
 
 def _event_order(spans: list[LazySpan], kept: list[int],
@@ -452,7 +439,7 @@ def recorded_stream_verdict(span: SpanView, classification: Classification) -> V
             code = recorded.get(_ERROR_CODE)
             return Verdict(
                 str(recorded.get(OTELGUARD_GUARD) or "thinking-loop-guard"), _REPETITIVE_OUTPUT,
-                str(recorded.get(OTELGUARD_RULE) or ""), str(action),
+                str(recorded.get(OTELGUARD_RULE) or ""), Action.parse(action),
                 stream_chars=int(chars) if isinstance(chars, (int, float)) and not isinstance(chars, bool) else None,
                 error_code=code if isinstance(code, str) else None,
             )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+from ..actions import ACTION_ORDER
 from ..canonical import arguments_preview
 from ..conventions import model_name
 from ..engine import AgentRef, Judged
@@ -27,13 +28,7 @@ from ..records import (
     Verdict,
 )
 
-# Actions from weakest to strongest. `--fail-on A` fails on any verdict whose action is A or stronger.
-# Advisory messages first (remind, warn), then a correction (steer), then interventions on one tool
-# call (block refuses it, abort stops it when its own deadline fires), on one model call (break cuts
-# the stream) and on the whole turn (cancel).
-ACTION_ORDER = ("none", "remind", "warn", "steer", "block", "abort", "break", "cancel")
-ACTION_RANK = {action: rank for rank, action in enumerate(ACTION_ORDER)}
-FAIL_ON_CHOICES = ACTION_ORDER[1:]
+FAIL_ON_CHOICES = tuple(action.value for action in ACTION_ORDER[1:])  # `--fail-on A`: A or stronger
 
 DEFAULT_MAX_QUIET_ROWS = 500
 DEFAULT_MAX_QUIET_AGENTS = 200
@@ -41,11 +36,6 @@ _PREVIEW_CHARS = 60
 _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
-
-
-def action_reaches(action: str, threshold: str) -> bool:
-    """True when `action` is at least as strong as `threshold` (unknown actions count as none)."""
-    return ACTION_RANK.get(action, 0) >= ACTION_RANK[threshold] > 0
 
 
 def is_counting(verdict: Verdict) -> bool:

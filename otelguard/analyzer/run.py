@@ -15,10 +15,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..actions import reaches
 from ..config import GuardConfig
 from ..containment import Containment
 from ..engine import GuardEngine, Judged
-from ..otlp_json import (
+from .otlp_json import (
     BAD_SPAN,
     BLANK,
     NOT_A_REQUEST,
@@ -36,7 +37,6 @@ from .results import (
     DEFAULT_MAX_QUIET_ROWS,
     Findings,
     VerdictRow,
-    action_reaches,
     is_counting,
 )
 
@@ -70,8 +70,8 @@ class Analysis:
         return self.findings.verdicts
 
     def reaching(self, threshold: str) -> list[VerdictRow]:
-        """Verdicts whose action is `threshold` or stronger (see `results.ACTION_ORDER`)."""
-        return [row for row in self.findings.verdicts if action_reaches(row.verdict.action, threshold)]
+        """Verdicts whose action is `threshold` or stronger (see `actions.ACTION_ORDER`)."""
+        return [row for row in self.findings.verdicts if reaches(row.verdict.action, threshold)]
 
     def findings_count(self) -> int:
         return sum(1 for row in self.findings.verdicts if not is_counting(row.verdict))

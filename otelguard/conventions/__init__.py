@@ -38,8 +38,8 @@ from ..records import (
 from . import genai, openinference, openllmetry
 from ._values import OutputFloor, model_name_of
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "model_name", "model_usage",
-           "output_unread", "read"]
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "looks_at", "model_name",
+           "model_usage", "output_unread", "read"]
 
 _log = logging.getLogger(__name__)
 
@@ -55,11 +55,19 @@ def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:
     """The kind and convention of a span, or None when it is not an agent, model or tool span."""
     try:
         if MARKER_KEYS.isdisjoint(attributes) and name not in NAMED_SPANS:
-            return None
+            return None  # most spans: one C-level set test
         attributes.get  # noqa: B018  (no `get`: not a mapping, so none of ours)
     except (AttributeError, TypeError):
         return None
     return classify_marked(name, attributes)
+
+
+def looks_at(name: str, attributes: Mapping[str, Any]) -> bool:
+    """Whether `classify` looks past its first test: any marker key, or a known name."""
+    try:
+        return not MARKER_KEYS.isdisjoint(attributes) or name in NAMED_SPANS
+    except TypeError:  # not iterable, or an unhashable name: none of ours
+        return False
 
 
 # gen_ai.operation.name -> (GenAI classification, OpenLLMetry classification): the conventions' own

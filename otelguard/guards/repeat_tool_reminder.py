@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..actions import Action
 from ..canonical import arguments_preview
 from ..config import REPEAT_TOOL_REMINDER, RepeatToolReminderConfig
 from ..detectors.repeat import RepeatChain, ToolFilter
@@ -80,15 +81,15 @@ class RepeatToolReminder(Guard):
         stop = self.config.stop_after
         if stop is not None and count >= stop:
             text = self._detailed("Repeated tool call blocked:", name, count, arguments, _STOP_ADVICE)
-            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-stop", "block", text, tool=name, repeat_count=count)
+            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-stop", Action.BLOCK, text, tool=name, repeat_count=count)
         if count in self._reminders:
             if count == self._first:
                 text = SHORT_TEXT
             else:
                 text = self._detailed("Repeated tool call detected:", name, count, arguments, _DETAILED_ADVICE)
-            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", "remind", text, tool=name,
+            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.REMIND, text, tool=name,
                            repeat_count=count)
-        return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", "none", tool=name, repeat_count=count)
+        return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.NONE, tool=name, repeat_count=count)
 
     def _detailed(self, header: str, name: str, count: int, arguments: str, advice: str) -> str:
         preview = arguments_preview(arguments, self.config.arguments_preview_chars)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 
+from ..actions import Action
 from ..config import THINKING_LOOP_GUARD, ThinkingLoopGuardConfig
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector
@@ -53,7 +54,7 @@ class ThinkingLoopGuard(Guard):
         """The verdict of a tripped breaker; `cut` when the stream is (or was) ended by it."""
         message = break_correction_text(trip.chars) if cut and self.config.break_correction else None
         return Verdict(
-            self.id, REPETITIVE_OUTPUT, trip.rule, "break" if cut else "none", message,
+            self.id, REPETITIVE_OUTPUT, trip.rule, Action.BREAK if cut else Action.NONE, message,
             stream_chars=trip.chars, error_code=self.config.break_code if cut else None,
         )
 
@@ -63,13 +64,13 @@ class ThinkingLoopGuard(Guard):
         verdicts: list[Verdict] = []
         if facts.live_trip is not None:
             # Already reported when it tripped; the engine shows it on the span.
-            if facts.live_trip.action == "break":
+            if facts.live_trip.action == Action.BREAK:
                 return verdicts  # a cut call is not judged as a thinking step
         else:
             stream_verdict = self._judge_recorded_output(call)
             if stream_verdict is not None:
                 verdicts.append(stream_verdict)
-                if stream_verdict.action == "break":
+                if stream_verdict.action == Action.BREAK:
                     return verdicts
         has_output = call.has_output
         # Output not captured: do not claim "no output" without evidence.
@@ -78,7 +79,7 @@ class ThinkingLoopGuard(Guard):
             return verdicts
         if judgement.step is Step.PROGRESS:
             return verdicts
-        action, message = ("none", None)
+        action, message = Action.NONE, None
         if judgement.fire:
             action, message = self._reaction(judgement.step)
         verdicts.append(Verdict(self.id, THINKING_LOOP, judgement.step.value, action, message,
@@ -103,14 +104,14 @@ class ThinkingLoopGuard(Guard):
         )
         return self.break_verdict(trip, cut=False) if trip else None
 
-    def _reaction(self, step: Step) -> tuple[str, str | None]:
+    def _reaction(self, step: Step) -> tuple[Action, str | None]:
         detail = DETAILS[step]
         escalate = self.config.escalate
         if escalate == "warn":
-            return "warn", f"The agent has produced {detail}. If this continues it will be interrupted."
+            return Action.WARN, f"The agent has produced {detail}. If this continues it will be interrupted."
         if escalate == "steer":
-            return "steer", (
+            return Action.STEER, (
                 f"You are repeating the same reasoning without acting ({detail}). Stop deliberating and "
                 "either call a tool or produce a concise answer now."
             )
-        return "cancel", self.config.cancel_cause
+        return Action.CANCEL, self.config.cancel_cause

@@ -4,28 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..actions import Action
 from ..config import TIMEOUT_POLICY, TimeoutPolicyConfig
 from ..detectors.timeout import is_framework_timeout
 from ..records import SpanView, ToolCall, Verdict
 from ..semconv import OTELGUARD_TOOL_TIMEOUT_MS
 from .base import Guard, ToolStart
 
-TOOL_TIMEOUT = "tool_timeout"
-
-
-def timeout_error(budget_ms: float) -> dict[str, Any]:
-    """The structured error that replaces a timed-out tool's result."""
-    ms = _format_ms(budget_ms)
-    message = f"tool call timed out after {ms}ms"
-    return {
-        "isError": True,
-        "error": {"message": message, "info": {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"}},
-        "content": [{"type": "text", "text": f"Error: {message}"}],
-    }
-
-
-def _format_ms(budget_ms: float) -> str:
-    return str(int(budget_ms)) if float(budget_ms).is_integer() else f"{budget_ms:g}"
+TOOL_TIMEOUT_VERDICT = "tool_timeout"  # the verdict; signals.TOOL_TIMEOUT is the abort reason
 
 
 def declared_budget_ms(attributes: Any) -> float | None:
@@ -47,8 +33,8 @@ class TimeoutPolicy(Guard):
 
     def on_tool_end(self, state: Any, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
         if timed_out_ms is not None:
-            return [Verdict(self.id, TOOL_TIMEOUT, "tool-timeout", "abort", tool=call.name,
+            return [Verdict(self.id, TOOL_TIMEOUT_VERDICT, "tool-timeout", Action.ABORT, tool=call.name,
                             error_code="TOOL_TIMEOUT")]
         if is_framework_timeout(call.result, call.error_message):
-            return [Verdict(self.id, TOOL_TIMEOUT, "framework-timeout", "none", tool=call.name)]
+            return [Verdict(self.id, TOOL_TIMEOUT_VERDICT, "framework-timeout", Action.NONE, tool=call.name)]
         return []

@@ -37,7 +37,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.trace import Span, TracerProvider
 
 from ..control import AgentControl, Mailbox, bind_control
-from ..guards.timeout_policy import timeout_error
+from ..live.timeouts import timeout_error
 from ..semconv import (
     GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,

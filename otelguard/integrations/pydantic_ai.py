@@ -64,9 +64,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from opentelemetry import trace as trace_api
 
 from ..control import GuardMessage, Mailbox, bind_control
-from ..guards.timeout_policy import timeout_error
-from ..processor import GuardSpanProcessor, active_processors
-from ..semconv import GEN_AI_OPERATION_NAME, OP_EXECUTE_TOOL, OTELGUARD_TOOL_TIMEOUT_MS
+from ..live.processor import GuardSpanProcessor, active_processors
+from ..live.timeouts import arm, timeout_error, timeout_message
+from ..semconv import GEN_AI_OPERATION_NAME, OP_EXECUTE_TOOL
 from ..signals import TOOL_TIMEOUT
 
 __all__ = ["OtelGuard", "RunControl", "stream_text_of"]
@@ -222,12 +222,7 @@ class _BudgetToolset(WrapperToolset[Any]):
         processor = next((p for p in candidates if p.timeouts_enabled), None)
         if processor is None:
             return None  # no timeout-policy guard: pydantic-ai's own timeout applies as usual
-        span_id = span.get_span_context().span_id
-        existing = processor.signal_for(span_id)
-        if existing is not None and existing.budget_ms is not None:
-            return existing  # armed already (a budget declared on the span at start)
-        span.set_attribute(OTELGUARD_TOOL_TIMEOUT_MS, float(budget_ms))
-        return processor.arm_budget(span_id, float(budget_ms))
+        return arm(span, budget_ms, processor)
 
 
 def _declared_timeout_s(tool: Any) -> float | None:
@@ -244,7 +239,7 @@ def _deadline_passed(signal: Any, started: float, budget_s: float, budget_ms: fl
         return True
     if time.monotonic() - started < budget_s:
         return False
-    signal.abort(TOOL_TIMEOUT, timeout_error(budget_ms)["error"]["message"])
+    signal.abort(TOOL_TIMEOUT, timeout_message(budget_ms))
     return signal.timed_out
 
 

@@ -8,8 +8,8 @@ from typing import Iterable
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
-from .forksafe import fork_safe_lock
-from .records import Verdict
+from ..forksafe import fork_safe_lock
+from ..records import Verdict
 
 OTHER = "_other"
 MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
@@ -56,7 +56,7 @@ class LabelCap:
 
 class GuardMetrics:
     def __init__(self, meter_provider: MeterProvider | None = None):
-        from . import __version__
+        from .. import __version__
 
         meter = (meter_provider or otel_metrics.get_meter_provider()).get_meter("otelguard", __version__)
         self.verdicts = meter.create_counter(

@@ -8,7 +8,7 @@ import queue
 import threading
 from typing import Callable
 
-from .forksafe import reinit_after_fork
+from ..forksafe import reinit_after_fork
 
 MAX_PENDING = 1000
 WORKERS = 2

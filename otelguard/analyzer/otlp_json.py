@@ -26,14 +26,13 @@ import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import IO, Annotated, Any
 
 import msgspec
 
-from . import fastjson
-from .errors import OtelGuardError
-from .records import SpanEvent, SpanView, Status
+from .. import fastjson
+from ..errors import OtelGuardError
+from ..records import SpanEvent, SpanView, Status
 
 __all__ = ["LazySpan", "ReadProblem", "UnreadableInput", "iter_lazy_spans", "iter_spans"]
 
@@ -277,9 +276,6 @@ class _BadSpan(ValueError):
     pass
 
 
-_KEY = itemgetter("key")
-
-
 class LazySpan:
     """A span whose ids, name, times, status, counts and events are decoded, and whose attributes are
     decoded (those of a span in the usual shape already are) and made a `SpanView` on the first
@@ -287,7 +283,8 @@ class LazySpan:
     puts off work that a span none of the guard's business never needs."""
 
     __slots__ = ("_attributes", "_dropped_attributes", "_dropped_events", "_events", "_scope", "_status",
-                 "_status_message", "_view", "end_ns", "name", "parent_span_id", "span_id", "start_ns", "trace_id")
+                 "_status_message", "_view", "end_ns", "name", "parent", "parent_span_id", "span_id", "start_ns",
+                 "trace_id")
 
     def __init__(self, name: str, trace_id: int, span_id: int, parent_span_id: int | None, start_ns: int,
                  end_ns: int | None, scope: str | None, attributes: list[Any] | dict[str, Any] | None,
@@ -308,6 +305,7 @@ class LazySpan:
         self._events = events
         self._dropped_events = dropped_events
         self._view = view
+        self.parent: LazySpan | None = None  # its parent span, once the replay has its trace together
 
     @classmethod
     def decoded(cls, view: SpanView) -> LazySpan:
@@ -328,18 +326,18 @@ class LazySpan:
             self._attributes = None
         return view
 
-    def may_have_attribute(self, keys: frozenset[str]) -> bool:
-        """Whether any of `keys` can be among the attributes. Decodes nothing: an attribute list not in
-        the usual shape is tested on its raw keys, whose values may still turn out unreadable."""
-        if self._view is None:
-            source = self._attributes
-            if type(source) is dict:
-                return not keys.isdisjoint(source)
-            try:
-                return not keys.isdisjoint(map(_KEY, source or ()))
-            except (KeyError, TypeError):  # an entry without a key, or with a list for one: decode
-                pass
-        return not keys.isdisjoint(self.view().attributes)
+    # --- a SpanSource (the engine's protocol) ---
+    @property
+    def attributes(self) -> Mapping[str, Any]:
+        source = self._attributes
+        return source if type(source) is dict else self.view().attributes
+
+    @property
+    def has_events(self) -> bool:
+        return bool(self._events)
+
+    def parent_view(self) -> SpanView | None:
+        return self.parent.view() if self.parent is not None else None
 
 
 def _lazy_span(raw: Any, scope: str | None) -> LazySpan:

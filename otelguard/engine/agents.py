@@ -1,0 +1,141 @@
+"""Agents: which agent a span belongs to, and each agent's guard states, bounded.
+
+- An agent run with a durable identity (`gen_ai.agent.id`, or a conversation/session id with the
+  agent name) keeps its state across runs, in an LRU map with an idle TTL.
+- A run without one, inside another agent's run, is keyed by that agent's key plus its name (a
+  graph's repeated `agent` steps keep one state).
+- A run with neither is keyed by its own span: nothing after the run can reach its state, nor that
+  of the agents nested in it, so those go when the run ends (dropped, not evicted). While open they
+  are held apart, in a plain map bounded by `max_agents` too (the oldest run evicted first, counted).
+- Without any agent span, the trace is the agent.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, NamedTuple
+
+from ..guards import Guard
+from ..records import AgentRun
+from .bounded import BoundedMap, OnEvict, OpenSpans
+
+_MAX_RUNS_WITH_NESTED_AGENTS = 1024  # open run-scoped runs whose nested agents' keys are noted
+_MAX_NESTED_NAMES_A_RUN = 256
+
+
+class AgentRef(NamedTuple):
+    """Which agent a span belongs to: the state key and the agent's name for reports and labels.
+
+    `run_span_id`: the agent-run span, for hooks bound to that run. `scope_run_id`: the run span whose
+    end ends this agent, when one does (see the module doc).
+    """
+
+    key: str
+    name: str | None
+    run_span_id: int | None = None
+    scope_run_id: int | None = None
+
+
+def agent_of_run(run: AgentRun, trace_id: int, span_id: int, enclosing: AgentRef | None) -> AgentRef:
+    """The agent of a run that starts in span `span_id`, inside `enclosing`'s run if any."""
+    durable = run.durable_key
+    if durable:
+        return AgentRef(durable, run.name, span_id)
+    if enclosing is not None and run.name:
+        return AgentRef(f"{enclosing.key}/{run.name}", run.name, span_id, enclosing.scope_run_id)
+    return AgentRef(f"span:{trace_id:032x}:{span_id:016x}", run.name, span_id, span_id)
+
+
+def trace_agent(trace_id: int) -> AgentRef:
+    """Without any agent span, the trace is the agent."""
+    return AgentRef(f"trace:{trace_id:032x}", None)
+
+
+UNMADE: Any = object()  # a guard's state for an agent, not made yet
+
+
+class AgentState:
+    """One agent's lock and its guards' states. A guard's state is made when one of its hooks first
+    needs it: most agents never need most of them (a thinking detector, say, for short output)."""
+
+    __slots__ = ("lock", "guard_states")
+
+    def __init__(self, guard_states: list[Any]):
+        self.lock = threading.Lock()
+        self.guard_states = guard_states  # UNMADE where not made yet (None for guards that keep none)
+
+    def of(self, index: int, guard: Guard) -> Any:
+        """The state of `guard` (the engine's guard `index`), made now if it was not yet."""
+        state = self.guard_states[index]
+        if state is UNMADE:
+            state = self.guard_states[index] = guard.new_state()
+        return state
+
+
+class Agents:
+    """Every agent's state, bounded: see the module doc. Thread-safe."""
+
+    def __init__(self, guards: list[Guard], *, max_agents: int, idle_ttl_s: float | None,
+                 clock: Callable[[], float] = time.monotonic, on_evict: OnEvict | None = None):
+        # A new agent's guard states: UNMADE for each guard that keeps one (made on first use).
+        self._unmade = tuple(UNMADE if type(guard).new_state is not Guard.new_state else None for guard in guards)
+        self._kept: BoundedMap[str, AgentState] = BoundedMap(max_agents, idle_ttl_s, clock=clock, on_evict=on_evict)
+        self._open_runs: OpenSpans[int, AgentState] = OpenSpans(max_agents, on_evict=on_evict)
+        # Keys of the agents nested in each open run-scoped agent (kept in `_kept`), dropped with that
+        # run. Bounded: a key not noted here is not lost, its state only ages out of `_kept` instead.
+        self._nested: OpenSpans[int, set[str]] = OpenSpans(_MAX_RUNS_WITH_NESTED_AGENTS)
+        self._nested_lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept) + len(self._open_runs)
+
+    def new_state(self) -> AgentState:
+        return AgentState(list(self._unmade))
+
+    def run_started(self, agent: AgentRef) -> AgentState | None:
+        """A run of `agent` started. Returns the state its guards must reset, or None for a
+        run-scoped agent's own run (its state is new)."""
+        if agent.scope_run_id == agent.run_span_id:
+            self._open_runs.put(agent.run_span_id, self.new_state())
+            return None
+        if agent.scope_run_id is not None:
+            self._note_nested(agent)
+        return self._kept.get_or_create(agent.key, self.new_state)
+
+    def state(self, agent: AgentRef) -> AgentState:
+        """The agent's state, made on first use. An open run-scoped agent's is its run's (one whose
+        run the bound evicted falls back to the kept map, so its later spans keep a state)."""
+        if agent.scope_run_id is not None and agent.scope_run_id == agent.run_span_id:
+            state = self._open_runs.get(agent.run_span_id)
+            if state is not None:
+                return state
+        return self._kept.get_or_create(agent.key, self.new_state)
+
+    def seen(self, agent: AgentRef) -> None:
+        """A span of `agent` ended that no guard judges: a kept agent is still active (its LRU place
+        and idle time), but no state is made for it."""
+        if agent.scope_run_id is None:
+            self._kept.get(agent.key)
+
+    def run_ended(self, agent: AgentRef) -> None:
+        """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
+        more. Dropped, not evicted."""
+        run_span_id = agent.scope_run_id
+        if self._open_runs.pop(run_span_id, None) is None:
+            self._kept.pop(agent.key)
+        if not self._nested:  # no run has nested agents (the usual case): no lock to take
+            return
+        with self._nested_lock:
+            nested = self._nested.pop(run_span_id, None)
+        for key in nested or ():
+            self._kept.pop(key)
+
+    def _note_nested(self, agent: AgentRef) -> None:
+        with self._nested_lock:  # two nested agents starting at once must share the run's set
+            keys = self._nested.get(agent.scope_run_id)
+            if keys is None:
+                keys = set()
+                self._nested.put(agent.scope_run_id, keys)
+            if len(keys) < _MAX_NESTED_NAMES_A_RUN:
+                keys.add(agent.key)

@@ -1,0 +1,276 @@
+"""`GuardEngine`: spans in, verdicts out. The one owner of the span lifecycle.
+
+Every driver (the live processor, the offline analyzer, a service) adapts its spans to `SpanSource`
+and calls `start(source)` when a span starts and `end(source)` when it ends; nothing else about a
+span's life is the driver's business. Per span the engine:
+
+1. lets a span with no agent/model/tool marker through by one set test (inside an open agent run it
+   notes the span's agent, so the spans below it find their run);
+2. classifies the rest by convention;
+3. at start: finds the span's agent (a new run resets that agent's repeat chain) and asks the guards
+   about a tool call before it runs (budget, pre-emptive block);
+4. at end: reads the span into a record and runs the guards on it, under the agent's lock.
+
+It imports nothing from OpenTelemetry, so every driver reaches the same verdict on the same spans.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .. import conventions
+from ..config import GuardConfig
+from ..conventions import classify, looks_at
+from ..forksafe import reinit_after_fork
+from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
+from ..records import (
+    CONTENT_UNREAD,
+    AgentRun,
+    Classification,
+    ModelCall,
+    Record,
+    SpanKind,
+    SpanView,
+    ToolCall,
+    Verdict,
+)
+from .agents import UNMADE, AgentRef, Agents, agent_of_run, trace_agent
+from .bounded import BoundedMap, OpenSpans
+from .source import SpanSource
+
+DEFAULT_MAX_AGENTS = 10_000
+DEFAULT_IDLE_TTL_S = 3600.0
+DEFAULT_MAX_OPEN_SPANS = 100_000
+_MAX_PENDING_STREAM_TRIPS = 1024
+
+_NO_CALL = ToolCall(name=None, arguments=None)
+_NO_LIVE_FACTS = ModelFacts()
+
+
+@dataclass(slots=True)
+class Started:
+    """What the engine decided when an agent, model or tool span started."""
+
+    classification: Classification
+    agent: AgentRef
+    tool: ToolStart | None = None  # a tool span's budget and pre-emptive block
+
+
+@dataclass(slots=True)
+class Judged:
+    """One ended agent, model or tool span, with what was read of it and the verdicts.
+
+    `span` and `record` are None where nothing was read: an agent span's end (its run was read at its
+    start; no guard judges its end), or model output too short for any guard (live only)."""
+
+    classification: Classification
+    agent: AgentRef
+    span: SpanView | None = None
+    record: Record | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+    # A stream trip reported live (`report_stream_trip`): shown on the span, not reported again.
+    stream_verdict: Verdict | None = None
+    seconds: float = 0.0  # the engine's time on this span's end
+
+    @property
+    def kind(self) -> SpanKind:
+        return self.classification.kind
+
+
+def _hooked(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
+    """(index, guard) of the guards whose class overrides `hook`, in composition order: most guards
+    leave most hooks as the base no-op, and every agent, model or tool span would call them."""
+    base = getattr(Guard, hook)
+    return tuple((index, guard) for index, guard in enumerate(guards) if getattr(type(guard), hook) is not base)
+
+
+class GuardEngine:
+    """Thread-safe: maps are locked only for their own operations; guard hooks run under the agent's lock.
+
+    `full_records` False (the live processor): model output too short for any guard to judge is
+    measured, not read (its record marked `Content.UNREAD`, or no record at all when its attributes
+    tell). The analyzer reports on the records and keeps the default.
+    """
+
+    def __init__(
+        self,
+        config: GuardConfig | dict | str | None = None,
+        *,
+        max_agents: int = DEFAULT_MAX_AGENTS,
+        idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+        max_open_spans: int = DEFAULT_MAX_OPEN_SPANS,
+        clock: Callable[[], float] = time.monotonic,
+        on_evict: Callable[[str, str, int], None] | None = None,
+        full_records: bool = True,
+    ):
+        self.config = GuardConfig.load(config)
+        self.guards: list[Guard] = build_guards(self.config)
+        self._output_floor = None if full_records else conventions.OutputFloor(
+            text_chars=min((guard.judged_text_chars for guard in self.guards), default=math.inf),
+            reasoning_chars=min((guard.judged_reasoning_chars for guard in self.guards), default=math.inf),
+        )
+        self._on_agent_run = _hooked(self.guards, "on_agent_run")
+        # Tool-start hooks that can act under their guard's config (the repeat reminder's only with stop_after).
+        self._on_tool_start = tuple((i, g) for i, g in _hooked(self.guards, "on_tool_start") if g.acts_on_tool_start)
+        self._on_tool_end = _hooked(self.guards, "on_tool_end")
+        self._on_model_end = _hooked(self.guards, "on_model_end")
+        # Reading a tool span at its start costs a JSON parse; only a pre-emptive block needs it.
+        self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
+        self._bounds = (max_agents, idle_ttl_s, max_open_spans, clock, on_evict)
+        self._start_afresh()
+        reinit_after_fork(self, "_start_afresh")
+
+    def _start_afresh(self) -> None:
+        """Make the maps of agents and open spans, and their locks. Run again in a forked child: only
+        the forking thread lives on there, so a lock another thread held at the fork would stay held,
+        and the parent's open runs never end in the child (it starts with no agents)."""
+        max_agents, idle_ttl_s, max_open_spans, clock, on_evict = self._bounds
+
+        def evicted(what: str) -> Callable[[str, int], None] | None:
+            return None if on_evict is None else lambda reason, count: on_evict(what, reason, count)
+
+        self._agents = Agents(self.guards, max_agents=max_agents, idle_ttl_s=idle_ttl_s, clock=clock,
+                              on_evict=evicted("agent"))
+        # span id -> agent of every open span inside an agent run (the application's spans too), so
+        # that descendants at any depth find their agent. Empty while no run is open.
+        self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
+        self._stream_trips: BoundedMap[int, Verdict] = BoundedMap(
+            _MAX_PENDING_STREAM_TRIPS, clock=clock, on_evict=evicted("stream"))
+
+    # --- the lifecycle ---------------------------------------------------------------------------
+    def start(self, source: SpanSource) -> Started | None:
+        """A span started. Returns what was decided for an agent, model or tool span; None for any other."""
+        classification = classify(source.name, source.attributes)  # most spans: one set test
+        if classification is None:
+            if self._open:  # maybe inside an agent run
+                self._inherit(source)
+            return None
+        kind = classification.kind
+        parent_id = source.parent_span_id
+        enclosing = self._open.get(parent_id) if parent_id is not None else None
+        if kind is SpanKind.AGENT:
+            return Started(classification, self._run_started(source, classification, enclosing))
+        agent = enclosing if enclosing is not None else trace_agent(source.trace_id)
+        if enclosing is not None:
+            self._open.put(source.span_id, agent)
+        if kind is SpanKind.TOOL:
+            return Started(classification, agent, self._tool_started(source, classification, agent))
+        return Started(classification, agent)  # a model span is judged only when it ends
+
+    def end(self, source: SpanSource, *, timed_out_ms: float | None = None) -> Judged | None:
+        """A span ended. Returns the judged agent, model or tool span; None for any other.
+        `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
+        attributes = source.attributes
+        classification = classify(source.name, attributes)
+        if classification is None:
+            if self._open:
+                self._open.pop(source.span_id, None)
+            return None
+        began = time.perf_counter()
+        span_id = source.span_id
+        agent = self._open.pop(span_id, None)
+        if agent is None:
+            agent = self._agent_by_parent(source.parent_span_id, source.trace_id)
+        live_trip = self._stream_trips.pop(span_id)
+        judged = Judged(classification, agent, stream_verdict=live_trip)
+        kind = classification.kind
+        if kind is SpanKind.AGENT:
+            if agent.scope_run_id == span_id:
+                self._agents.run_ended(agent)
+        elif (kind is SpanKind.MODEL and live_trip is None and self._output_floor is not None
+              and not source.has_events and conventions.output_unread(attributes, classification, self._output_floor)):
+            self._agents.seen(agent)  # output under every guard's floor, told from its attributes: none judges it
+        else:
+            self._judge(source, judged, timed_out_ms)
+        judged.seconds = time.perf_counter() - began
+        return judged
+
+    def looks_at(self, source: SpanSource) -> bool:
+        """Whether the span carries an agent, model or tool marker or a known name: `start` and `end`
+        let any other through at once. (A driver holding spans may skip such a span that no other
+        span descends from.)"""
+        return looks_at(source.name, source.attributes)
+
+    def report_stream_trip(self, span_id: int, verdict: Verdict) -> None:
+        """A stream watched live tripped inside this open model span: the engine shows the verdict
+        when the span ends, and does not judge the cut call as a thinking step."""
+        self._stream_trips.put(span_id, verdict)
+
+    def agent_of(self, span_id: int) -> AgentRef | None:
+        """The agent of an open span inside an agent run, if any."""
+        return self._open.get(span_id)
+
+    @property
+    def stream_guard(self) -> ThinkingLoopGuard | None:
+        """The guard whose breaker judges streamed output, when configured."""
+        return next((guard for guard in self.guards if isinstance(guard, ThinkingLoopGuard)), None)
+
+    @property
+    def tracked_agents(self) -> int:
+        return len(self._agents)
+
+    # --- the steps -------------------------------------------------------------------------------
+    def _inherit(self, source: SpanSource) -> None:
+        parent_id = source.parent_span_id
+        if parent_id is not None:
+            agent = self._open.get(parent_id)
+            if agent is not None:
+                self._open.put(source.span_id, agent)
+
+    def _run_started(self, source: SpanSource, classification: Classification, enclosing: AgentRef | None) -> AgentRef:
+        run = conventions.read(source.view(), classification)
+        assert isinstance(run, AgentRun)
+        agent = agent_of_run(run, source.trace_id, source.span_id, enclosing)
+        self._open.put(source.span_id, agent)
+        state = self._agents.run_started(agent)
+        if state is not None and self._on_agent_run:
+            with state.lock:
+                for index, guard in self._on_agent_run:
+                    guard_state = state.guard_states[index]
+                    if guard_state is not UNMADE:  # one not made yet is fresh already
+                        guard.on_agent_run(guard_state)
+        return agent
+
+    def _tool_started(self, source: SpanSource, classification: Classification, agent: AgentRef) -> ToolStart:
+        decision = ToolStart()
+        if not self._on_tool_start:
+            return decision
+        span = source.view()
+        call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
+        assert isinstance(call, ToolCall)
+        state = self._agents.state(agent)
+        with state.lock:
+            for index, guard in self._on_tool_start:
+                guard.on_tool_start(state.of(index, guard), call, span, decision)
+        return decision
+
+    def _judge(self, source: SpanSource, judged: Judged, timed_out_ms: float | None) -> None:
+        span = judged.span = source.view()
+        record = judged.record = conventions.read(span, judged.classification, source.parent_view(),
+                                                  output_floor=self._output_floor)
+        live_trip = judged.stream_verdict
+        if (live_trip is None and type(record) is ModelCall and record.output_content is CONTENT_UNREAD
+                and not record.chunks):
+            self._agents.seen(judged.agent)  # output under every guard's floor, left unread: none judges it
+            return
+        state = self._agents.state(judged.agent)
+        with state.lock:
+            if type(record) is ToolCall:
+                for index, guard in self._on_tool_end:
+                    judged.verdicts.extend(guard.on_tool_end(state.of(index, guard), record, span, timed_out_ms))
+            elif type(record) is ModelCall:
+                facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
+                for index, guard in self._on_model_end:
+                    judged.verdicts.extend(guard.on_model_end(state.of(index, guard), record, span, facts))
+
+    def _agent_by_parent(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
+        """The agent of a span the engine did not hold: its parent's, else its trace's."""
+        if parent_span_id is not None:
+            parent = self._open.get(parent_span_id)
+            if parent is not None:
+                return parent
+        return trace_agent(trace_id)
+

@@ -1,0 +1,12 @@
+"""The live guard: the engine driven from inside the agent's TracerProvider.
+
+`processor` (the SpanProcessor, a thin driver), `sdk_span` (the only reader of the SDK's private
+fields), `timeouts` (tool budgets and signals), `delivery` (metrics and control hooks),
+`enrichment` (verdicts on exported spans), `metrics`, `registry`, `watchdog`, `dispatch`.
+"""
+
+from __future__ import annotations
+
+from .processor import GuardSpanProcessor, active_processors
+
+__all__ = ["GuardSpanProcessor", "active_processors"]

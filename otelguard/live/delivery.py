@@ -1,0 +1,122 @@
+"""Verdicts out: metrics for every verdict, and the control hook for those that ask for a reaction.
+
+Control hooks run off the span thread (`ControlDispatcher`); the span thread waits at most
+`hook_wait_s`. The control of an agent run is the one bound when its span started
+(`otelguard.bind_control`), else the one bound where the verdict is reached, else the processor's
+default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..actions import Action
+from ..control import AgentControl, GuardMessage, bound_control
+from ..conventions import model_usage
+from ..engine import AgentRef, Judged
+from ..engine.bounded import OpenSpans
+from ..forksafe import reinit_after_fork
+from ..records import ModelCall, Verdict
+from .dispatch import ControlDispatcher
+from .metrics import GuardMetrics
+
+_INJECTED = frozenset({Action.REMIND, Action.WARN, Action.BLOCK})
+_STEERED = frozenset({Action.STEER, Action.BREAK})
+_LOOP_VERDICTS = ("thinking_loop", "repetitive_output")  # model calls whose tokens were spent in a loop
+
+
+def deliver(control: Any, verdict: Verdict) -> Action | None:
+    """Call the control method the verdict's action asks for; returns the action, or None."""
+    action = verdict.action
+    if action in _INJECTED:
+        control.inject(GuardMessage.from_verdict(verdict))
+    elif action in _STEERED:
+        control.steer(GuardMessage.from_verdict(verdict))
+    elif action == Action.CANCEL:
+        control.cancel(verdict.message or "cancelled", verdict)
+    else:
+        return None
+    return Action(action)
+
+
+def needs_delivery(verdict: Verdict) -> bool:
+    """A verdict that asks the agent for something (a break only with its correction)."""
+    if verdict.action in _INJECTED or verdict.action in (Action.STEER, Action.CANCEL):
+        return True
+    return verdict.action == Action.BREAK and verdict.message is not None
+
+
+class AgentRuns:
+    """Open agent-run spans that something will ask for: the control bound when each started, and
+    the span itself (for verdict events when nothing exports enriched spans). Bounded."""
+
+    def __init__(self, max_runs: int, on_evict: Callable[[str, int], None]):
+        self._bounds = (max_runs, on_evict)
+        self._start_afresh()
+        reinit_after_fork(self, "_start_afresh")
+
+    def _start_afresh(self) -> None:
+        """Run again in a forked child: the parent's open runs never end there."""
+        max_runs, on_evict = self._bounds
+        self._runs: OpenSpans[int, tuple[Any, AgentControl | None]] = OpenSpans(max_runs, on_evict=on_evict)
+
+    def started(self, span_id: int, span: Any, *, keep_span: bool) -> None:
+        control = bound_control()
+        if control is not None or keep_span:  # otherwise nothing would read it
+            self._runs.put(span_id, (span, control))
+
+    def ended(self, span_id: int) -> None:
+        self._runs.pop(span_id, None)
+
+    def span(self, agent: AgentRef) -> Any:
+        run = self._runs.get(agent.run_span_id) if agent.run_span_id is not None else None
+        return run[0] if run is not None else None
+
+    def control(self, agent: AgentRef | None) -> AgentControl | None:
+        if agent is not None and agent.run_span_id is not None:
+            run = self._runs.get(agent.run_span_id)
+            if run is not None and run[1] is not None:
+                return run[1]
+        return None
+
+
+class Delivery:
+    """Records verdicts in metrics and delivers reactions to the agent's control."""
+
+    def __init__(self, metrics: GuardMetrics, runs: AgentRuns, dispatcher: ControlDispatcher,
+                 default_control: AgentControl | None):
+        self.metrics = metrics
+        self.runs = runs
+        self.dispatcher = dispatcher
+        self.default_control = default_control
+
+    def judged(self, judged: Judged) -> None:
+        """A span's verdicts: each counted, each reaction delivered; a loop's tokens counted once read."""
+        usage = None
+        for verdict in judged.verdicts:
+            self.metrics.verdict(verdict, judged.agent.name)
+            if verdict.repeat_count is not None:
+                self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
+            if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and judged.span is not None:
+                usage = usage or model_usage(judged.span, judged.classification)
+                if usage.output_tokens:
+                    self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
+            if needs_delivery(verdict):
+                self._deliver(judged.agent, verdict)
+
+    def now(self, agent: AgentRef | None, verdict: Verdict) -> None:
+        """A verdict reached outside a span's end (a stream cut mid-call)."""
+        self.metrics.verdict(verdict, agent.name if agent else None)
+        if needs_delivery(verdict):
+            self._deliver(agent, verdict)
+
+    def _deliver(self, agent: AgentRef | None, verdict: Verdict) -> None:
+        control = self.runs.control(agent) or bound_control() or self.default_control
+        if control is None:
+            self.metrics.control(verdict.action, "unbound")
+            return
+        self.dispatcher.call(verdict.action, lambda: deliver(control, verdict))
+
+    def shutdown(self) -> None:
+        self.dispatcher.shutdown()

@@ -1,0 +1,203 @@
+"""`GuardSpanProcessor`: the guard inside the agent's TracerProvider, a thin driver of the engine.
+
+Add it to the provider, with the export pipeline as its downstream so exported spans carry the
+verdict attributes (an ended SDK span is read-only, so the downstream gets an enriched copy):
+
+    provider.add_span_processor(GuardSpanProcessor(downstream=[BatchSpanProcessor(exporter)]))
+
+Used beside other processors instead (no downstream), it still records metrics, calls the control
+hook and adds an `otelguard.verdict` event to the still-open agent-run span.
+
+Each span goes to the engine as it starts and as it ends (`engine.start` / `engine.end`); what comes
+back is wired to the live world: tool budgets on the watchdog (`timeouts`), verdicts to metrics and
+the agent's control (`delivery`), and onto the exported span (`enrichment`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry import context as context_api
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from ..config import GuardConfig
+from ..containment import Containment
+from ..control import AgentControl
+from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged, Started
+from ..errors import ConfigError
+from ..guards import ThinkingLoopGuard
+from ..records import SpanKind, Verdict
+from . import registry
+from .delivery import AgentRuns, Delivery
+from .dispatch import ControlDispatcher
+from .enrichment import enriched, mark_run
+from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
+from .sdk_span import SdkSpan, forward_ending
+from .timeouts import ToolBudgets
+
+
+class GuardSpanProcessor(SpanProcessor):
+    """Runs otelguard's guards on the agent, model and tool spans of a TracerProvider.
+
+    `on_start`/`on_end` are called synchronously on the thread that starts/ends the span. They never
+    raise into the agent (errors are contained and counted) and never block for long: control hooks
+    get at most `hook_wait_s` before they finish in the background.
+    """
+
+    def __init__(
+        self,
+        config: GuardConfig | dict | str | None = None,
+        *,
+        downstream: Sequence[SpanProcessor] | None = None,
+        control: AgentControl | None = None,
+        meter_provider: MeterProvider | None = None,
+        max_agents: int = DEFAULT_MAX_AGENTS,
+        idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
+        hook_wait_s: float = 0.045,  # plus timer overshoot: the span thread waits at most ~50 ms
+    ):
+        _check_settings(max_agents=max_agents, idle_ttl_s=idle_ttl_s, hook_wait_s=hook_wait_s)
+        self.metrics = GuardMetrics(meter_provider)
+        self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
+                                  on_evict=self.metrics.evicted, full_records=False)
+        self.config = self.engine.config
+        self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
+        self._containment = Containment(self.metrics.internal_error)
+        self.budgets = ToolBudgets(
+            enabled=self.config.row("timeout-policy") is not None,
+            on_error=lambda exc: self._containment.record("watchdog"),
+            on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n),
+        )
+        self._runs = AgentRuns(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
+        dispatcher = ControlDispatcher(wait_s=hook_wait_s, on_outcome=self.metrics.control,
+                                       on_error=self._containment.record)
+        self._delivery = Delivery(self.metrics, self._runs, dispatcher, control)
+        self.running = True
+        registry.register(self)
+
+    @property
+    def timeouts_enabled(self) -> bool:
+        """Whether a timeout-policy guard runs (tool budgets are armed)."""
+        return self.budgets.enabled
+
+    @property
+    def stream_guard(self) -> ThinkingLoopGuard | None:
+        """The guard whose breaker judges streamed output (`watch_stream`), when configured."""
+        return self.engine.stream_guard
+
+    # --- SpanProcessor ---------------------------------------------------------------------------
+    def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
+        if self.running:
+            try:
+                started = self.engine.start(SdkSpan(span))
+                if started is not None:
+                    self._started(span, started)
+            except Exception:
+                self._containment.record_and_maybe_raise("on_start")
+        for processor in self._downstream:
+            try:
+                processor.on_start(span, parent_context=parent_context)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_start")
+
+    def _on_ending(self, span: Span) -> None:
+        """The SDK's hook for a span about to end (still writable), passed on to the downstream."""
+        for processor in self._downstream:
+            try:
+                forward_ending(processor, span)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_ending")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        exported = span
+        if self.running:
+            try:
+                source = SdkSpan(span)
+                timed_out_ms = self.budgets.ended(source.span_id) if self.budgets.open else None
+                judged = self.engine.end(source, timed_out_ms=timed_out_ms)
+                if judged is not None:
+                    exported = self._ended(span, judged)
+            except Exception:
+                self._containment.record_and_maybe_raise("on_end")
+        for processor in self._downstream:
+            try:
+                processor.on_end(exported)
+            except Exception:
+                self._containment.record_and_maybe_raise("downstream.on_end")
+
+    def shutdown(self) -> None:
+        self.running = False
+        registry.unregister(self)
+        self.budgets.shutdown()
+        self._delivery.shutdown()
+        for processor in self._downstream:
+            with self._containment.contained("downstream.shutdown"):
+                processor.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        deadline = time.monotonic() + timeout_millis / 1000
+        ok = self._delivery.dispatcher.flush(timeout_millis / 1000)
+        for processor in self._downstream:
+            remaining = max(0, int((deadline - time.monotonic()) * 1000))
+            with self._containment.contained("downstream.force_flush"):
+                ok = processor.force_flush(remaining) and ok
+        return ok
+
+    # --- what the engine decided ---------------------------------------------------------------------
+    def _started(self, span: Span, started: Started) -> None:
+        if started.classification.kind is SpanKind.AGENT:
+            self._runs.started(started.agent.run_span_id, span, keep_span=not self._downstream)
+        elif started.tool is not None:
+            self.budgets.started(span.get_span_context().span_id, started.tool)
+
+    def _ended(self, span: ReadableSpan, judged: Judged) -> ReadableSpan:
+        """Count the span, deliver its verdicts; return the span to export (enriched with any verdict)."""
+        if self.metrics.span(judged.kind, judged.classification.convention) % PROCESSING_SAMPLE_EVERY == 0:
+            self.metrics.processing.record(judged.seconds)  # one in PROCESSING_SAMPLE_EVERY: see metrics
+        if judged.kind is SpanKind.AGENT:
+            self._runs.ended(judged.agent.run_span_id)
+            return span
+        if judged.verdicts:
+            self._delivery.judged(judged)
+        shown = judged.verdicts if judged.stream_verdict is None else [*judged.verdicts, judged.stream_verdict]
+        if not shown:
+            return span
+        if not self._downstream:
+            mark_run(self._runs.span(judged.agent), shown, span.get_span_context().span_id)
+            return span
+        return enriched(span, shown)
+
+    # --- for the user-facing API -----------------------------------------------------------------
+    def agent_of(self, span: Any) -> AgentRef | None:
+        """The agent of an open span inside an agent run, if any."""
+        return self.engine.agent_of(span.get_span_context().span_id)
+
+    def report_stream_verdict(self, span: Any, verdict: Verdict, *, on_model_span: bool) -> None:
+        """A verdict of a stream watched live in `span`: delivered now; shown on the model span when
+        it ends (`on_model_span`), which is then not judged again."""
+        with self._containment.contained("deliver"):
+            if on_model_span:
+                self.engine.report_stream_trip(span.get_span_context().span_id, verdict)
+            self._delivery.now(self.agent_of(span), verdict)
+
+
+def active_processors() -> list[GuardSpanProcessor]:
+    """Running guard processors, oldest first."""
+    return registry.active_processors()
+
+
+def _check_settings(*, max_agents: Any, idle_ttl_s: Any, hook_wait_s: Any) -> None:
+    """The processor's own settings fail at construction, naming the setting, like the guard config."""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    if isinstance(max_agents, bool) or not isinstance(max_agents, int) or max_agents < 1:
+        raise ConfigError(f"max_agents: must be an integer >= 1 (got {max_agents!r})")
+    if idle_ttl_s is not None and not (number(idle_ttl_s) and idle_ttl_s > 0):
+        raise ConfigError(f"idle_ttl_s: must be a number of seconds > 0, or None (got {idle_ttl_s!r})")
+    if not (number(hook_wait_s) and hook_wait_s >= 0):
+        raise ConfigError(f"hook_wait_s: must be a number of seconds >= 0 (got {hook_wait_s!r})")

@@ -1,0 +1,48 @@
+"""Which guard a span belongs to: the registry of live guard processors.
+
+`tool_signal()`, `@budget` and `watch_stream` find the guard of the span they run in: the guard on
+the provider that made the span, else the newest guard still running.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any, Protocol
+
+from .sdk_span import processors_of
+
+
+class Registered(Protocol):
+    @property
+    def running(self) -> bool: ...
+
+
+# Registration order matters: with several guarded providers, the newest is the fallback owner.
+_active: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_registrations = itertools.count()
+
+
+def register(processor: Registered) -> None:
+    _active[next(_registrations)] = processor
+
+
+def unregister(processor: Registered) -> None:
+    for key, registered in list(_active.items()):
+        if registered is processor:
+            _active.pop(key, None)
+
+
+def active_processors() -> list[Any]:
+    """Running guard processors, oldest first."""
+    return [processor for _, processor in sorted(_active.items())]
+
+
+def owning_processor(span: Any) -> Any:
+    """The guard on the provider that made `span`; else the newest active guard; else None."""
+    registered = {id(processor) for processor in _active.values()}
+    for processor in processors_of(span):
+        if id(processor) in registered and processor.running:
+            return processor
+    processors = active_processors()
+    return processors[-1] if processors else None

@@ -1,0 +1,158 @@
+"""The OpenTelemetry SDK's spans as the engine reads them: the only module that reads the SDK's
+private fields.
+
+The public `ReadableSpan` API copies on every read (`attributes` wraps the SDK's mapping in a proxy
+whose every lookup is a Python call; `events` copies the list), and the guard reads the name and
+attributes of every span the application makes. Inside the SDK versions whose fields were checked
+(`CHECKED_SDK`), the hot reads take the fields themselves; outside that range, or with
+`OTELGUARD_SDK_ADAPTER=public`, everything goes through the public API, with the same verdicts (CI
+runs the conformance vectors and fixture replays both ways).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.version import __version__ as SDK_VERSION
+
+from ..records import STATUS_UNSET, SpanEvent, SpanView, Status
+
+ADAPTER_ENV = "OTELGUARD_SDK_ADAPTER"  # "public": never read private fields
+CHECKED_SDK = ((1, 30), (1, 46))  # [from, to): opentelemetry-sdk releases whose private fields were read and checked
+
+_STATUS = {
+    trace_api.StatusCode.UNSET: Status.UNSET,
+    trace_api.StatusCode.OK: Status.OK,
+    trace_api.StatusCode.ERROR: Status.ERROR,
+}
+
+
+def _release(version: str) -> tuple[int, int]:
+    try:
+        major, minor = version.split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return (0, 0)
+
+
+def reads_private_fields(version: str = SDK_VERSION, setting: str | None = None) -> bool:
+    """Whether the adapter reads the SDK's private fields: inside the checked releases, unless the
+    setting (default: the `OTELGUARD_SDK_ADAPTER` environment variable) says "public"."""
+    if setting is None:
+        setting = os.environ.get(ADAPTER_ENV, "")
+    if setting.strip().lower() == "public":
+        return False
+    low, high = CHECKED_SDK
+    return low <= _release(version) < high
+
+
+class PublicSdkSpan:
+    """A `SpanSource` over the public `ReadableSpan` API (any SDK release)."""
+
+    __slots__ = ("span", "name", "attributes")
+
+    def __init__(self, span: ReadableSpan):
+        self.span = span
+        self.name = span.name
+        self.attributes: Mapping[str, Any] = span.attributes or {}
+
+    @property
+    def trace_id(self) -> int:
+        return self.span.context.trace_id
+
+    @property
+    def span_id(self) -> int:
+        return self.span.context.span_id
+
+    @property
+    def parent_span_id(self) -> int | None:
+        parent = self.span.parent
+        return parent.span_id if parent is not None else None
+
+    @property
+    def has_events(self) -> bool:
+        return bool(self.span.events)
+
+    def parent_view(self) -> SpanView | None:
+        return None  # a live span's parent is still open: what it holds is read where it is needed
+
+    def view(self) -> SpanView:
+        span = self.span
+        status, scope = span.status, span.instrumentation_scope
+        return SpanView(
+            self.name,
+            self.trace_id,
+            self.span_id,
+            self.parent_span_id,
+            self.attributes,
+            tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in span.events),
+            _STATUS.get(status.status_code, STATUS_UNSET),
+            status.description,
+            scope.name if scope is not None else None,
+            span.start_time or 0,
+            span.end_time,
+            span.dropped_events,
+            span.dropped_attributes,
+        )
+
+
+class PrivateSdkSpan(PublicSdkSpan):
+    """The same, reading the SDK's own fields where every span pays for a read: its name, its
+    attributes (the SDK's dict, no proxy) and its ids (SpanContext is a tuple: indexing skips its
+    property calls). Built only inside `CHECKED_SDK`."""
+
+    __slots__ = ()
+
+    def __init__(self, span: ReadableSpan):
+        self.span = span
+        self.name = span._name  # type: ignore[attr-defined]
+        attributes = span._attributes  # type: ignore[attr-defined]
+        # An SDK span's are BoundedAttributes; a ReadableSpan made by hand may hold a plain dict.
+        self.attributes = attributes._dict if hasattr(attributes, "_dict") else (attributes or {})
+
+    @property
+    def trace_id(self) -> int:
+        return self.span._context[0]  # type: ignore[attr-defined]
+
+    @property
+    def span_id(self) -> int:
+        return self.span._context[1]  # type: ignore[attr-defined]
+
+    @property
+    def parent_span_id(self) -> int | None:
+        parent = self.span._parent  # type: ignore[attr-defined]
+        return parent[1] if parent is not None else None
+
+
+SdkSpan = PrivateSdkSpan if reads_private_fields() else PublicSdkSpan
+
+
+def processors_of(span: Any) -> Iterator[SpanProcessor]:
+    """The span processors of the provider that made `span`, nested pipelines flattened; none when
+    that cannot be read (only the SDK span's private `_span_processor` links a span to its provider)."""
+    if SdkSpan is PublicSdkSpan:
+        return iter(())
+    return _flattened(getattr(span, "_span_processor", None))
+
+
+def _flattened(pipeline: Any) -> Iterator[SpanProcessor]:
+    if pipeline is None:
+        return
+    members = getattr(pipeline, "_span_processors", None)
+    if members is None:
+        yield pipeline
+        return
+    for member in members:
+        yield from _flattened(member)
+
+
+def forward_ending(processor: SpanProcessor, span: Any) -> None:
+    """Call a downstream's `_on_ending` (the SDK's hook for a span about to end, still writable),
+    where its SDK release has one."""
+    hook = getattr(processor, "_on_ending", None)
+    if hook is not None:
+        hook(span)
