@@ -163,7 +163,7 @@ for name, wrap in wraps:
         for event, span, _ in recording.calls:
             g.processor.on_start(wrap(span), None) if event == "start" else g.processor.on_end(wrap(span))
         fed[name] = verdicts(g)
-print(json.dumps({"adapter": sdk_span.SdkSpan.__name__, "live": live, "fed": fed}))
+print(json.dumps({"adapter": ("PrivateSdkSpan" if sdk_span.PRIVATE else "PublicSdkSpan"), "live": live, "fed": fed}))
 '''
 
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Callable
 
 from .. import conventions
 from ..config import GuardConfig
-from ..conventions import classify, looks_at
+from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, looks_at
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from ..records import (
@@ -46,6 +47,7 @@ DEFAULT_IDLE_TTL_S = 3600.0
 DEFAULT_MAX_OPEN_SPANS = 100_000
 _MAX_PENDING_STREAM_TRIPS = 1024
 
+_not_marked = MARKER_KEYS.isdisjoint  # the first test every span meets: one C-level set test
 _NO_CALL = ToolCall(name=None, arguments=None)
 _NO_LIVE_FACTS = ModelFacts()
 
@@ -115,6 +117,8 @@ class GuardEngine:
         self._on_agent_run = _hooked(self.guards, "on_agent_run")
         # Tool-start hooks that can act under their guard's config (the repeat reminder's only with stop_after).
         self._on_tool_start = tuple((i, g) for i, g in _hooked(self.guards, "on_tool_start") if g.acts_on_tool_start)
+        # A tool start takes its agent's state (and lock) only when one of those hooks keeps state.
+        self._tool_start_state = any(type(g).new_state is not Guard.new_state for _, g in self._on_tool_start)
         self._on_tool_end = _hooked(self.guards, "on_tool_end")
         self._on_model_end = _hooked(self.guards, "on_model_end")
         # Reading a tool span at its start costs a JSON parse; only a pre-emptive block needs it.
@@ -137,13 +141,16 @@ class GuardEngine:
         # span id -> agent of every open span inside an agent run (the application's spans too), so
         # that descendants at any depth find their agent. Empty while no run is open.
         self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
+        # Read-only for drivers: while it is empty, a span with no marker is none of the engine's
+        # business, at its start or its end, and a driver may skip handing it over.
+        self.spans_in_runs: Mapping[int, AgentRef] = self._open
         self._stream_trips: BoundedMap[int, Verdict] = BoundedMap(
             _MAX_PENDING_STREAM_TRIPS, clock=clock, on_evict=evicted("stream"))
 
     # --- the lifecycle ---------------------------------------------------------------------------
     def start(self, source: SpanSource) -> Started | None:
         """A span started. Returns what was decided for an agent, model or tool span; None for any other."""
-        classification = classify(source.name, source.attributes)  # most spans: one set test
+        classification = self._classify(source)
         if classification is None:
             if self._open:  # maybe inside an agent run
                 self._inherit(source)
@@ -163,12 +170,12 @@ class GuardEngine:
     def end(self, source: SpanSource, *, timed_out_ms: float | None = None) -> Judged | None:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
         `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
-        attributes = source.attributes
-        classification = classify(source.name, attributes)
+        classification = self._classify(source)
         if classification is None:
             if self._open:
                 self._open.pop(source.span_id, None)
             return None
+        attributes = source.attributes
         began = time.perf_counter()
         span_id = source.span_id
         agent = self._open.pop(span_id, None)
@@ -213,6 +220,17 @@ class GuardEngine:
         return len(self._agents)
 
     # --- the steps -------------------------------------------------------------------------------
+    @staticmethod
+    def _classify(source: SpanSource) -> Classification | None:
+        """`conventions.classify`, its first test written out: every span of the application meets it."""
+        attributes = source.attributes
+        try:
+            if _not_marked(attributes) and source.name not in NAMED_SPANS:
+                return None
+            return classify_marked(source.name, attributes)
+        except (AttributeError, TypeError):  # attributes that are no mapping, an unhashable name
+            return None
+
     def _inherit(self, source: SpanSource) -> None:
         parent_id = source.parent_span_id
         if parent_id is not None:
@@ -241,6 +259,10 @@ class GuardEngine:
         span = source.view()
         call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
         assert isinstance(call, ToolCall)
+        if not self._tool_start_state:
+            for _, guard in self._on_tool_start:
+                guard.on_tool_start(None, call, span, decision)
+            return decision
         state = self._agents.state(agent)
         with state.lock:
             for index, guard in self._on_tool_start:

@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from ..config import GuardConfig
 from ..containment import Containment
 from ..control import AgentControl
+from ..conventions import MARKER_KEYS, NAMED_SPANS
 from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged, Started
 from ..errors import ConfigError
 from ..guards import ThinkingLoopGuard
@@ -36,8 +37,11 @@ from .delivery import AgentRuns, Delivery
 from .dispatch import ControlDispatcher
 from .enrichment import enriched, mark_run
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .sdk_span import SdkSpan, forward_ending
+from .sdk_span import attributes_of, ending_hooks, name_of, sdk_source
 from .timeouts import ToolBudgets
+
+
+_unmarked = MARKER_KEYS.isdisjoint
 
 
 class GuardSpanProcessor(SpanProcessor):
@@ -65,6 +69,7 @@ class GuardSpanProcessor(SpanProcessor):
                                   on_evict=self.metrics.evicted, full_records=False)
         self.config = self.engine.config
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
+        self._downstream_endings = ending_hooks(self._downstream)
         self._containment = Containment(self.metrics.internal_error)
         self.budgets = ToolBudgets(
             enabled=self.config.row("timeout-policy") is not None,
@@ -89,12 +94,20 @@ class GuardSpanProcessor(SpanProcessor):
         return self.engine.stream_guard
 
     # --- SpanProcessor ---------------------------------------------------------------------------
+    # The engine's first test is made here first, on the span's own name and attributes (read by the
+    # adapter's C-level getters): a span of the application outside any agent run then costs neither
+    # an adapter nor an engine call. It holds the plain-span bar (see the README's design notes).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if self.running:
             try:
-                started = self.engine.start(SdkSpan(span))
-                if started is not None:
-                    self._started(span, started)
+                try:
+                    unmarked = _unmarked(attributes_of(span)) and name_of(span) not in NAMED_SPANS
+                except AttributeError:  # not the SDK's span: the engine reads it through the public API
+                    unmarked = False
+                if not unmarked or self.engine.spans_in_runs:
+                    started = self.engine.start(sdk_source(span))
+                    if started is not None:
+                        self._started(span, started)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
         for processor in self._downstream:
@@ -105,9 +118,9 @@ class GuardSpanProcessor(SpanProcessor):
 
     def _on_ending(self, span: Span) -> None:
         """The SDK's hook for a span about to end (still writable), passed on to the downstream."""
-        for processor in self._downstream:
+        for on_ending in self._downstream_endings:
             try:
-                forward_ending(processor, span)
+                on_ending(span)
             except Exception:
                 self._containment.record_and_maybe_raise("downstream.on_ending")
 
@@ -115,11 +128,16 @@ class GuardSpanProcessor(SpanProcessor):
         exported = span
         if self.running:
             try:
-                source = SdkSpan(span)
-                timed_out_ms = self.budgets.ended(source.span_id) if self.budgets.open else None
-                judged = self.engine.end(source, timed_out_ms=timed_out_ms)
-                if judged is not None:
-                    exported = self._ended(span, judged)
+                try:
+                    unmarked = _unmarked(attributes_of(span)) and name_of(span) not in NAMED_SPANS
+                except AttributeError:
+                    unmarked = False
+                if not unmarked or self.engine.spans_in_runs:
+                    source = sdk_source(span)
+                    timed_out_ms = self.budgets.ended(source.span_id) if self.budgets.open_tools else None
+                    judged = self.engine.end(source, timed_out_ms=timed_out_ms)
+                    if judged is not None:
+                        exported = self._ended(span, judged)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         for processor in self._downstream:

@@ -12,11 +12,13 @@ runs the conformance vectors and fixture replays both ways).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from operator import attrgetter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.version import __version__ as SDK_VERSION
 
 from ..records import STATUS_UNSET, SpanEvent, SpanView, Status
@@ -51,27 +53,17 @@ def reads_private_fields(version: str = SDK_VERSION, setting: str | None = None)
 
 
 class PublicSdkSpan:
-    """A `SpanSource` over the public `ReadableSpan` API (any SDK release)."""
+    """A `SpanSource` over the public `ReadableSpan` API (any SDK release, any span object)."""
 
-    __slots__ = ("span", "name", "attributes")
+    __slots__ = ("span", "name", "attributes", "trace_id", "span_id", "parent_span_id")
 
     def __init__(self, span: ReadableSpan):
         self.span = span
         self.name = span.name
         self.attributes: Mapping[str, Any] = span.attributes or {}
-
-    @property
-    def trace_id(self) -> int:
-        return self.span.context.trace_id
-
-    @property
-    def span_id(self) -> int:
-        return self.span.context.span_id
-
-    @property
-    def parent_span_id(self) -> int | None:
-        parent = self.span.parent
-        return parent.span_id if parent is not None else None
+        context, parent = span.get_span_context(), span.parent
+        self.trace_id, self.span_id = context.trace_id, context.span_id
+        self.parent_span_id = parent.span_id if parent is not None else None
 
     @property
     def has_events(self) -> bool:
@@ -84,26 +76,17 @@ class PublicSdkSpan:
         span = self.span
         status, scope = span.status, span.instrumentation_scope
         return SpanView(
-            self.name,
-            self.trace_id,
-            self.span_id,
-            self.parent_span_id,
-            self.attributes,
+            self.name, self.trace_id, self.span_id, self.parent_span_id, self.attributes,
             tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in span.events),
-            _STATUS.get(status.status_code, STATUS_UNSET),
-            status.description,
+            _STATUS.get(status.status_code, STATUS_UNSET), status.description,
             scope.name if scope is not None else None,
-            span.start_time or 0,
-            span.end_time,
-            span.dropped_events,
-            span.dropped_attributes,
+            span.start_time or 0, span.end_time, span.dropped_events, span.dropped_attributes,
         )
 
 
 class PrivateSdkSpan(PublicSdkSpan):
-    """The same, reading the SDK's own fields where every span pays for a read: its name, its
-    attributes (the SDK's dict, no proxy) and its ids (SpanContext is a tuple: indexing skips its
-    property calls). Built only inside `CHECKED_SDK`."""
+    """The same from the SDK span's own fields (SpanContext is a tuple: indexing skips its property
+    calls). Built only inside `CHECKED_SDK`; raises AttributeError for a span that lacks them."""
 
     __slots__ = ()
 
@@ -112,29 +95,56 @@ class PrivateSdkSpan(PublicSdkSpan):
         self.name = span._name  # type: ignore[attr-defined]
         attributes = span._attributes  # type: ignore[attr-defined]
         # An SDK span's are BoundedAttributes; a ReadableSpan made by hand may hold a plain dict.
-        self.attributes = attributes._dict if hasattr(attributes, "_dict") else (attributes or {})
+        self.attributes = attributes._dict if type(attributes) is BoundedAttributes else (attributes or {})
+        context, parent = span._context, span._parent  # type: ignore[attr-defined]
+        self.trace_id, self.span_id = context[0], context[1]
+        self.parent_span_id = parent[1] if parent is not None else None
 
     @property
-    def trace_id(self) -> int:
-        return self.span._context[0]  # type: ignore[attr-defined]
+    def has_events(self) -> bool:
+        return bool(self.span._events)  # type: ignore[attr-defined]
 
-    @property
-    def span_id(self) -> int:
-        return self.span._context[1]  # type: ignore[attr-defined]
+    def view(self) -> SpanView:
+        """As the public view, from the fields themselves: every agent, model and tool span's start
+        and end builds one, and the public properties copy the events and wrap the status."""
+        span = self.span
+        status, scope = span._status, span._instrumentation_scope  # type: ignore[attr-defined]
+        events = span._events  # type: ignore[attr-defined]
+        return SpanView(
+            self.name, self.trace_id, self.span_id, self.parent_span_id, self.attributes,
+            tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
+            _STATUS.get(status._status_code, STATUS_UNSET), status._description,
+            scope.name if scope is not None else None,
+            span._start_time or 0, span._end_time,  # type: ignore[attr-defined]
+            getattr(events, "dropped", 0), getattr(span._attributes, "dropped", 0),  # type: ignore[attr-defined]
+        )
 
-    @property
-    def parent_span_id(self) -> int | None:
-        parent = self.span._parent  # type: ignore[attr-defined]
-        return parent[1] if parent is not None else None
+
+PRIVATE = reads_private_fields()
 
 
-SdkSpan = PrivateSdkSpan if reads_private_fields() else PublicSdkSpan
+def sdk_source(span: ReadableSpan) -> PublicSdkSpan:
+    """The span as the engine reads it: from its fields inside `CHECKED_SDK`, else (another release,
+    `OTELGUARD_SDK_ADAPTER=public`, or a span that is not the SDK's) through the public API."""
+    if PRIVATE:
+        try:
+            return PrivateSdkSpan(span)
+        except AttributeError:
+            pass
+    return PublicSdkSpan(span)
+
+
+# The processor's first test on every span of the application, with no Python call: its name and
+# attributes read by C-level getters (the fields inside CHECKED_SDK; the public properties outside).
+# Either raises AttributeError for a span that is not the SDK's: read it through `sdk_source` then.
+name_of: Callable[[Any], str] = attrgetter("_name" if PRIVATE else "name")
+attributes_of: Callable[[Any], Any] = attrgetter("_attributes._dict" if PRIVATE else "attributes")
 
 
 def processors_of(span: Any) -> Iterator[SpanProcessor]:
     """The span processors of the provider that made `span`, nested pipelines flattened; none when
     that cannot be read (only the SDK span's private `_span_processor` links a span to its provider)."""
-    if SdkSpan is PublicSdkSpan:
+    if not PRIVATE:
         return iter(())
     return _flattened(getattr(span, "_span_processor", None))
 
@@ -150,9 +160,8 @@ def _flattened(pipeline: Any) -> Iterator[SpanProcessor]:
         yield from _flattened(member)
 
 
-def forward_ending(processor: SpanProcessor, span: Any) -> None:
-    """Call a downstream's `_on_ending` (the SDK's hook for a span about to end, still writable),
-    where its SDK release has one."""
-    hook = getattr(processor, "_on_ending", None)
-    if hook is not None:
-        hook(span)
+def ending_hooks(processors: Sequence[SpanProcessor]) -> tuple[Callable[[Any], None], ...]:
+    """The downstreams' `_on_ending` hooks (the SDK's, for a span about to end and still writable),
+    where their SDK release has one."""
+    hooks = (getattr(processor, "_on_ending", None) for processor in processors)
+    return tuple(hook for hook in hooks if hook is not None)

@@ -72,25 +72,22 @@ class ToolBudgets:
 
     def _start_afresh(self) -> None:
         """Run again in a forked child: the parent's open tools never end there."""
-        self._tools: OpenSpans[int, _ArmedTool] = OpenSpans(MAX_OPEN_TOOLS, on_evict=self._on_evict)
+        # The open tool spans: falsy while none is open, when a span's end has nothing to look up here.
+        self.open_tools: OpenSpans[int, _ArmedTool] = OpenSpans(MAX_OPEN_TOOLS, on_evict=self._on_evict)
         self._lock = threading.Lock()  # two threads asking for one tool's signal must get the same
         self._watchdog = Watchdog(on_error=self._on_error)
 
-    @property
-    def open(self) -> bool:
-        """Whether any tool span is open (while none is, a span's end has nothing to look up)."""
-        return bool(self._tools)
 
     def started(self, span_id: int, decision: ToolStart) -> None:
         """A tool span started: keep what the guards decided, and arm its declared budget."""
         armed = _ArmedTool(decision.budget_ms, decision.block.message if decision.block is not None else None)
-        self._tools.put(span_id, armed)
+        self.open_tools.put(span_id, armed)
         if decision.budget_ms is not None and self.enabled:
             self._arm(armed, decision.budget_ms)
 
     def ended(self, span_id: int) -> float | None:
         """A span ended: if it was an open tool span whose deadline fired first, its budget."""
-        armed = self._tools.pop(span_id, None)
+        armed = self.open_tools.pop(span_id, None)
         if armed is None:
             return None
         if armed.deadline is not None:
@@ -100,7 +97,7 @@ class ToolBudgets:
 
     def signal_for(self, span_id: int) -> ToolSignal | None:
         """The signal of an open tool span, made now if needed; None for any other span."""
-        armed = self._tools.get(span_id)
+        armed = self.open_tools.get(span_id)
         return self._signal(armed) if armed is not None else None
 
     def arm(self, span_id: int, budget_ms: float) -> ToolSignal | None:
@@ -108,7 +105,7 @@ class ToolBudgets:
         span that is not one, a budget of its own, stored nowhere. None without a timeout policy."""
         if not self.enabled:
             return None
-        armed = self._tools.get(span_id)
+        armed = self.open_tools.get(span_id)
         if armed is None:
             return self.standalone(budget_ms)
         signal = self._signal(armed)
