@@ -307,7 +307,6 @@ def test_a_stream_passed_in_is_not_closed(make_stream):
     assert not stream.closed
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="no fixtures")
 def test_fixture_reads_the_same_pretty_printed_and_gzipped(tmp_path):
     """A captured fixture reads to the same spans as JSON Lines, pretty-printed, and gzipped."""
     source = FIXTURES / "pydantic-ai-v2-tool-loop.otlp.jsonl"
