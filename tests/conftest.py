@@ -1,4 +1,8 @@
-"""Shared fixtures: the real OTel SDK, chained span exporter → tracer provider → metric reader."""
+"""Shared fixtures: the real OTel SDK, chained span exporter → tracer provider → metric reader.
+
+Also the Hypothesis profile (see hypothesis_support): quick by default, HYPOTHESIS_PROFILE=thorough
+for the full example counts, loaded here before any test module states its counts.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,21 @@ from contextlib import ExitStack
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import settings
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
+from hypothesis_support import load_profile, register_profiles
 from otel_support import Guarded
+
+register_profiles()
+load_profile()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis profile: {settings.get_current_profile_name()} (HYPOTHESIS_PROFILE=thorough for full counts)"
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from otel_support import FIXTURES
 
 from otelguard.otlp_json import ReadProblem, UnreadableInput, iter_spans
@@ -336,7 +337,7 @@ ATTRIBUTE = st.fixed_dictionaries(
 SPAN_WITH_ODD_ATTRIBUTES = st.lists(ATTRIBUTE, max_size=4).map(lambda attributes: otlp_span(attributes=attributes))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     spans=st.lists(RAW_SPAN | SPAN_WITH_ODD_ATTRIBUTES, max_size=3),
     scope=JSON_VALUE,

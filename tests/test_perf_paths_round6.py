@@ -15,6 +15,7 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from json_strategies import messages
 from otel_support import output_messages
 
@@ -50,7 +51,7 @@ def _assert_left_unparsed_only_if_unreachable(raw: str, floor: OutputFloor) -> b
     return True
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages, dump_styles, st.integers(-3, 3), st.booleans())
 def test_output_text_left_unparsed_could_not_have_reached_the_floor(decoded, style, margin, text_floor_lower):
     raw = json.dumps(decoded, **style)
@@ -78,7 +79,7 @@ written_numbers = st.one_of(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(written_numbers, st.integers(-3, 3), st.booleans())
 def test_output_of_written_numbers_left_unparsed_could_not_have_reached_the_floor(kind_numbers, margin, in_parts):
     kind, numbers = kind_numbers
@@ -135,7 +136,7 @@ def test_longer_text_and_non_text_values_take_the_usual_way():
     assert genai.read_output_messages(decoded, OutputFloor(256, 2048)).texts == ["x" * 300]
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages, dump_styles, st.sampled_from(["chat", "openai.response"]))
 def test_output_told_unread_from_the_attributes_is_read_as_unread(decoded, style, name):
     """GenAI and OpenLLMetry model spans: whenever `output_unread` says so, reading says so too."""
