@@ -1,6 +1,6 @@
 """Agent runs replayed from the captured fixtures: the spans real instrumentations write, as they wrote them.
 
-Each fixture file (`../shared/fixtures`, OTLP JSON Lines captured from real instrumentations) is read
+Each fixture file (`tests/fixtures`, OTLP JSON Lines captured from real instrumentations) is read
 once with otelguard's own reader; a replay starts its spans again through a tracer, nested as they
 were, with their attributes and events, and ends them. Attributes are split between start and end
 by their key: those naming a result (output, completion, response, usage, result) are set before
@@ -23,8 +23,8 @@ from otelguard.analyzer.otlp_json import iter_spans
 from otelguard.records import SpanView
 from otelguard.records import Status as ViewStatus
 
-# Where the tests find them too: `../shared/fixtures` beside the repository, or OTELGUARD_FIXTURES.
-FIXTURES = Path(os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[2] / "shared" / "fixtures")
+# Where the tests find them too: `tests/fixtures` in the repository, or OTELGUARD_FIXTURES.
+FIXTURES = Path(os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1] / "tests" / "fixtures")
 # One agent run with tool calls per instrumentation, none of which the guard reaches a verdict on.
 RUNS = {
     "OpenLLMetry, OpenAI Agents SDK": "openllmetry-openai-agents-responses-tool-approval-rejected.otlp.jsonl",

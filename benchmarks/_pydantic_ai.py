@@ -1,4 +1,4 @@
-"""Attribute values shaped like the ones pydantic-ai writes (see /work/shared/fixtures/pydantic-ai-*):
+"""Attribute values shaped like the ones pydantic-ai writes (see tests/fixtures/pydantic-ai-*):
 tool definitions, model request parameters, logfire JSON schemas, and word-salad text of a given size
 for instructions, messages and tool results. Shared by the span-overhead and analyzer benchmarks."""
 

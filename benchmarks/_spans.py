@@ -6,7 +6,7 @@ call with distinct arguments, so no verdict fires): `invoke_agent` around `steps
 
 - minimal: only the attributes the guard reads. The guard's share of the pipeline is then the
   largest: the worst case.
-- pydantic-ai: the attributes pydantic-ai really writes (see /work/shared/fixtures/pydantic-ai-*):
+- pydantic-ai: the attributes pydantic-ai really writes (see tests/fixtures/pydantic-ai-*):
   request parameters, tool definitions and the agent's ids when a chat span starts; the conversation
   so far as `gen_ai.input.messages` (growing each step), system instructions, response model and id,
   usage and finish reasons when it ends; about 5 KB per chat span. The sizes and texts come from

@@ -31,7 +31,7 @@ from otelguard.records import SpanKind, SpanView
 from _bench import arguments
 from state_memory import deep_size
 
-FIXTURES = Path("/work/shared/fixtures")
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 THRESHOLD = 0.8
 MIN_REASONING = 2048
 

@@ -1,4 +1,10 @@
-"""Shared fixtures: the real OTel SDK, chained span exporter → tracer provider → metric reader."""
+"""Shared fixtures: the real OTel SDK, chained span exporter → tracer provider → metric reader.
+
+Also the Hypothesis profile (see hypothesis_support): quick by default, HYPOTHESIS_PROFILE=thorough
+for the full example counts, loaded here before any test module states its counts; and the markers of
+external components (see external_support): a marked test is skipped when its component is missing,
+with the command that installs it, and fails instead under CI=true.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +12,41 @@ from contextlib import ExitStack
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import settings
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
+from external_support import COMPONENT_FIXTURES, COMPONENTS, require
+from hypothesis_support import load_profile, register_profiles
 from otel_support import Guarded
+
+register_profiles()
+load_profile()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis profile: {settings.get_current_profile_name()} (HYPOTHESIS_PROFILE=thorough for full counts)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test handed a component's binary must carry its marker, so `-m "not <component>"` leaves it out."""
+    unmarked = [
+        f"{item.nodeid} uses {fixture} but is not marked @pytest.mark.{marker}"
+        for item in items
+        for fixture, marker in COMPONENT_FIXTURES.items()
+        if fixture in getattr(item, "fixturenames", ()) and item.get_closest_marker(marker) is None
+    ]
+    if unmarked:
+        raise pytest.UsageError("\n".join(unmarked))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test whose external component is missing, with the command that installs it (fail under CI)."""
+    for marker in COMPONENTS:
+        if item.get_closest_marker(marker) is not None:
+            require(marker)
 
 
 @pytest.fixture

@@ -127,7 +127,6 @@ def tool_span(tracer: Any, name: str = "probe", arguments: str = '{"q":"same"}',
         span.set_attribute("gen_ai.tool.call.result", result)
 
 
-# The captured fixtures: `../shared/fixtures/` beside the repository, or the OTELGUARD_FIXTURES directory.
-FIXTURES = Path(
-    os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-)
+# The captured fixtures: `tests/fixtures/` in the repository (a copy of the project's shared fixtures, with
+# their MANIFEST.json and README.md), or the OTELGUARD_FIXTURES directory when that is set.
+FIXTURES = Path(os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parent / "fixtures")

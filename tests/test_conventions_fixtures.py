@@ -1,6 +1,6 @@
 """Every captured fixture file, read and classified, matches what MANIFEST.json observed in it.
 
-The fixtures are real spans from real instrumentations (`/work/shared/fixtures`, or the directory
+The fixtures are real spans from real instrumentations (`tests/fixtures/`, or the directory
 named by OTELGUARD_FIXTURES). For each file: the agent, tool and model spans are exactly the ones
 MANIFEST lists, and each record carries the facts MANIFEST observed.
 """
@@ -22,8 +22,6 @@ MANIFEST_PATH = FIXTURES / "MANIFEST.json"
 TRACE_FILES = sorted(
     path.name for path in FIXTURES.glob("*.otlp.jsonl") if not path.name.endswith(".logs.otlp.jsonl")
 )
-
-pytestmark = pytest.mark.skipif(not MANIFEST_PATH.is_file(), reason=f"no fixtures at {FIXTURES}")
 
 # What MANIFEST saw that spans alone cannot show. Each entry: (file, span id) -> why.
 KNOWN_GAPS = {
@@ -70,6 +68,15 @@ def read_span(file: str, span: SpanView, *, with_parent: bool = True) -> AgentRu
 
 def status_name(status: Any) -> str:
     return str(status.value).upper()
+
+
+def test_every_manifest_entry_has_its_trace_file_and_logs_file():
+    """Each MANIFEST entry's trace file (and logs file, if it names one) is in the fixtures directory."""
+    assert TRACE_FILES, f"no fixture trace files in {FIXTURES}"
+    for file, entry in manifest().items():
+        assert file in TRACE_FILES, file
+        if entry.get("logs_file"):
+            assert (FIXTURES / entry["logs_file"]).is_file(), entry["logs_file"]
 
 
 def test_every_trace_file_is_in_the_manifest():

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 
 from otelguard import semconv as sc
 from otelguard.conventions import classify, model_name, model_usage, read
@@ -187,7 +188,7 @@ ANY_VALUE = st.recursive(
 JSONISH_TEXT = ANY_VALUE.map(lambda value: json.dumps(value, default=repr))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     classification=st.sampled_from(ALL_CLASSIFICATIONS),
     attributes=st.dictionaries(st.sampled_from(JSON_ATTRIBUTE_KEYS), ANY_VALUE | JSONISH_TEXT, max_size=5),

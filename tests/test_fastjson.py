@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import json_strategies
+from hypothesis_support import examples
 
 from otelguard import fastjson
 
@@ -49,7 +50,7 @@ def _comparable(value):
     return value
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=json_values, noise=NOISE, cut=st.integers(0, 300), ascii_only=st.booleans())
 def test_loads_reads_what_the_standard_library_reads(value, noise, cut, ascii_only):
     text = json.dumps(value, ensure_ascii=ascii_only)

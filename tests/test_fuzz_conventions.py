@@ -31,11 +31,12 @@ from otelguard.engine import GuardEngine
 from otelguard.records import AgentRun, ModelCall, SpanEvent, SpanKind, SpanView, Status, ToolCall
 
 import json_strategies
+from hypothesis_support import examples
 from json_strategies import messages, surrogates, texts
 from otel_support import metric_points
 
-FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --- keys and marker values ---------------------------------------------------------------------------
 _CONSTANTS = sorted({v for k, v in vars(sc).items() if k.isupper() and isinstance(v, str)})

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from otel_support import FIXTURES
 
 from otelguard.analyzer.otlp_json import ReadProblem, UnreadableInput, iter_spans
@@ -307,7 +308,6 @@ def test_a_stream_passed_in_is_not_closed(make_stream):
     assert not stream.closed
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="no fixtures")
 def test_fixture_reads_the_same_pretty_printed_and_gzipped(tmp_path):
     """A captured fixture reads to the same spans as JSON Lines, pretty-printed, and gzipped."""
     source = FIXTURES / "pydantic-ai-v2-tool-loop.otlp.jsonl"
@@ -337,7 +337,7 @@ ATTRIBUTE = st.fixed_dictionaries(
 SPAN_WITH_ODD_ATTRIBUTES = st.lists(ATTRIBUTE, max_size=4).map(lambda attributes: otlp_span(attributes=attributes))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     spans=st.lists(RAW_SPAN | SPAN_WITH_ODD_ATTRIBUTES, max_size=3),
     scope=JSON_VALUE,

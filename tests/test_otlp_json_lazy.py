@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from otel_support import FIXTURES
 
 from otelguard.analyzer import otlp_json
@@ -47,7 +48,6 @@ def assert_read_alike(text: str) -> None:
 FIXTURE_FILES = sorted(FIXTURES.glob("*.otlp.jsonl"))
 
 
-@pytest.mark.skipif(not FIXTURE_FILES, reason="fixtures not found")
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda path: path.name.removesuffix(".otlp.jsonl"))
 def test_fixture_reads_alike(path: Path):
     assert_read_alike(path.read_text(encoding="utf-8"))
@@ -194,7 +194,7 @@ def requests(draw: st.DrawFn) -> str:
     return json.dumps(document, allow_nan=False, separators=draw(SEPARATORS))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(lines=st.lists(requests(), min_size=1, max_size=3))
 def test_requests_of_every_shape_read_alike(lines):
     assert_read_alike("\n".join(lines) + "\n")
@@ -212,7 +212,7 @@ def usual_lines(draw: st.DrawFn) -> str:
     return json.dumps(document, allow_nan=False, separators=draw(SEPARATORS))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(line=usual_lines())
 def test_usual_lines_of_every_value_read_alike(line):
     assert_read_alike(line + "\n")
@@ -299,7 +299,7 @@ def agent_run_lines(draw: st.DrawFn) -> str:
                       separators=draw(SEPARATORS))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(lines=st.lists(agent_run_lines(), min_size=1, max_size=4))
 def test_the_analyzer_judges_any_of_these_requests_without_an_internal_error(lines, tmp_path_factory):
     """Spans read lazily go through the whole engine: no exception, nothing contained as internal

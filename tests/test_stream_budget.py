@@ -12,6 +12,7 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from stream_support import reference_identical_trip
 
 from otelguard.detectors.stream import (
@@ -127,7 +128,7 @@ def cut(text: str, rng: random.Random, sizes: tuple[int, int]) -> list[str]:
     return deltas
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     limit=st.integers(2, 70),
@@ -144,7 +145,7 @@ def test_identical_rule_trips_on_exactly_the_delta_a_per_delta_judge_would(seed,
         assert breaker.trip.chars == sum(map(len, pieces[: index + 1]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     prefix=st.integers(0, 600),
@@ -171,7 +172,7 @@ def test_a_stream_is_flagged_by_its_end_exactly_when_a_per_delta_judge_would_fla
         assert breaker.trip.rule == REPEATING_CYCLE
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     prefix=st.integers(0, 3_000),
@@ -202,7 +203,7 @@ def test_cycle_trips_soon_after_the_tail_first_becomes_periodic(seed, prefix, pe
     assert chars - expected[1] <= CYCLE_CHECK_EVERY - 1 + size
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(seed=st.integers(0, 10_000), chars=st.integers(0, 6_000), low=st.integers(1, 4), spread=st.integers(0, 12))
 def test_prose_never_trips_whatever_the_delta_sizes(seed, chars, low, spread):
     """Prose cut into deltas of any sizes never trips, at any delta or at the end."""
@@ -214,7 +215,7 @@ def test_prose_never_trips_whatever_the_delta_sizes(seed, chars, low, spread):
     assert breaker.finish() is None
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(seed=st.integers(0, 10_000), low=st.integers(1, 4), spread=st.integers(0, 12), prefix=st.integers(0, 2_000))
 def test_uneven_deltas_still_trip_on_a_cycle_and_only_where_the_tail_is_periodic(seed, low, spread, prefix):
     """Deltas of uneven size: the budget is an estimate, so the trip may land later than the cadence,
@@ -287,7 +288,7 @@ CONFIGS = [
 ]
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     kind=st.sampled_from(["prose", "cycle", "lines", "chant"]),

@@ -12,6 +12,7 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from openai.types.chat import ChatCompletionChunk
 from otel_support import Guarded, metric_points, output_messages
 from stream_support import ending_in_a_chant, reference_identical_trip, trip_at_finish_only
@@ -55,7 +56,7 @@ def chat_chunk(text: str) -> ChatCompletionChunk:
     })
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(limit=st.integers(2, 40), pieces=st.lists(st.sampled_from(PIECES), max_size=300))
 def test_the_consumer_gets_exactly_the_deltas_up_to_the_trip(limit, pieces):
     """Every delta before the trip and the tripping one arrive, in order, then the error; none after."""
@@ -126,7 +127,7 @@ def test_nothing_is_read_ahead_of_the_consumer():
         assert pulled[-1] == index
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(limit=st.integers(2, 30), pieces=st.lists(st.sampled_from(PIECES), max_size=200))
 def test_async_streams_are_cut_on_the_same_delta(limit, pieces):
     expected = reference_identical_trip(pieces, limit)

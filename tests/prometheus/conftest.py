@@ -1,8 +1,10 @@
 """Fixtures for the metrics tests: Prometheus tools, real processes, and the queries we ship.
 
 Real binaries only: `promtool` and `prometheus` come from Debian's `prometheus` package, which
-`.ci/run` installs. Under CI (CI=true) a missing binary fails the tests; elsewhere they are skipped
-with the install command, so a developer without Prometheus can still run the rest of the suite.
+`.ci/run` installs. A test handed either carries `@pytest.mark.prometheus`; under CI (CI=true) a
+missing binary fails the test, elsewhere it is skipped with the install command
+(`apt-get install -y prometheus`), so a developer without Prometheus can still run the rest of the
+suite (see tests/external_support.py).
 Every process a test starts goes through `processes` and is stopped when the test ends.
 """
 
@@ -11,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from typing import Callable, Iterator, TypeVar
 
 import pytest
 import yaml
+from external_support import binary
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD_DIR = REPO / "dashboards" / "json"
@@ -30,26 +32,16 @@ RULES_FILE = REPO / "dashboards" / "alerts" / "otelguard-rules.yaml"
 T = TypeVar("T")
 
 
-def _binary(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        message = f"{name} not found: apt-get install prometheus (Debian) provides it"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
 @pytest.fixture(scope="session")
 def promtool() -> str:
     """Path of the real promtool binary."""
-    return _binary("promtool")
+    return binary("prometheus", "promtool")
 
 
 @pytest.fixture(scope="session")
 def prometheus_binary() -> str:
     """Path of the real prometheus server binary."""
-    return _binary("prometheus")
+    return binary("prometheus", "prometheus")
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,6 +26,7 @@ def _promtool(promtool: str, *args: str, cwd: Path | None = None) -> subprocess.
     return subprocess.run([promtool, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
+@pytest.mark.prometheus
 def test_promtool_check_rules_accepts_the_rules(promtool: str, alert_rules: list[dict]) -> None:
     """`promtool check rules` accepts the rule file and counts every rule in it."""
     result = _promtool(promtool, "check", "rules", str(RULES))
@@ -32,6 +34,7 @@ def test_promtool_check_rules_accepts_the_rules(promtool: str, alert_rules: list
     assert f"SUCCESS: {len(alert_rules)} rules found" in result.stdout
 
 
+@pytest.mark.prometheus
 def test_promtool_unit_tests_pass(promtool: str) -> None:
     """`promtool test rules` passes every unit test in otelguard-rules.test.yaml."""
     result = _promtool(promtool, "test", "rules", RULE_TESTS.name, cwd=RULE_TESTS.parent)
@@ -39,6 +42,7 @@ def test_promtool_unit_tests_pass(promtool: str) -> None:
     assert "SUCCESS" in result.stdout
 
 
+@pytest.mark.prometheus
 def test_promtool_unit_tests_can_fail(promtool: str, tmp_path: Path) -> None:
     """The unit tests catch a wrong expectation: the same tests expecting another agent fail."""
     tests = yaml.safe_load(RULE_TESTS.read_text())
@@ -52,6 +56,7 @@ def test_promtool_unit_tests_can_fail(promtool: str, tmp_path: Path) -> None:
     assert "some-other-agent" in result.stdout + result.stderr
 
 
+@pytest.mark.prometheus
 def test_promtool_check_rules_rejects_a_broken_expression(promtool: str, tmp_path: Path) -> None:
     """`promtool check rules` fails on a rule file whose expression does not parse."""
     rules = yaml.safe_load(RULES.read_text())

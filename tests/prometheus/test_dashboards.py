@@ -108,6 +108,7 @@ def test_schema_was_derived_from_the_pinned_grafana_schema() -> None:
     assert f"@grafana/schema {version}" in json.loads(SCHEMA.read_text())["$comment"]
 
 
+@pytest.mark.prometheus
 def test_every_panel_query_is_valid_promql(
     dashboard_targets, render_promql: Callable[..., str], promql_syntax_check
 ) -> None:
@@ -117,6 +118,7 @@ def test_every_panel_query_is_valid_promql(
     assert f"SUCCESS: {len(dashboard_targets)} rules found" in result.stdout
 
 
+@pytest.mark.prometheus
 def test_promql_syntax_check_can_fail(promql_syntax_check) -> None:
     """The promtool syntax check rejects a query that does not parse."""
     result = promql_syntax_check({"broken": "sum by (job) (rate(otelguard_spans_total[1m])"})

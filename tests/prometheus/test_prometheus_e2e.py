@@ -190,6 +190,7 @@ def wait_for_series(
         raise AssertionError(f"{len(pending)} of {len(queries)} {what} returned no series:\n{listing}") from None
 
 
+@pytest.mark.prometheus
 def test_every_shipped_query_returns_series_from_the_guarded_demo(
     demo_and_prometheus, dashboard_targets, alert_rules, render_promql, wait_until, processes
 ) -> None:
