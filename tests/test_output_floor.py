@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis_support import examples
 from json_strategies import messages
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from otel_support import Guarded, output_messages
@@ -194,7 +195,7 @@ def _told_unread_only_if_unreachable(raw: str, floor: OutputFloor) -> bool:
     return True
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages, dump_styles, st.integers(-3, 3), st.booleans())
 def test_output_text_told_unread_could_not_have_reached_the_floor(decoded, style, margin, text_floor_lower):
     """Floors around the JSON text's own length, where telling it unread from its length is tight."""
@@ -216,7 +217,7 @@ written_numbers = st.one_of(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(written_numbers, st.integers(-3, 3), st.booleans())
 def test_output_of_written_numbers_told_unread_could_not_have_reached_the_floor(kind_numbers, margin, in_parts):
     """Numbers as producers write them (exponents, fractions, integers past 64 bits) may read to more
@@ -257,7 +258,7 @@ def test_an_integer_of_19_digits_may_print_longer():
     assert told('[{"content":"\ud800 x"}]')  # a lone surrogate does not break the test
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages, dump_styles, st.sampled_from(["chat", "openai.response"]))
 def test_output_told_unread_from_the_attributes_is_read_as_unread(decoded, style, name):
     """GenAI and OpenLLMetry model spans: whenever the attributes tell the output unread, reading says so too."""
