@@ -2,7 +2,6 @@
 
 - model output left unread shares one empty, immutable `Output` (`_values.UNREAD_OUTPUT`); output
   is read whole, or left unread, as the floor's rule says;
-- `otelguard.spans` counts on `itertools.count` objects (atomic under the GIL), without a lock;
 - `classify_marked` looks a GenAI operation's two classifications up at once and makes the
   OpenLLMetry test inline;
 - the engine binds its open-span pop, live-trip dict and agent-state lookup once.
@@ -10,7 +9,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import threading
@@ -25,7 +23,7 @@ from otelguard import records
 from otelguard.conventions import OutputFloor, classify_marked, genai, openinference, openllmetry, read
 from otelguard.conventions._values import UNREAD_OUTPUT, Output, model_call
 from otelguard.engine import GuardEngine
-from otelguard.metrics import GuardMetrics, _current
+from otelguard.metrics import GuardMetrics
 from otelguard.records import Content, SpanKind, SpanView, Status
 
 _LONG_OUTPUT = json.dumps([{"role": "assistant", "parts": [
@@ -96,7 +94,7 @@ def _spans_points(reader: InMemoryMetricReader) -> dict[tuple, int]:
     return points
 
 
-def test_span_counts_are_exact_without_a_lock():
+def test_span_counts_are_exact_across_threads():
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     metrics = GuardMetrics(provider)
@@ -128,13 +126,14 @@ def test_span_counts_are_exact_without_a_lock():
     provider.shutdown()
 
 
-def test_current_reads_a_count_without_advancing_it():
-    counter = itertools.count()
-    for expected in range(0, 3000, 7):
-        assert _current(counter) == expected
-        assert _current(counter) == expected
-        for _ in range(7):
-            next(counter)
+def test_span_returns_the_count_before_it():
+    """The processor times every PROCESSING_SAMPLE_EVERY-th span by this number: 0, 1, 2, ... per
+    kind and convention."""
+    metrics = GuardMetrics(MeterProvider())
+    tool, model = genai.classification(SpanKind.TOOL), genai.classification(SpanKind.MODEL)
+    assert [metrics.span(tool.kind, tool.convention) for _ in range(3)] == [0, 1, 2]
+    assert metrics.span(model.kind, model.convention) == 0
+    assert metrics.span_counts() == {("tool", "genai"): 3, ("model", "genai"): 1}
 
 
 def reference_is_openllmetry(name: Any, attributes: Mapping[str, Any]) -> bool:
