@@ -10,8 +10,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .config import GuardConfig
 from .control import AgentControl, GuardMessage, Mailbox, bind_control
 from .errors import (

@@ -8,10 +8,8 @@ at once, not the file.
 
 from __future__ import annotations
 
-import gc
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,11 +107,10 @@ def analyze(
             late_traces = batch.late_traces
             replayer.replay(batch)
 
-    with _collecting_less_often():
-        record = 0
-        for path in paths:
-            record = _read_file(path, record, coverage, buffer, replay)
-        replay(buffer.drain())
+    record = 0
+    for path in paths:
+        record = _read_file(path, record, coverage, buffer, replay)
+    replay(buffer.drain())
     coverage.verdicts_from_live_record = replayer.recorded_used
     coverage.not_ours = replayer.not_ours
     return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings)
@@ -177,29 +174,6 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
     if file.otlp_records == 0 and file.lines > file.blank_lines:
         raise _not_otlp(file, first_problem)
     return record
-
-
-# The cyclic collector's default threshold (700 new containers) runs it many times per OTLP line:
-# every span read makes a few objects (a LazySpan, its values' dict; a judged one its view, record
-# and step), which die when their trace is replayed, and none of which form cycles. Each run also
-# moves the buffered spans to older generations, whose collections walk the whole heap again. A
-# higher threshold while it runs lets them die young (about 3 % of the analysis on the 110 MiB
-# benchmark since the line itself is decoded into untracked structs; a seventh before); cycles are
-# still collected.
-_GC_THRESHOLD = 20_000
-
-
-@contextmanager
-def _collecting_less_often() -> Iterator[None]:
-    threshold = gc.get_threshold()
-    raised = threshold[0] < _GC_THRESHOLD
-    if raised:
-        gc.set_threshold(_GC_THRESHOLD, *threshold[1:])
-    try:
-        yield
-    finally:
-        if raised and gc.get_threshold()[0] == _GC_THRESHOLD:  # not changed meanwhile by anyone else
-            gc.set_threshold(*threshold)
 
 
 def _not_otlp(file: FileCoverage, problem: ReadProblem | None) -> InputError:

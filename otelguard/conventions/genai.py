@@ -158,36 +158,15 @@ def read_model_usage(span: SpanView) -> ModelUsage:
 
 def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     """Whether `read_model` with this floor leaves the output unread, by the same tests, without
-    making a record: the live guard then needs none of the span."""
-    global _handed_over
+    making a record: the live guard then needs none of the span. (Output that may reach the floor is
+    parsed here and again by the read that follows.)"""
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False
     if _too_short_to_read(messages, floor):
         return True
-    decoded, content = load_json(messages)
-    if decoded is not None and not _may_reach(decoded, floor):
-        return True
-    _handed_over = (messages, decoded, content)
-    return False
-
-
-# Output `output_unread` parsed and could not tell unread, with its decoding: `read_model` reads
-# that very text right after, and takes the decoding rather than parse it twice. Taken once (then
-# cleared: no output outlives its span here); one entry, replaced whole: another thread's costs
-# only a parse.
-_NOTHING_HANDED: tuple[object, Any, Content] = (object(), None, Content.ABSENT)  # (no text is this object)
-_handed_over = _NOTHING_HANDED
-
-
-def _decoded(text: str) -> tuple[Any, Content]:
-    """`load_json(text)`, or the decoding `output_unread` handed over for this very text."""
-    global _handed_over
-    handed = _handed_over
-    if handed[0] is text:
-        _handed_over = _NOTHING_HANDED
-        return handed[1], handed[2]
-    return load_json(text)
+    decoded, _ = load_json(messages)
+    return decoded is not None and not _may_reach(decoded, floor)
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
@@ -198,7 +177,7 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     """
     if floor is not None and type(value) is str and _too_short_to_read(value, floor):
         return UNREAD_OUTPUT
-    decoded, content = _decoded(value) if type(value) is str else load_json(value)
+    decoded, content = load_json(value)
     if decoded is None:
         return Output(content=content)
     if floor is not None and not _may_reach(decoded, floor):
