@@ -169,8 +169,6 @@ def test_a_stream_trip_is_not_judged_again_as_a_thinking_step():
     assert all(verdict.rule != trip.rule for verdict in ended.verdicts)
 
 
-@pytest.mark.xfail(strict=True, reason="the engine takes the agent's state at every tool start with any start hook, "
-                                       "though the timeout policy's keeps none (the old engine's _tool_start_state)")
 def test_a_tool_start_makes_agent_state_only_when_a_start_hook_needs_it():
     """The repeat reminder acts at a tool's start only with stop_after (a pre-emptive block); the
     timeout policy's budget needs no agent state. So by default a tool's start makes no agent."""

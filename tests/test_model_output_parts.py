@@ -26,3 +26,11 @@ def test_output_parts_are_read_as_their_type_says(parts, text, reasoning, tools,
     record = read(view, classify(view.name, view.attributes))
     assert (record.text, record.reasoning, [call.name for call in record.tool_calls]) == (text, reasoning, tools)
     assert record.output_content is content
+
+
+def test_empty_output_text_reads_as_malformed_every_time():
+    """An empty `gen_ai.output.messages` is malformed output, on every read alike."""
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": ""}
+    classification = classify("chat m", attributes)
+    records = [read(SpanView("chat m", 1, 2, None, attributes), classification) for _ in range(2)]
+    assert [record.output_content for record in records] == [Content.MALFORMED] * 2

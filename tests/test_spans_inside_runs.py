@@ -261,8 +261,6 @@ def test_a_stream_cut_under_a_span_of_the_application_is_counted_for_the_run_age
         assert [(labels.get("gen_ai.agent.name"), value) for labels, value in verdicts] == [("writer", 1)]
 
 
-@pytest.mark.xfail(strict=True, reason="a span of the run outliving it still carries the run-scoped agent: "
-                                       "its tool calls make that agent's state again, kept until idle")
 def test_no_state_is_made_for_a_run_scoped_agent_after_its_run_ended():
     """A run with no durable identity keeps its state only while open: a tool under a span of the run
     that outlived it makes no state that stays after every span ended."""

@@ -22,6 +22,7 @@ from .bounded import BoundedMap, OnEvict, OpenSpans
 
 _MAX_RUNS_WITH_NESTED_AGENTS = 1024  # open run-scoped runs whose nested agents' keys are noted
 _MAX_NESTED_NAMES_A_RUN = 256
+_MAX_ENDED_RUNS_REMEMBERED = 1024
 
 
 class AgentRef(NamedTuple):
@@ -86,6 +87,8 @@ class Agents:
         # run. Bounded: a key not noted here is not lost, its state only ages out of `_kept` instead.
         self._nested: OpenSpans[int, set[str]] = OpenSpans(_MAX_RUNS_WITH_NESTED_AGENTS)
         self._nested_lock = threading.Lock()
+        # Recently ended run-scoped runs: a span of one that outlives it must not make its state again.
+        self._ended_runs: OpenSpans[int, bool] = OpenSpans(_MAX_ENDED_RUNS_REMEMBERED)
 
     def __len__(self) -> int:
         return len(self._kept) + len(self._open_runs)
@@ -104,12 +107,16 @@ class Agents:
         return self._kept.get_or_create(agent.key, self.new_state)
 
     def state(self, agent: AgentRef) -> AgentState:
-        """The agent's state, made on first use. An open run-scoped agent's is its run's (one whose
-        run the bound evicted falls back to the kept map, so its later spans keep a state)."""
+        """The agent's state, made on first use. A run-scoped agent's is its run's while the run is
+        open; after the run ended, a span of it outliving it is judged on a fresh state that nothing
+        keeps. (One whose open run the bound evicted falls back to the kept map, so its later spans
+        keep a state.)"""
         if agent.scope_run_id is not None and agent.scope_run_id == agent.run_span_id:
             state = self._open_runs.get(agent.run_span_id)
             if state is not None:
                 return state
+            if agent.run_span_id in self._ended_runs:
+                return self.new_state()
         return self._kept.get_or_create(agent.key, self.new_state)
 
     def seen(self, agent: AgentRef) -> None:
@@ -122,6 +129,7 @@ class Agents:
         """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
         more. Dropped, not evicted."""
         run_span_id = agent.scope_run_id
+        self._ended_runs.put(run_span_id, True)
         if self._open_runs.pop(run_span_id, None) is None:
             self._kept.pop(agent.key)
         if not self._nested:  # no run has nested agents (the usual case): no lock to take
