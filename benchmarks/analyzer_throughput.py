@@ -196,26 +196,32 @@ def reader_only(path: Path) -> float:
 
 
 class _StubEngine:
-    """Judges nothing: every span ends as a step of one agent, without a record or verdicts."""
+    """Judges nothing: every agent, model or tool span (classified, as the engine does) ends as a step
+    of one agent, without a record or verdicts; the driver's interface (`start`, `end`, `looks_at`,
+    `report_stream_trip`) and nothing else."""
 
     def __init__(self, config=None, **kwargs):
+        from otelguard import conventions
         from otelguard.config import GuardConfig
         from otelguard.engine import AgentRef, Judged
 
         self.config = GuardConfig()
         self.agent = AgentRef("stub", None)
         self.judged = Judged
+        self.classify = conventions.classify
+        self.looks_at_name = conventions.looks_at
 
-    def span_started(self, span, classification=None):
+    def looks_at(self, source) -> bool:
+        return self.looks_at_name(source.name, source.attributes)
+
+    def start(self, source):
         return None
 
-    def span_ended(self, span, *, classification, **kwargs):
-        return self.judged(classification, self.agent, None)
+    def end(self, source, *, timed_out_ms=None):
+        classification = self.classify(source.name, source.attributes)
+        return None if classification is None else self.judged(classification, self.agent)
 
-    def inherit(self, span_id, parent_span_id):
-        return None
-
-    def forget(self, span_id):
+    def report_stream_trip(self, span_id, verdict):
         return None
 
 

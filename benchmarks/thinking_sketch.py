@@ -25,7 +25,8 @@ import sys
 from array import array
 from pathlib import Path
 
-from otelguard import conventions, otlp_json
+from otelguard import conventions
+from otelguard.analyzer import otlp_json
 from otelguard.detectors.text import containment, grams
 from otelguard.records import SpanKind, SpanView
 from _bench import arguments
