@@ -1,8 +1,10 @@
 """Shared measuring helpers: interleaved rounds, medians, ratios against a baseline run alongside.
 
-The machine is shared and noisy, so no figure here is an absolute time held against a bar. Every
+The machine is shared and noisy, so almost every figure here is a ratio, not an absolute time. Every
 case is timed in the same round as its baseline, the order alternates from round to round, and the
-reported figure is the median over rounds of the per-round ratio.
+reported figure is the median over rounds of the per-round ratio. The one absolute bar, the guard's
+own CPU per span (`report_cost`), is taken the same way: the median of each round's difference
+between the case and its baseline, so what the machine's load adds to both cancels out.
 """
 
 from __future__ import annotations
@@ -62,12 +64,12 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def spread(values: list[float]) -> str:
+def spread(values: list[float], digits: int = 3) -> str:
     """Interquartile range of the per-round values, for judging the noise."""
     if len(values) < 4:
-        return f"[{min(values):.3f}..{max(values):.3f}]"
+        return f"[{min(values):.{digits}f}..{max(values):.{digits}f}]"
     q1, _, q3 = statistics.quantiles(values, n=4)
-    return f"IQR [{q1:.3f}..{q3:.3f}]"
+    return f"IQR [{q1:.{digits}f}..{q3:.{digits}f}]"
 
 
 def arguments(description: str, rounds: int) -> argparse.Namespace:
@@ -138,7 +140,7 @@ def pool(per_process: list[Times]) -> Times:
     return {case: [value for times in per_process for value in times[case]] for case in per_process[0]}
 
 
-# A pooled ratio is judged by a bootstrap interval of its median (`pooled_interval`).
+# A pooled ratio (or cost) is judged by a bootstrap interval of its median (`pooled_interval`).
 CONFIDENCE = 0.90  # two-sided: each bound is a one-sided 95 % bound
 RESAMPLES = 2000
 # Fewer processes cannot show the bias between them: the interval would claim a precision it has not.
@@ -161,23 +163,40 @@ def report_pooled(label: str, per_process: list[Times], case: str, baseline: str
     the range of the processes' own medians (the bias between processes) and, with a `target`, the
     verdict. The interval is judged as printed (three decimals). Returns the verdict of a judged case,
     else None (a worst case shown beside the bar says where it falls, in lower case)."""
-    each = [ratios(result, case, baseline) for result in per_process]
+    return report_rounds(label, [ratios(result, case, baseline) for result in per_process], target,
+                         judged=judged)
+
+
+def report_cost(label: str, per_process: list[Times], case: str, baseline: str, items: int, target: float | None,
+                *, unit: float = 1e-6, unit_name: str = "us", judged: bool = True) -> str | None:
+    """As `report_pooled`, for what `case` costs beyond `baseline` per item, in `unit`s of a second
+    (1e-6: microseconds): each round's difference of the two, pooled over processes (two decimals)."""
+    each = [[(c - b) / items / unit for c, b in zip(result[case], result[baseline])] for result in per_process]
+    return report_rounds(label, each, target, judged=judged, unit=f" {unit_name}", digits=2)
+
+
+def report_rounds(label: str, each: list[list[float]], target: float | None, *, judged: bool = True,
+                  unit: str = "x", digits: int = 3) -> str | None:
+    """Print the figures of `report_pooled` for any per-round values, each process's list in `each`
+    (their median, IQR and interval, the processes' medians; `digits` decimals, `unit` after the
+    value). The interval is judged as printed."""
     pooled = [value for values in each for value in values]
     medians = [median(values) for values in each]
-    low, high = (round(bound, 3) for bound in pooled_interval(each))
-    line = (f"{label:<58} {median(pooled):7.3f}x  {spread(pooled)}  {CONFIDENCE:.0%} CI [{low:.3f}..{high:.3f}]"
-            f"  processes {min(medians):.3f}-{max(medians):.3f}")
+    low, high = (round(bound, digits) for bound in pooled_interval(each))
+    line = (f"{label:<58} {median(pooled):7.{digits}f}{unit}  {spread(pooled, digits)}  "
+            f"{CONFIDENCE:.0%} CI [{low:.{digits}f}..{high:.{digits}f}]"
+            f"  processes {min(medians):.{digits}f}-{max(medians):.{digits}f}")
     if target is None:
         print(line)
         return None
     answer = verdict((low, high), target)
-    print(f"{line}  target <= {target:g}x  {answer if judged else answer.lower() + ' (not judged)'}")
+    print(f"{line}  target <= {target:g}{unit}  {answer if judged else answer.lower() + ' (not judged)'}")
     return answer if judged else None
 
 
 def pooled_interval(per_process: list[list[float]], *, confidence: float = CONFIDENCE,
                     resamples: int = RESAMPLES) -> tuple[float, float]:
-    """A bootstrap interval for the median of the pooled per-round ratios.
+    """A bootstrap interval for the median of the pooled per-round values (ratios, or costs).
 
     Processes are resampled, then each drawn process's rounds (both with replacement): a process's
     layout biases all its rounds alike, by more than the rounds within one differ, so resampling the

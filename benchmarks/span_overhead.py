@@ -22,10 +22,14 @@ of 1 000 spans is steadier than that of 21 rounds of 5 000):
 
 - plain spans, no agent run open (HTTP client spans, a web app's own spans): target <= 1.03x;
 - plain spans inside an open `invoke_agent` span (HTTP requests a tool makes during an agent run;
-  the agent span is opened once, outside the clock, on the case's own provider): <= 1.03x;
+  the agent span is opened once, outside the clock, on the case's own provider): <= 1.06x (the
+  guard notes each such span's agent, so that the spans below it find their run);
 - agent runs: `invoke_agent` around chat model spans (real `gen_ai.output.messages` JSON with text,
   short reasoning and tool_call parts) and `execute_tool` spans, distinct arguments so no verdict
-  fires: target <= 1.25x. Two span shapes (benchmarks/_spans.py), the same steps and model output:
+  fires. Judged by the guard's own CPU per span, not by a ratio (the spans' own cost varies with
+  their size, the guard's does not follow it): guarded minus baseline process CPU per span in each
+  round, pooled over processes; target <= 25 us a span. Their ratios are printed beside it, not
+  judged. Two span shapes (benchmarks/_spans.py), the same steps and model output:
   - pydantic-ai-shaped: the attributes pydantic-ai writes (request parameters, tool definitions,
     system instructions, the conversation so far as input messages, response model and id: about
     5 KB per chat span, like the fixtures'). The spans users' pipelines carry;
@@ -33,13 +37,15 @@ of 1 000 spans is steadier than that of 21 rounds of 5 000):
     its largest share), shown with it, and with the guard's metrics going to an SDK MeterProvider too.
 - agent runs replayed from the captured fixtures (benchmarks/_fixture_runs.py): the spans of real
   instrumentations (OpenLLMetry on the OpenAI Agents SDK, OpenInference on LangGraph, pydantic-ai),
-  as they wrote them, on which the guard reaches no verdict: target <= 1.25x.
+  as they wrote them, on which the guard reaches no verdict: target <= 1.25x (a ratio: the spans
+  real instrumentations write, whatever their size).
 - noise: the plain-span baseline against an identical second baseline, in each pipeline: how far
   apart two equal pipelines measure in this run.
   The guard's metrics go to the no-op API meter unless said otherwise.
 
 Exits 0 when every judged case meets its target: its pooled median's 90% bootstrap interval lies
-within it (`_bench.pooled_interval`; AT THE BAR when the interval holds the target).
+within it (`_bench.pooled_interval`, for the ratios and the per-span costs alike; AT THE BAR when the
+interval holds the target).
 
 Run: .venv/bin/python benchmarks/span_overhead.py [--rounds N] [--processes N] [--quick]
 """
@@ -63,14 +69,17 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 import otelguard
-from _bench import WARMUP_ROUNDS, Times, Timed, interleaved, overall, per_item, report_pooled, run_pooled, timed
+from _bench import (WARMUP_ROUNDS, Times, Timed, interleaved, overall, per_item, report_cost, report_pooled,
+                    run_pooled, timed)
 from _fixture_runs import FIXTURES
 from _fixture_runs import RUNS as FIXTURE_RUNS
 from _fixture_runs import load_run, replay, span_count
 from _spans import SPANS_PER_RUN, minimal_agent_runs, pydantic_ai_run, replay_pydantic_ai_runs
 
 PLAIN_TARGET = 1.03
-GENAI_TARGET = 1.25
+NESTED_TARGET = 1.06  # plain spans inside an agent run
+GUARD_CPU_TARGET_US = 25.0  # the guard's own CPU per agent, model or tool span, OTLP/HTTP pipeline
+GENAI_TARGET = 1.25  # the fixture replays' ratio
 
 
 class NoOpExporter(SpanExporter):
@@ -305,6 +314,9 @@ def main() -> int:
     def report(label: str, case: str, target: float | None, side: str = "guard", judged: bool = True) -> str | None:
         return report_pooled(label, per_process, f"{case}/{side}", f"{case}/base", target, judged=judged)
 
+    def report_guard_cpu(label: str, case: str, spans: int) -> str | None:
+        return report_cost(label, per_process, f"{case}/guard", f"{case}/base", spans, GUARD_CPU_TARGET_US)
+
     print(f"span_overhead: {args.processes} processes x {args.rounds} interleaved rounds, pooled; median of "
           "per-round ratios (guarded / baseline)")
     print(f"  baseline per span (context only): no-op pipeline wall time: plain {us('plain/base', n_plain)}, "
@@ -317,20 +329,26 @@ def main() -> int:
     print("OTLP/HTTP pipeline (BatchSpanProcessor, OTLPSpanExporter to a subprocess sink), process CPU time:")
     report("  noise: the baseline against an identical baseline", "otlp-plain", None, side="base2")
     verdicts.append(report("  plain spans, no agent run open", "otlp-plain", PLAIN_TARGET))
-    verdicts.append(report("  plain spans inside an agent run", "otlp-nested", PLAIN_TARGET))
-    verdicts.append(report("  agent runs, pydantic-ai-shaped spans", "otlp-pydantic", GENAI_TARGET))
-    verdicts.append(report("  agent runs, minimal spans", "otlp-minimal", GENAI_TARGET))
+    verdicts.append(report("  plain spans inside an agent run", "otlp-nested", NESTED_TARGET))
+    print("  agent runs: the guard's own CPU per span (guarded - baseline, per round):")
+    verdicts.append(report_guard_cpu("    pydantic-ai-shaped spans", "otlp-pydantic", run_spans))
+    verdicts.append(report_guard_cpu("    minimal spans", "otlp-minimal", run_spans))
+    print("  agent runs, their ratios (not judged: the bar is the guard's CPU per span above):")
+    report("    pydantic-ai-shaped spans", "otlp-pydantic", None)
+    report("    minimal spans", "otlp-minimal", None)
+    print("  agent runs replayed from the captured fixtures (baseline a span, guard's own CPU a span):")
     for label, run in fixture_runs.items():
         spans = fixture_replays[label] * span_count(run)
-        verdicts.append(report(f"  fixture run, {label} ({us(f'otlp-fixture {label}/base', spans)} a span)",
-                               f"otlp-fixture {label}", GENAI_TARGET))
+        case = f"otlp-fixture {label}"
+        verdicts.append(report(f"    {label} ({us(f'{case}/base', spans)}, +{guard_us(case, spans)})",
+                               case, GENAI_TARGET))
     print("no-op pipeline (SimpleSpanProcessor, no-op exporter), wall time: the worst case, not judged")
     report("  noise: the baseline against an identical baseline", "plain", None, side="base2")
     report("  plain spans, no agent run open", "plain", PLAIN_TARGET, judged=False)
-    report("  plain spans inside an agent run", "nested", PLAIN_TARGET, judged=False)
-    report("  agent runs, pydantic-ai-shaped spans", "pydantic", GENAI_TARGET, judged=False)
-    report("  agent runs, minimal spans", "minimal", GENAI_TARGET, judged=False)
-    report("  agent runs, minimal spans, SDK MeterProvider", "minimal-sdk-metrics", GENAI_TARGET, judged=False)
+    report("  plain spans inside an agent run", "nested", NESTED_TARGET, judged=False)
+    report("  agent runs, pydantic-ai-shaped spans", "pydantic", None)
+    report("  agent runs, minimal spans", "minimal", None)
+    report("  agent runs, minimal spans, SDK MeterProvider", "minimal-sdk-metrics", None)
     return overall("span_overhead", verdicts)
 
 
