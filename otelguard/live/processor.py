@@ -189,6 +189,10 @@ class GuardSpanProcessor(SpanProcessor):
         return enriched(span, shown)
 
     # --- for the user-facing API -----------------------------------------------------------------
+    def holds(self, span_id: int) -> bool:
+        """Whether this guard tracks the open span: a tool span, or any span inside an agent run."""
+        return span_id in self.budgets.open_tools or span_id in self.engine.spans_in_runs
+
     def agent_of(self, span: Any) -> AgentRef | None:
         """The agent of an open span inside an agent run, if any."""
         return self.engine.agent_of(span.get_span_context().span_id)

@@ -17,6 +17,10 @@ class Registered(Protocol):
     @property
     def running(self) -> bool: ...
 
+    def holds(self, span_id: int) -> bool:
+        """Whether this guard tracks the open span (a tool span, or a span inside an agent run)."""
+        ...
+
 
 # Registration order matters: with several guarded providers, the newest is the fallback owner.
 _active: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
@@ -39,10 +43,15 @@ def active_processors() -> list[Any]:
 
 
 def owning_processor(span: Any) -> Any:
-    """The guard on the provider that made `span`; else the newest active guard; else None."""
-    registered = {id(processor) for processor in _active.values()}
+    """The guard on the provider that made `span` (read from the SDK span where the adapter may,
+    else the guard that tracks it open); else the newest active guard; else None."""
+    processors = active_processors()
+    registered = {id(processor) for processor in processors}
     for processor in processors_of(span):
         if id(processor) in registered and processor.running:
             return processor
-    processors = active_processors()
+    span_id = span.get_span_context().span_id
+    for processor in reversed(processors):
+        if processor.running and processor.holds(span_id):
+            return processor
     return processors[-1] if processors else None
