@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from .records import Verdict
+
+class _Judged(Protocol):
+    @property
+    def action(self) -> str: ...
+
+
+V = TypeVar("V", bound=_Judged)
 
 
 class Action(StrEnum):
@@ -49,6 +54,6 @@ def reaches(action: object, threshold: object) -> bool:
     return parsed is not Action.NONE and parsed.rank >= Action(threshold).rank
 
 
-def strongest(verdicts: Iterable[Verdict]) -> Verdict:
+def strongest(verdicts: Iterable[V]) -> V:
     """The verdict with the strongest action (the first of equals): the one a span's attributes show."""
     return max(verdicts, key=lambda verdict: Action.parse(verdict.action).rank)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import fastjson
-from .records import CONTENT_OK, Content
+from .records import Content
 
 
 def canonical_arguments(value: Any) -> tuple[str | None, Content]:
@@ -24,7 +24,7 @@ def canonical_arguments(value: Any) -> tuple[str | None, Content]:
         except ValueError:
             return value.strip(), Content.MALFORMED
     try:
-        return fastjson.dumps_canonical(value), CONTENT_OK
+        return fastjson.dumps_canonical(value), Content.OK
     except (TypeError, ValueError, RecursionError):
         return repr(value), Content.MALFORMED
 

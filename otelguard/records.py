@@ -42,15 +42,6 @@ class Status(StrEnum):
     ERROR = "error"
 
 
-# The members the per-span paths test against, bound once: under Python 3.11 reading a member off its
-# class (`SpanKind.AGENT`) goes through `EnumType.__getattr__`'s slot hook, ~60 ns each, and judging
-# one span read a dozen of them.
-AGENT_KIND, MODEL_KIND, TOOL_KIND = SpanKind.AGENT, SpanKind.MODEL, SpanKind.TOOL
-SPAN_KIND_NAMES = {kind: kind.value for kind in SpanKind}  # (an enum's .value is a slow property too)
-CONTENT_OK, CONTENT_UNREAD = Content.OK, Content.UNREAD
-STATUS_UNSET, STATUS_ERROR = Status.UNSET, Status.ERROR
-
-
 @dataclass(slots=True)
 class SpanEvent:
     name: str

@@ -24,7 +24,7 @@ from .errors import RepetitiveOutputError
 from .guards import ThinkingLoopGuard
 from .live.processor import GuardSpanProcessor
 from .live.registry import owning_processor
-from .records import MODEL_KIND, Verdict
+from .records import SpanKind, Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
 
 TextOf = Callable[[Any], "tuple[str, str] | None"]  # item -> (text, kind) or None when it carries no text
@@ -120,7 +120,7 @@ class _Watch:
         if not self.span.is_recording():
             return False
         classification = classify(getattr(self.span, "name", None), getattr(self.span, "attributes", None))
-        return classification is not None and classification.kind is MODEL_KIND
+        return classification is not None and classification.kind is SpanKind.MODEL
 
 
 @overload

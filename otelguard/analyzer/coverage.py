@@ -20,7 +20,7 @@ from .otlp_json import (
     NOT_A_REQUEST,
     ReadProblem,
 )
-from ..records import AGENT_KIND, SPAN_KIND_NAMES, Content, ModelCall, SpanKind, SpanView, ToolCall
+from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
 from .replay import IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
@@ -130,8 +130,8 @@ class Coverage:
     # --- judging ---------------------------------------------------------------------------------
     def judged_span(self, span: SpanView, kind: SpanKind, convention: str, record: Any, late: bool) -> None:
         """An agent, model or tool span was judged (the others are counted in `not_ours` by the replay)."""
-        self.judged[(SPAN_KIND_NAMES[kind], convention)] += 1
-        if kind is AGENT_KIND:
+        self.judged[(kind.value, convention)] += 1
+        if kind is SpanKind.AGENT:
             return
         if late:
             self.late_judged += 1

@@ -17,11 +17,9 @@ from ..canonical import arguments_preview
 from ..conventions import model_name
 from ..engine import AgentRef, Judged
 from ..records import (
-    AGENT_KIND,
-    MODEL_KIND,
-    SPAN_KIND_NAMES,
     Content,
     ModelCall,
+    SpanKind,
     SpanView,
     Status,
     ToolCall,
@@ -183,13 +181,13 @@ class Findings:
         if agent._last_trace != span.trace_id:
             agent._last_trace = span.trace_id
             agent.traces += 1
-        if kind is AGENT_KIND:
+        if kind is SpanKind.AGENT:
             agent.runs += 1
             return
         shown = judged.verdicts
         if judged.stream_verdict is not None:
             shown = [*shown, judged.stream_verdict]
-        if kind is MODEL_KIND:
+        if kind is SpanKind.MODEL:
             agent.model_calls += 1
         else:
             agent.tool_calls += 1
@@ -198,8 +196,8 @@ class Findings:
                 agent.quiet_steps_not_listed += 1
                 return
             agent.quiet_rows += 1
-        model = model_name(span, judged.classification) if kind is MODEL_KIND else None
-        step = Step(agent.steps_total, SPAN_KIND_NAMES[kind], span.trace_id, span.span_id, span.name,
+        model = model_name(span, judged.classification) if kind is SpanKind.MODEL else None
+        step = Step(agent.steps_total, kind.value, span.trace_id, span.span_id, span.name,
                     judged.classification.convention, summarize(judged.record, model), tuple(shown))
         agent.steps.append(step)
         if shown:

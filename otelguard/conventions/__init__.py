@@ -25,7 +25,6 @@ from typing import Any
 
 from .. import semconv as sc
 from ..records import (
-    MODEL_KIND,
     AgentRun,
     Classification,
     Content,
@@ -134,7 +133,7 @@ def read(
     """Normalise a classified span. `parent` is its parent span when the caller has it (LangChain
     tool arguments live there); without it, a tool call has whatever its own span carries.
     `output_floor`: model output that cannot reach it is left unread (None reads everything)."""
-    kind = classification.kind if isinstance(classification.kind, SpanKind) else MODEL_KIND
+    kind = classification.kind if isinstance(classification.kind, SpanKind) else SpanKind.MODEL
     convention = _CONVENTIONS.get(classification.convention, genai)
     try:
         return convention.read(span, kind, parent, output_floor)
@@ -173,7 +172,7 @@ def _contained(reader: Any, span: SpanView, classification: Classification, unre
     try:
         return reader(span, *args)
     except Exception as error:
-        _report_failure(classification, MODEL_KIND, error)
+        _report_failure(classification, SpanKind.MODEL, error)
         return unreadable
 
 

@@ -19,10 +19,6 @@ from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..records import (
-    CONTENT_OK,
-    CONTENT_UNREAD,
-    STATUS_ERROR,
-    STATUS_UNSET,
     Chunk,
     Content,
     ModelCall,
@@ -56,7 +52,7 @@ def attributes_of(span: Any) -> Mapping[str, Any]:
 
 def status_of(span: Any) -> Status:
     status = getattr(span, "status", None)
-    return status if isinstance(status, Status) else STATUS_UNSET
+    return status if isinstance(status, Status) else Status.UNSET
 
 
 def events_of(span: Any) -> tuple[SpanEvent, ...]:
@@ -237,7 +233,7 @@ def load_json(value: Any) -> tuple[Any, Content]:
         if not isinstance(value, str):
             return None, Content.MALFORMED
     try:
-        return fastjson.loads(value), CONTENT_OK
+        return fastjson.loads(value), Content.OK
     except (ValueError, RecursionError):
         pass
     salvaged = _salvage_truncated_json(value)
@@ -500,7 +496,7 @@ class _SharedOutput(Output):
 
 
 # The Output of model output left unread (`Content.UNREAD`): empty (its parts are tuples) and shared.
-UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=CONTENT_UNREAD)  # type: ignore[arg-type]
+UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]
 
 
 def model_call(span: Any, output: Output | None) -> ModelCall:
@@ -509,7 +505,7 @@ def model_call(span: Any, output: Output | None) -> ModelCall:
     chunks, chunk_events = read_chunks(span)
     if output is None:
         # A failed call produced nothing, whatever the capture setting: that is known, not absent.
-        output = Output(content=CONTENT_OK if status is STATUS_ERROR else Content.ABSENT)
+        output = Output(content=Content.OK if status is Status.ERROR else Content.ABSENT)
     return ModelCall("\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls), output.content,
                      chunks, chunk_events, dropped_events_of(span), status)
 

@@ -16,8 +16,6 @@ from typing import Any
 
 from .. import semconv as sc
 from ..records import (
-    AGENT_KIND,
-    TOOL_KIND,
     AgentRun,
     Classification,
     Content,
@@ -87,9 +85,9 @@ def classify_legacy_name(name: str, attributes: Mapping[str, Any]) -> Classifica
 def read(
     span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
 ) -> AgentRun | ToolCall | ModelCall:
-    if kind is AGENT_KIND:
+    if kind is SpanKind.AGENT:
         return read_agent(span)
-    if kind is TOOL_KIND:
+    if kind is SpanKind.TOOL:
         return read_tool(span)
     return read_model(span, floor)
 
@@ -116,14 +114,14 @@ def read_tool(span: SpanView) -> ToolCall:
     arguments, arguments_content = read_arguments(
         first_present(attributes, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.PYDANTIC_AI_TOOL_ARGUMENTS)
     )
-    return ToolCall(  # positional (every tool span makes one; keywords cost ~0.3 us more), in field order:
-        as_name(attributes.get(sc.GEN_AI_TOOL_NAME)) or _tool_name_from_span(span_name_of(span)),  # name
-        arguments,
-        arguments_content,
-        as_text(first_present(attributes, sc.GEN_AI_TOOL_CALL_RESULT, sc.PYDANTIC_AI_TOOL_RESPONSE)),  # result
-        status_of(span),
-        error_message(span),
-        as_name(attributes.get(sc.GEN_AI_TOOL_CALL_ID)),  # call_id
+    return ToolCall(
+        name=as_name(attributes.get(sc.GEN_AI_TOOL_NAME)) or _tool_name_from_span(span_name_of(span)),
+        arguments=arguments,
+        arguments_content=arguments_content,
+        result=as_text(first_present(attributes, sc.GEN_AI_TOOL_CALL_RESULT, sc.PYDANTIC_AI_TOOL_RESPONSE)),
+        status=status_of(span),
+        error_message=error_message(span),
+        call_id=as_name(attributes.get(sc.GEN_AI_TOOL_CALL_ID)),
     )
 
 

@@ -28,9 +28,9 @@ from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, looks_at
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from ..records import (
-    CONTENT_UNREAD,
     AgentRun,
     Classification,
+    Content,
     ModelCall,
     Record,
     SpanKind,
@@ -274,7 +274,7 @@ class GuardEngine:
         record = judged.record = conventions.read(span, judged.classification, source.parent_view(),
                                                   output_floor=self._output_floor)
         live_trip = judged.stream_verdict
-        if (live_trip is None and type(record) is ModelCall and record.output_content is CONTENT_UNREAD
+        if (live_trip is None and type(record) is ModelCall and record.output_content is Content.UNREAD
                 and not record.chunks):
             self._agents.seen(judged.agent)  # output under every guard's floor, left unread: none judges it
             return

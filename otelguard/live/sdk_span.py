@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.version import __version__ as SDK_VERSION
 
-from ..records import STATUS_UNSET, SpanEvent, SpanView, Status
+from ..records import SpanEvent, SpanView, Status
 
 ADAPTER_ENV = "OTELGUARD_SDK_ADAPTER"  # "public": never read private fields
 CHECKED_SDK = ((1, 30), (1, 46))  # [from, to): opentelemetry-sdk releases whose private fields were read and checked
@@ -78,7 +78,7 @@ class PublicSdkSpan:
         return SpanView(
             self.name, self.trace_id, self.span_id, self.parent_span_id, self.attributes,
             tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in span.events),
-            _STATUS.get(status.status_code, STATUS_UNSET), status.description,
+            _STATUS.get(status.status_code, Status.UNSET), status.description,
             scope.name if scope is not None else None,
             span.start_time or 0, span.end_time, span.dropped_events, span.dropped_attributes,
         )
@@ -113,7 +113,7 @@ class PrivateSdkSpan(PublicSdkSpan):
         return SpanView(
             self.name, self.trace_id, self.span_id, self.parent_span_id, self.attributes,
             tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
-            _STATUS.get(status._status_code, STATUS_UNSET), status._description,
+            _STATUS.get(status._status_code, Status.UNSET), status._description,
             scope.name if scope is not None else None,
             span._start_time or 0, span._end_time,  # type: ignore[attr-defined]
             getattr(events, "dropped", 0), getattr(span._attributes, "dropped", 0),  # type: ignore[attr-defined]
