@@ -8,6 +8,7 @@ with the command that installs it, and fails instead under CI=true.
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 from typing import Any, Iterator
 
@@ -17,7 +18,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import otelguard
+# The guard re-raises its internal errors only when asked: this suite asks (and its subprocesses inherit it).
+os.environ.setdefault("OTELGUARD_RAISE_INTERNAL_ERRORS", "1")
+
+import otelguard  # noqa: E402
 from external_support import COMPONENT_FIXTURES, COMPONENTS, require
 from hypothesis_support import load_profile, register_profiles
 from otel_support import Guarded

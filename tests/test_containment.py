@@ -1,6 +1,6 @@
 """Containment hardening: outside tests, an internal error never reaches the agent; it is counted and logged once.
 
-The fuzz tests keep the pytest behaviour (re-raise); these tests switch it off with
+The suite runs with the switch on (re-raise); these tests switch it off with
 OTELGUARD_RAISE_INTERNAL_ERRORS=0 and break the guard on purpose, to check what production sees.
 """
 
@@ -87,10 +87,20 @@ def test_a_failing_downstream_processor_does_not_stop_the_guard(monkeypatch):
         assert sum(v for _, v in metric_points(g.metric_reader, "otelguard.verdicts")) == 1
 
 
-def test_under_pytest_without_the_switch_an_internal_error_is_raised(monkeypatch):
-    """With the env var unset, under pytest, the same bug fails loudly (so a swallowed bug fails the suite)."""
-    monkeypatch.delenv(RAISE_ENV, raising=False)
+def test_with_the_switch_on_an_internal_error_is_raised(monkeypatch):
+    """With OTELGUARD_RAISE_INTERNAL_ERRORS=1 (this suite's setting) the same bug fails loudly."""
+    monkeypatch.setenv(RAISE_ENV, "1")
     with Guarded({"guards": [{"id": "repeat-tool-reminder"}]}, export=False) as g:  # sibling mode, no control
         monkeypatch.setattr(g.processor.engine.guards[0], "on_tool_end", _raise)
         with pytest.raises(Broken):
             _run(g.tracer, calls=1)
+
+
+def test_pytest_being_imported_is_no_reason_to_raise(monkeypatch):
+    """An application's own test run imports pytest too: without the switch, the bug stays contained."""
+    monkeypatch.delenv(RAISE_ENV, raising=False)
+    with Guarded({"guards": [{"id": "repeat-tool-reminder"}]}, export=False) as g:
+        monkeypatch.setattr(g.processor.engine.guards[0], "on_tool_end", _raise)
+        _run(g.tracer, calls=1)  # no exception reaches the application
+        errors = metric_points(g.metric_reader, "otelguard.internal.errors")
+        assert ({"where": "on_end"}, 1) in errors
