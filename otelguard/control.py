@@ -8,13 +8,13 @@ next step boundary, `cancel` aborts the active turn. Bind a control to the agent
 from __future__ import annotations
 
 import contextvars
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Any, ContextManager, Protocol, runtime_checkable
 
 from .errors import AgentCancelled
 from .forksafe import fork_safe_lock
 from .records import Verdict
+from .scopes import scoped
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,14 +96,9 @@ class Mailbox:
 _bound: contextvars.ContextVar[AgentControl | None] = contextvars.ContextVar("otelguard_control", default=None)
 
 
-@contextmanager
-def bind_control(control: AgentControl) -> Iterator[AgentControl]:
+def bind_control(control: AgentControl) -> ContextManager[AgentControl]:
     """Agent runs started inside this block are controlled by `control`."""
-    token = _bound.set(control)
-    try:
-        yield control
-    finally:
-        _bound.reset(token)
+    return scoped(_bound, control)
 
 
 def bound_control() -> AgentControl | None:

@@ -130,3 +130,15 @@ def tool_span(tracer: Any, name: str = "probe", arguments: str = '{"q":"same"}',
 # The captured fixtures: `tests/fixtures/` in the repository (a copy of the project's shared fixtures, with
 # their MANIFEST.json and README.md), or the OTELGUARD_FIXTURES directory when that is set.
 FIXTURES = Path(os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parent / "fixtures")
+
+
+class PublicOnly:
+    """A span showing only the public ReadableSpan properties (as a span of another pipeline may)."""
+
+    def __init__(self, span):
+        self.wrapped = span
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)

@@ -14,7 +14,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Status as OtelStatus
 from opentelemetry.trace import StatusCode
-from otel_support import Guarded, RecordingProcessor, metric_points
+from otel_support import Guarded, PublicOnly, RecordingProcessor, metric_points
 
 from otelguard.live.sdk_span import ADAPTER_ENV, PrivateSdkSpan, PublicSdkSpan, reads_private_fields
 
@@ -31,18 +31,6 @@ TESTS = Path(__file__).resolve().parent
 ])
 def test_private_fields_are_read_only_inside_the_checked_releases_unless_forced_public(version, setting, private):
     assert reads_private_fields(version, setting) is private
-
-
-class PublicOnly:
-    """A span showing only the public ReadableSpan properties (as a span of another pipeline may)."""
-
-    def __init__(self, span):
-        self.wrapped = span
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.wrapped, name)
 
 
 def _read(source) -> tuple:
@@ -111,19 +99,9 @@ def test_the_processor_judges_spans_showing_only_public_properties_as_sdk_spans(
 _SCRIPT = r'''
 import json
 from opentelemetry.sdk.trace import TracerProvider
-from otel_support import Guarded, RecordingProcessor, output_messages, tool_span
+from otel_support import Guarded, PublicOnly, RecordingProcessor, output_messages, tool_span
 from vectors_support import R
 from otelguard.live import sdk_span
-
-
-class PublicOnly:
-    def __init__(self, span):
-        self.wrapped = span
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.wrapped, name)
 
 
 def loops(tracer):

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ContextManager
 
 from opentelemetry import trace as trace_api
 
@@ -24,6 +23,7 @@ from ..engine.bounded import OnEvict, OpenSpans
 from ..forksafe import reinit_after_fork
 from ..guards import ToolStart
 from ..semconv import OTELGUARD_TOOL_TIMEOUT_MS
+from ..scopes import scoped
 from ..signals import INERT, TOOL_TIMEOUT, ToolSignal
 from .registry import owning_processor
 from .watchdog import Deadline, Watchdog
@@ -160,14 +160,9 @@ def tool_signal() -> ToolSignal:
     return signal if signal is not None else INERT
 
 
-@contextmanager
-def signal_scope(signal: ToolSignal) -> Iterator[ToolSignal]:
+def signal_scope(signal: ToolSignal) -> ContextManager[ToolSignal | None]:
     """`tool_signal()` returns `signal` inside this block (and in tasks started from it)."""
-    token = _current_signal.set(signal)
-    try:
-        yield signal
-    finally:
-        _current_signal.reset(token)
+    return scoped(_current_signal, signal)
 
 
 def is_tool_span(span: Any) -> bool:
