@@ -17,12 +17,10 @@ from typing import (
 
 from opentelemetry import trace as trace_api
 
-from .config import ThinkingLoopGuardConfig
 from .conventions import classify
 from .detectors.stream import StreamBreaker, Trip
 from .errors import RepetitiveOutputError
-from .guards import ThinkingLoopGuard
-from .live.processor import GuardSpanProcessor
+from .live.processor import GuardSpanProcessor, default_stream_guard
 from .live.registry import owning_processor
 from .records import SpanKind, Verdict
 from .semconv import OTELGUARD_CHUNK_EVENT, OTELGUARD_CHUNK_KIND, OTELGUARD_CHUNK_TEXT
@@ -60,9 +58,8 @@ class _Watch:
     def __init__(self, record_chunks: bool, text_of: TextOf, processor: GuardSpanProcessor | None):
         self.span = trace_api.get_current_span()
         self.processor = processor or owning_processor(self.span)
-        guard = self.processor.stream_guard if self.processor is not None else None
-        if guard is None and self.processor is None:
-            guard = ThinkingLoopGuard(ThinkingLoopGuardConfig())
+        # Without any guard installed, the stream is still judged by the default thinking-loop guard's breaker.
+        guard = self.processor.stream_guard if self.processor is not None else default_stream_guard()
         self.guard = guard
         self.breaker: StreamBreaker | None = guard.new_breaker() if guard is not None else None
         self.record_chunks = record_chunks and self.span.is_recording()

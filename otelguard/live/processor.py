@@ -15,6 +15,7 @@ the agent's control (`delivery`), and onto the exported span (`enrichment`).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -204,6 +205,14 @@ class GuardSpanProcessor(SpanProcessor):
             if on_model_span:
                 self.engine.report_stream_trip(span.get_span_context().span_id, verdict)
             self._delivery.now(self.agent_of(span), verdict)
+
+
+@functools.cache
+def default_stream_guard() -> ThinkingLoopGuard:
+    """The stream judge of a `watch_stream` with no guard installed: the default configuration's."""
+    guard = GuardEngine().stream_guard
+    assert guard is not None  # the default configuration runs the thinking-loop guard
+    return guard
 
 
 def active_processors() -> list[GuardSpanProcessor]:
