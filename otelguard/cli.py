@@ -8,7 +8,8 @@ lets a traceback out: usage errors and unreadable inputs print one line and retu
 
 Exit status of `analyze`: 0 (no verdict reaches `--fail-on`, or no `--fail-on`), 1 (a verdict's action
 reaches `--fail-on`), 2 (usage error, invalid config, or an input that cannot be analysed at all),
-3 (an internal error in otelguard: a bug, please report it). Actions from weakest to strongest:
+3 (an internal error in otelguard: a bug, please report it), 4 (`--require-complete`: nothing was
+judged, or the verdict scope is incomplete). Actions from weakest to strongest:
 none < remind < warn < steer < block < abort < break < cancel; `--fail-on remind` fails on any
 action at least `remind`.
 """
@@ -26,7 +27,7 @@ from contextlib import contextmanager
 from typing import Any
 
 PROG = "otelguard"
-EXIT_OK, EXIT_FAIL_ON, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_FAIL_ON, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 DEBUG_ENV = "OTELGUARD_DEBUG"
 
 
@@ -69,9 +70,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from ._version import __version__
+
     parser = argparse.ArgumentParser(
         prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry."
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
@@ -119,7 +123,8 @@ def _add_analyze_parser(subparsers: Any) -> None:
         ),
         epilog=(
             "exit status: 0 ok; 1 a verdict's action reaches --fail-on; 2 usage error, invalid config or "
-            "unreadable input; 3 internal error. Actions, weakest to strongest: "
+            "unreadable input; 3 internal error (a bug: please report it); 4 with --require-complete, nothing "
+            "was judged or the verdict scope is incomplete. Actions, weakest to strongest: "
             "none < remind < warn < steer < block < abort < break < cancel."
         ),
     )
@@ -130,10 +135,15 @@ def _add_analyze_parser(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     parser.add_argument("--fail-on", choices=FAIL_ON_CHOICES, metavar="ACTION",
                         help=f"exit 1 when a verdict's action is ACTION or stronger ({', '.join(FAIL_ON_CHOICES)})")
-    knobs = parser.add_argument_group("guard knobs (override the rows of --config)")
+    parser.add_argument("--require-complete", action="store_true",
+                        help="exit 4 when nothing was judged or the verdict scope is incomplete (a CI gate must "
+                             "not pass on nothing); checked after --fail-on")
+    knobs = parser.add_argument_group("guard knobs (override the rows of --config; --threshold is the "
+                                      "thinking-loop guard's, --thresholds the repeat reminder's)")
     knobs.add_argument("--similarity", type=float, metavar="X",
                        help="thinking-loop-guard similarity_threshold (0..1)")
-    knobs.add_argument("--threshold", type=int, metavar="N", help="thinking-loop-guard max_thinking_steps")
+    knobs.add_argument("--threshold", type=int, metavar="N",
+                       help="thinking-loop-guard max_thinking_steps (stalled calls before it reacts)")
     knobs.add_argument("--min-chars", type=int, metavar="N",
                        help="thinking-loop-guard min_reasoning_chars (the config's minimum, 256, applies)")
     knobs.add_argument("--max-fires", type=int, metavar="N", help="thinking-loop-guard max_fires")
@@ -143,7 +153,7 @@ def _add_analyze_parser(subparsers: Any) -> None:
                        help="breaker: longest cycle period in chars (0 disables)")
     knobs.add_argument("--min-repeated-cycle", type=int, metavar="N", help="breaker: shortest periodic tail in chars")
     knobs.add_argument("--thresholds", type=_int_list, metavar="N,N,...",
-                       help="repeat-tool-reminder thresholds, e.g. 3,5,8")
+                       help="repeat-tool-reminder thresholds (identical calls that get a reminder), e.g. 3,5,8")
     limits = parser.add_argument_group("memory bounds (the defaults suit any file size)")
     limits.add_argument("--flush-after", type=_positive_int, default=DEFAULT_FLUSH_AFTER_RECORDS, metavar="N",
                         help="replay a trace whose root never arrives after N records without a span of it "
@@ -188,6 +198,10 @@ def _run_analyze(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     if args.fail_on and analysis.reaching(args.fail_on):
         return EXIT_FAIL_ON
+    if args.require_complete and (analysis.coverage.nothing_judged() or analysis.coverage.incomplete()):
+        print(f"{PROG} analyze: nothing was judged, or the verdict scope is incomplete (--require-complete): "
+              "see the coverage block", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return EXIT_OK
 
 
