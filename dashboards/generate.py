@@ -484,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the committed JSON is stale")
     args = parser.parse_args(argv)
     stale = []
-    for name, text in generate().items():
+    generated = generate()
+    for name, text in generated.items():
         path = JSON_DIR / name
         if args.check:
             if not path.exists() or path.read_text() != text:
@@ -496,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     if stale:
         print(f"stale: {', '.join(stale)}; run python dashboards/generate.py", file=sys.stderr)
         return 1
+    if args.check:
+        print(f"up to date: {len(generated)} dashboard(s) in {JSON_DIR.relative_to(HERE.parent)}")
     return 0
 
 
