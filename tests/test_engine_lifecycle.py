@@ -66,7 +66,7 @@ def test_agent_model_and_tool_spans_are_started_and_judged_others_let_through():
     assert engine.start(plain(4, 1)) is None and engine.end(plain(4, 1)) is None
     for span, kind in ((call(3, 1), SpanKind.TOOL), (model(2, 1), SpanKind.MODEL), (run(1), SpanKind.AGENT)):
         ended = engine.end(span)
-        assert isinstance(ended, Judged) and ended.kind is kind and ended.agent.name == "a"
+        assert isinstance(ended, Judged) and ended.classification.kind is kind and ended.agent.name == "a"
     assert engine.looks_at(model(5, None)) and not engine.looks_at(plain(6, None))
 
 
@@ -184,7 +184,7 @@ def test_a_tool_start_makes_agent_state_only_when_a_start_hook_needs_it():
 def test_a_model_call_no_guard_judges_makes_no_agent_state():
     """Output under every guard's floor, outside any run: nothing judged it, so no agent is made."""
     engine = GuardEngine(full_records=False)
-    assert judged(engine, model(2, None)).verdicts == []
+    assert judged(engine, model(2, None)).verdicts == ()
     assert engine.tracked_agents == 0
     judged(engine, call(3, None))
     assert engine.tracked_agents == 1

@@ -376,7 +376,7 @@ def test_no_guard_is_called_on_output_left_unread_but_recorded_deltas_and_live_t
     monkeypatch.setattr(ThinkingLoopGuard, "on_model_end", recording_on_model_end)
     attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output_messages(text="ok")}
     judged = judge(engine, SpanView("chat m", 1, 2, None, attributes))
-    assert judged.verdicts == [] and (judged.record is None or judged.record.output_content is Content.UNREAD)
+    assert judged.verdicts == () and (judged.record is None or judged.record.output_content is Content.UNREAD)
     assert observed == [] and engine.tracked_agents == 0
     cycle = "abc, " * 60
     chunks = tuple(SpanEvent("otelguard.chunk", {"otelguard.chunk.text": cycle[at:at + 5], "otelguard.chunk.kind": "text"})
@@ -403,7 +403,7 @@ def test_a_model_call_left_unread_keeps_its_agent_seen_active():
     for run in (_run(10, "first"), _run(20, "second")):
         engine.start(run)
     unread = model_span(output_messages(text="ok"), span_id=11, parent=10)
-    assert judge(engine, unread).verdicts == []
+    assert judge(engine, unread).verdicts == ()
     engine.start(_run(30, "third"))
     assert evicted == [("agent", "capacity", 1)]
     engine.start(_run(40, "first"))  # still held: nothing made, nothing evicted

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .. import conventions
 from ..config import GuardConfig
@@ -39,7 +38,7 @@ from ..records import (
     Verdict,
 )
 from .agents import UNMADE, AgentRef, Agents, agent_of_run, trace_agent
-from .bounded import BoundedMap, OpenSpans
+from .bounded import OpenSpans
 from .source import SpanSource
 
 DEFAULT_MAX_AGENTS = 10_000
@@ -52,8 +51,7 @@ _NO_CALL = ToolCall(name=None, arguments=None)
 _NO_LIVE_FACTS = ModelFacts()
 
 
-@dataclass(slots=True)
-class Started:
+class Started(NamedTuple):
     """What the engine decided when an agent, model or tool span started."""
 
     classification: Classification
@@ -61,8 +59,7 @@ class Started:
     tool: ToolStart | None = None  # a tool span's budget and pre-emptive block
 
 
-@dataclass(slots=True)
-class Judged:
+class Judged(NamedTuple):
     """One ended agent, model or tool span, with what was read of it and the verdicts.
 
     `span` and `record` are None where nothing was read: an agent span's end (its run was read at its
@@ -72,14 +69,15 @@ class Judged:
     agent: AgentRef
     span: SpanView | None = None
     record: Record | None = None
-    verdicts: list[Verdict] = field(default_factory=list)
+    verdicts: tuple[Verdict, ...] = ()
     # A stream trip reported live (`report_stream_trip`): shown on the span, not reported again.
     stream_verdict: Verdict | None = None
-    seconds: float = 0.0  # the engine's time on this span's end
 
-    @property
-    def kind(self) -> SpanKind:
-        return self.classification.kind
+
+def _as_started(source: SpanSource) -> SpanView:
+    """The span as it is at its start, for every driver alike: its ids, name and attributes (no
+    events, status or end yet; a stored span's later facts are not the guard's at start)."""
+    return SpanView(source.name, source.trace_id, source.span_id, source.parent_span_id, source.attributes)
 
 
 def _hooked(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
@@ -144,16 +142,23 @@ class GuardEngine:
         # Read-only for drivers: while it is empty, a span with no marker is none of the engine's
         # business, at its start or its end, and a driver may skip handing it over.
         self.spans_in_runs: Mapping[int, AgentRef] = self._open
-        self._stream_trips: BoundedMap[int, Verdict] = BoundedMap(
-            _MAX_PENDING_STREAM_TRIPS, clock=clock, on_evict=evicted("stream"))
+        self._stream_trips: OpenSpans[int, Verdict] = OpenSpans(_MAX_PENDING_STREAM_TRIPS, on_evict=evicted("stream"))
 
     # --- the lifecycle ---------------------------------------------------------------------------
     def start(self, source: SpanSource) -> Started | None:
         """A span started. Returns what was decided for an agent, model or tool span; None for any other."""
-        classification = self._classify(source)
+        attributes = source.attributes
+        try:  # most spans: one set test
+            classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
+                              else classify_marked(source.name, attributes))
+        except (AttributeError, TypeError):  # attributes that are no mapping, an unhashable name
+            classification = None
         if classification is None:
-            if self._open:  # maybe inside an agent run
-                self._inherit(source)
+            opened = self._open
+            if opened:  # maybe inside an agent run: then its descendants belong there too
+                agent = opened.get(source.parent_span_id)
+                if agent is not None:
+                    opened.put(source.span_id, agent)
             return None
         kind = classification.kind
         parent_id = source.parent_span_id
@@ -170,30 +175,31 @@ class GuardEngine:
     def end(self, source: SpanSource, *, timed_out_ms: float | None = None) -> Judged | None:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
         `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
-        classification = self._classify(source)
+        attributes = source.attributes
+        try:  # as in `start`
+            classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
+                              else classify_marked(source.name, attributes))
+        except (AttributeError, TypeError):
+            classification = None
         if classification is None:
             if self._open:
                 self._open.pop(source.span_id, None)
             return None
-        attributes = source.attributes
-        began = time.perf_counter()
         span_id = source.span_id
         agent = self._open.pop(span_id, None)
         if agent is None:
             agent = self._agent_by_parent(source.parent_span_id, source.trace_id)
-        live_trip = self._stream_trips.pop(span_id)
-        judged = Judged(classification, agent, stream_verdict=live_trip)
+        live_trip = self._stream_trips.pop(span_id, None) if self._stream_trips else None
         kind = classification.kind
         if kind is SpanKind.AGENT:
             if agent.scope_run_id == span_id:
                 self._agents.run_ended(agent)
-        elif (kind is SpanKind.MODEL and live_trip is None and self._output_floor is not None
-              and not source.has_events and conventions.output_unread(attributes, classification, self._output_floor)):
+            return Judged(classification, agent)
+        if (kind is SpanKind.MODEL and live_trip is None and self._output_floor is not None and not source.has_events
+                and conventions.output_unread(attributes, classification, self._output_floor)):
             self._agents.seen(agent)  # output under every guard's floor, told from its attributes: none judges it
-        else:
-            self._judge(source, judged, timed_out_ms)
-        judged.seconds = time.perf_counter() - began
-        return judged
+            return Judged(classification, agent)
+        return self._judge(source, classification, agent, live_trip, timed_out_ms)
 
     def looks_at(self, source: SpanSource) -> bool:
         """Whether the span carries an agent, model or tool marker or a known name: `start` and `end`
@@ -220,26 +226,8 @@ class GuardEngine:
         return len(self._agents)
 
     # --- the steps -------------------------------------------------------------------------------
-    @staticmethod
-    def _classify(source: SpanSource) -> Classification | None:
-        """`conventions.classify`, its first test written out: every span of the application meets it."""
-        attributes = source.attributes
-        try:
-            if _not_marked(attributes) and source.name not in NAMED_SPANS:
-                return None
-            return classify_marked(source.name, attributes)
-        except (AttributeError, TypeError):  # attributes that are no mapping, an unhashable name
-            return None
-
-    def _inherit(self, source: SpanSource) -> None:
-        parent_id = source.parent_span_id
-        if parent_id is not None:
-            agent = self._open.get(parent_id)
-            if agent is not None:
-                self._open.put(source.span_id, agent)
-
     def _run_started(self, source: SpanSource, classification: Classification, enclosing: AgentRef | None) -> AgentRef:
-        run = conventions.read(source.view(), classification)
+        run = conventions.read(_as_started(source), classification)
         assert isinstance(run, AgentRun)
         agent = agent_of_run(run, source.trace_id, source.span_id, enclosing)
         self._open.put(source.span_id, agent)
@@ -256,7 +244,7 @@ class GuardEngine:
         decision = ToolStart()
         if not self._on_tool_start:
             return decision
-        span = source.view()
+        span = _as_started(source)
         call = conventions.read(span, classification) if self._read_tools_at_start else _NO_CALL
         assert isinstance(call, ToolCall)
         if not self._tool_start_state:
@@ -269,24 +257,25 @@ class GuardEngine:
                 guard.on_tool_start(state.of(index, guard), call, span, decision)
         return decision
 
-    def _judge(self, source: SpanSource, judged: Judged, timed_out_ms: float | None) -> None:
-        span = judged.span = source.view()
-        record = judged.record = conventions.read(span, judged.classification, source.parent_view(),
-                                                  output_floor=self._output_floor)
-        live_trip = judged.stream_verdict
+    def _judge(self, source: SpanSource, classification: Classification, agent: AgentRef,
+               live_trip: Verdict | None, timed_out_ms: float | None) -> Judged:
+        span = source.view()
+        record = conventions.read(span, classification, source.parent_view(), output_floor=self._output_floor)
         if (live_trip is None and type(record) is ModelCall and record.output_content is Content.UNREAD
                 and not record.chunks):
-            self._agents.seen(judged.agent)  # output under every guard's floor, left unread: none judges it
-            return
-        state = self._agents.state(judged.agent)
+            self._agents.seen(agent)  # output under every guard's floor, left unread: none judges it
+            return Judged(classification, agent, span, record)
+        verdicts: list[Verdict] = []
+        state = self._agents.state(agent)
         with state.lock:
             if type(record) is ToolCall:
                 for index, guard in self._on_tool_end:
-                    judged.verdicts.extend(guard.on_tool_end(state.of(index, guard), record, span, timed_out_ms))
+                    verdicts += guard.on_tool_end(state.of(index, guard), record, span, timed_out_ms)
             elif type(record) is ModelCall:
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
                 for index, guard in self._on_model_end:
-                    judged.verdicts.extend(guard.on_model_end(state.of(index, guard), record, span, facts))
+                    verdicts += guard.on_model_end(state.of(index, guard), record, span, facts)
+        return Judged(classification, agent, span, record, tuple(verdicts), live_trip)
 
     def _agent_by_parent(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """The agent of a span the engine did not hold: its parent's, else its trace's."""

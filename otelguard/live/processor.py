@@ -16,6 +16,7 @@ the agent's control (`delivery`), and onto the exported span (`enrichment`).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ from .delivery import AgentRuns, Delivery
 from .dispatch import ControlDispatcher
 from .enrichment import enriched, mark_run
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .sdk_span import attributes_of, ending_hooks, name_of, sdk_source
+from .sdk_span import PublicSdkSpan, SdkSpan, acting_hooks, attributes_of, name_of
 from .timeouts import ToolBudgets
 
 
@@ -70,7 +71,8 @@ class GuardSpanProcessor(SpanProcessor):
                                   on_evict=self.metrics.evicted, full_records=False)
         self.config = self.engine.config
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
-        self._downstream_endings = ending_hooks(self._downstream)
+        self._downstream_starts = acting_hooks(self._downstream, "on_start")
+        self._downstream_endings = acting_hooks(self._downstream, "_on_ending")
         self._containment = Containment(self.metrics.internal_error)
         self.budgets = ToolBudgets(
             enabled=self.config.row("timeout-policy") is not None,
@@ -81,6 +83,7 @@ class GuardSpanProcessor(SpanProcessor):
         dispatcher = ControlDispatcher(wait_s=hook_wait_s, on_outcome=self.metrics.control,
                                        on_error=self._containment.record)
         self._delivery = Delivery(self.metrics, self._runs, dispatcher, control)
+        self._ends = itertools.count()  # spans handed to the engine's end: every so many is timed
         self.running = True
         registry.register(self)
 
@@ -106,14 +109,21 @@ class GuardSpanProcessor(SpanProcessor):
                 except AttributeError:  # not the SDK's span: the engine reads it through the public API
                     unmarked = False
                 if not unmarked or self.engine.spans_in_runs:
-                    started = self.engine.start(sdk_source(span))
+                    try:
+                        source = SdkSpan(span)
+                    except AttributeError:
+                        source = PublicSdkSpan(span)
+                    started = self.engine.start(source)
                     if started is not None:
-                        self._started(span, started)
+                        if started.tool is not None:
+                            self.budgets.started(source.span_id, started.tool)
+                        elif started.classification.kind is SpanKind.AGENT:
+                            self._runs.started(source.span_id, span, keep_span=not self._downstream)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
-        for processor in self._downstream:
+        for on_start in self._downstream_starts:
             try:
-                processor.on_start(span, parent_context=parent_context)
+                on_start(span, parent_context=parent_context)
             except Exception:
                 self._containment.record_and_maybe_raise("downstream.on_start")
 
@@ -134,9 +144,18 @@ class GuardSpanProcessor(SpanProcessor):
                 except AttributeError:
                     unmarked = False
                 if not unmarked or self.engine.spans_in_runs:
-                    source = sdk_source(span)
+                    try:
+                        source = SdkSpan(span)
+                    except AttributeError:
+                        source = PublicSdkSpan(span)
                     timed_out_ms = self.budgets.ended(source.span_id) if self.budgets.open_tools else None
-                    judged = self.engine.end(source, timed_out_ms=timed_out_ms)
+                    if next(self._ends) % PROCESSING_SAMPLE_EVERY:
+                        judged = self.engine.end(source, timed_out_ms=timed_out_ms)
+                    else:  # one end in PROCESSING_SAMPLE_EVERY is timed (see metrics)
+                        began = time.perf_counter()
+                        judged = self.engine.end(source, timed_out_ms=timed_out_ms)
+                        if judged is not None:
+                            self.metrics.processing.record(time.perf_counter() - began)
                     if judged is not None:
                         exported = self._ended(span, judged)
             except Exception:
@@ -166,22 +185,16 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- what the engine decided ---------------------------------------------------------------------
-    def _started(self, span: Span, started: Started) -> None:
-        if started.classification.kind is SpanKind.AGENT:
-            self._runs.started(started.agent.run_span_id, span, keep_span=not self._downstream)
-        elif started.tool is not None:
-            self.budgets.started(span.get_span_context().span_id, started.tool)
-
     def _ended(self, span: ReadableSpan, judged: Judged) -> ReadableSpan:
         """Count the span, deliver its verdicts; return the span to export (enriched with any verdict)."""
-        if self.metrics.span(judged.kind, judged.classification.convention) % PROCESSING_SAMPLE_EVERY == 0:
-            self.metrics.processing.record(judged.seconds)  # one in PROCESSING_SAMPLE_EVERY: see metrics
-        if judged.kind is SpanKind.AGENT:
+        kind = judged.classification.kind
+        self.metrics.span(kind, judged.classification.convention)
+        if kind is SpanKind.AGENT:
             self._runs.ended(judged.agent.run_span_id)
             return span
         if judged.verdicts:
             self._delivery.judged(judged)
-        shown = judged.verdicts if judged.stream_verdict is None else [*judged.verdicts, judged.stream_verdict]
+        shown = judged.verdicts if judged.stream_verdict is None else (*judged.verdicts, judged.stream_verdict)
         if not shown:
             return span
         if not self._downstream:

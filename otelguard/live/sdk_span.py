@@ -18,7 +18,9 @@ from typing import Any
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.version import __version__ as SDK_VERSION
 
 from ..records import SpanEvent, SpanView, Status
@@ -102,7 +104,8 @@ class PrivateSdkSpan(PublicSdkSpan):
 
     @property
     def has_events(self) -> bool:
-        return bool(self.span._events)  # type: ignore[attr-defined]
+        events = self.span._events  # type: ignore[attr-defined]
+        return bool(events._dq if type(events) is BoundedList else events)  # (BoundedList's len is a Python call)
 
     def view(self) -> SpanView:
         """As the public view, from the fields themselves: every agent, model and tool span's start
@@ -121,22 +124,14 @@ class PrivateSdkSpan(PublicSdkSpan):
 
 
 PRIVATE = reads_private_fields()
-
-
-def sdk_source(span: ReadableSpan) -> PublicSdkSpan:
-    """The span as the engine reads it: from its fields inside `CHECKED_SDK`, else (another release,
-    `OTELGUARD_SDK_ADAPTER=public`, or a span that is not the SDK's) through the public API."""
-    if PRIVATE:
-        try:
-            return PrivateSdkSpan(span)
-        except AttributeError:
-            pass
-    return PublicSdkSpan(span)
+# The span as the engine reads it: from its fields inside `CHECKED_SDK`, else through the public API.
+# `SdkSpan(span)` raises AttributeError for a span that is not the SDK's: read it with `PublicSdkSpan`.
+SdkSpan: type[PublicSdkSpan] = PrivateSdkSpan if PRIVATE else PublicSdkSpan
 
 
 # The processor's first test on every span of the application, with no Python call: its name and
 # attributes read by C-level getters (the fields inside CHECKED_SDK; the public properties outside).
-# Either raises AttributeError for a span that is not the SDK's: read it through `sdk_source` then.
+# Either raises AttributeError for a span that is not the SDK's: read it through `PublicSdkSpan` then.
 name_of: Callable[[Any], str] = attrgetter("_name" if PRIVATE else "name")
 attributes_of: Callable[[Any], Any] = attrgetter("_attributes._dict" if PRIVATE else "attributes")
 
@@ -160,8 +155,19 @@ def _flattened(pipeline: Any) -> Iterator[SpanProcessor]:
         yield from _flattened(member)
 
 
-def ending_hooks(processors: Sequence[SpanProcessor]) -> tuple[Callable[[Any], None], ...]:
-    """The downstreams' `_on_ending` hooks (the SDK's, for a span about to end and still writable),
-    where their SDK release has one."""
-    hooks = (getattr(processor, "_on_ending", None) for processor in processors)
-    return tuple(hook for hook in hooks if hook is not None)
+# The SDK's own processors act only at a span's end: their start and ending hooks are empty. Not
+# calling those for every span of the application spares two calls a span (the plain-span bars).
+_EMPTY_HOOKS = frozenset(
+    getattr(processor, hook)
+    for processor in (SpanProcessor, BatchSpanProcessor, SimpleSpanProcessor)
+    for hook in ("on_start", "_on_ending")
+    if hasattr(processor, hook)
+)
+
+
+def acting_hooks(processors: Sequence[SpanProcessor], hook: str) -> tuple[Callable[..., None], ...]:
+    """Each processor's `hook` (`on_start`, or the SDK's `_on_ending` for a span about to end and still
+    writable, where its release has one), bound, unless it is one of the SDK's own empty hooks."""
+    bound = (getattr(processor, hook, None) for processor in processors)
+    return tuple(method for method in bound
+                 if method is not None and getattr(method, "__func__", None) not in _EMPTY_HOOKS)
