@@ -132,9 +132,10 @@ class OpenSpans(dict, Generic[K, V]):  # type: ignore[type-arg]
     def put(self, key: K, value: V) -> None:
         self[key] = value
         if len(self) > self._max_items:
-            self._trim()
+            self.trim()
 
-    def _trim(self) -> None:
+    def trim(self) -> None:
+        """Evict the oldest entries down to the bound, counted."""
         evicted = 0
         with self._lock:
             while len(self) > self._max_items:

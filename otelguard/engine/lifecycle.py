@@ -130,6 +130,7 @@ class GuardEngine:
         the forking thread lives on there, so a lock another thread held at the fork would stay held,
         and the parent's open runs never end in the child (it starts with no agents)."""
         max_agents, idle_ttl_s, max_open_spans, clock, on_evict = self._bounds
+        self._max_open_spans = max_open_spans
 
         def evicted(what: str) -> Callable[[str, int], None] | None:
             return None if on_evict is None else lambda reason, count: on_evict(what, reason, count)
@@ -158,7 +159,9 @@ class GuardEngine:
             if opened:  # maybe inside an agent run: then its descendants belong there too
                 agent = opened.get(source.parent_span_id)
                 if agent is not None:
-                    opened.put(source.span_id, agent)
+                    opened[source.span_id] = agent  # `put` written out (every span of a run's), its bound kept
+                    if len(opened) > self._max_open_spans:
+                        opened.trim()
             return None
         kind = classification.kind
         parent_id = source.parent_span_id

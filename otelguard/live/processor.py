@@ -30,7 +30,7 @@ from ..config import GuardConfig
 from ..containment import Containment
 from ..control import AgentControl
 from ..conventions import MARKER_KEYS, NAMED_SPANS
-from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged, Started
+from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine
 from ..errors import ConfigError
 from ..guards import ThinkingLoopGuard
 from ..records import SpanKind, Verdict
@@ -148,16 +148,14 @@ class GuardSpanProcessor(SpanProcessor):
                         source = SdkSpan(span)
                     except AttributeError:
                         source = PublicSdkSpan(span)
-                    timed_out_ms = self.budgets.ended(source.span_id) if self.budgets.open_tools else None
-                    if next(self._ends) % PROCESSING_SAMPLE_EVERY:
-                        judged = self.engine.end(source, timed_out_ms=timed_out_ms)
-                    else:  # one end in PROCESSING_SAMPLE_EVERY is timed (see metrics)
+                    if unmarked:  # a span of the application inside a run: nothing to time or judge
+                        self.engine.end(source)
+                    elif next(self._ends) % PROCESSING_SAMPLE_EVERY:
+                        exported = self._judged(span, source)
+                    else:  # one judged span in PROCESSING_SAMPLE_EVERY is timed (see metrics)
                         began = time.perf_counter()
-                        judged = self.engine.end(source, timed_out_ms=timed_out_ms)
-                        if judged is not None:
-                            self.metrics.processing.record(time.perf_counter() - began)
-                    if judged is not None:
-                        exported = self._ended(span, judged)
+                        exported = self._judged(span, source)
+                        self.metrics.processing.record(time.perf_counter() - began)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         for processor in self._downstream:
@@ -185,8 +183,13 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- what the engine decided ---------------------------------------------------------------------
-    def _ended(self, span: ReadableSpan, judged: Judged) -> ReadableSpan:
-        """Count the span, deliver its verdicts; return the span to export (enriched with any verdict)."""
+    def _judged(self, span: ReadableSpan, source: PublicSdkSpan) -> ReadableSpan:
+        """End an agent, model or tool span in the engine, count it, deliver its verdicts; return the
+        span to export (enriched with any verdict)."""
+        timed_out_ms = self.budgets.ended(source.span_id) if self.budgets.open_tools else None
+        judged = self.engine.end(source, timed_out_ms=timed_out_ms)
+        if judged is None:  # a marker, but none of ours (an OpenInference CHAIN, say)
+            return span
         kind = judged.classification.kind
         self.metrics.span(kind, judged.classification.convention)
         if kind is SpanKind.AGENT:
