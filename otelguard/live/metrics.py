@@ -15,7 +15,8 @@ OTHER = "_other"
 MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
 MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
 INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_ending", "downstream.on_end",
-                         "control_hook", "watchdog", "deliver")
+                         "control_hook", "watchdog", "deliver", "dispatch.worker_died")
+CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
 EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
 # One span in this many of each kind and convention the guard reads (agent ends and model spans left
@@ -87,7 +88,7 @@ class GuardMetrics:
         for where in INTERNAL_ERROR_PLACES:
             self.internal_errors.add(0, {"where": where})
         for action in CONTROL_ACTIONS:
-            for outcome in ("error", "unbound", "slow", "dropped"):
+            for outcome in CONTROL_OUTCOMES_AT_ZERO:
                 self.control_calls.add(0, {"otelguard.action": action, "outcome": outcome})
         for what in EVICTABLE_STATE:
             for reason in ("capacity", "idle"):
