@@ -47,6 +47,7 @@ class RepeatToolReminderConfig(_Settings):
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     arguments_preview_chars: int = Field(500, ge=1)
+    include_arguments: bool = True  # false: detailed reminders leave the arguments preview out
     stop_after: int | None = Field(None, ge=2)
 
     @field_validator("thresholds", mode="before")

@@ -122,7 +122,7 @@ def test_repeated_tool_call_reminder_reaches_the_next_model_input(bridged, bridg
         bodies = server.bodies()
     assert [tool_outputs(body) for body in bodies] == [0, 1, 2, 3, 4]
     assert texts_after_last_tool_output(bodies[3]) == [SHORT_TEXT]
-    assert {"role": "system", "content": SHORT_TEXT} in items_of(bodies[3])
+    assert {"role": "user", "content": SHORT_TEXT} in items_of(bodies[3])  # user role by default
 
 
 def test_delivered_reminder_is_resent_at_its_place_in_later_calls(bridged):
@@ -131,7 +131,7 @@ def test_delivered_reminder_is_resent_at_its_place_in_later_calls(bridged):
     with FakeOpenAIServer(repeat_weather) as server:
         asyncio.run(AgentsGuard().run(weather_agent(model_for("responses", server)), "weather?"))
         last = items_of(server.bodies()[4])
-    position = last.index({"role": "system", "content": SHORT_TEXT})
+    position = last.index({"role": "user", "content": SHORT_TEXT})
     assert last[position - 1]["type"] == "function_call_output"
     assert [item.get("type") for item in last[position + 1:]] == ["function_call", "function_call_output"]
 

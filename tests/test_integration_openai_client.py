@@ -64,7 +64,7 @@ def run_loop(client: OpenAI, mailbox: otelguard.Mailbox, provider: TracerProvide
     """The hand-written loop under test: drain the mailbox, call the model, run the tools."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "What is the weather in Paris?"}]
     for _ in range(8):
-        messages += [{"role": "system", "content": m.text} for m in mailbox.drain()]
+        messages += [{"role": "user", "content": m.text} for m in mailbox.drain()]
         reply = client.chat.completions.create(model="fake-model", messages=messages, tools=TOOLS)
         message = reply.choices[0].message
         if not message.tool_calls:
@@ -89,7 +89,7 @@ def test_reminder_reaches_the_next_request_body_of_a_mailbox_loop(instrumented):
         bodies = server.bodies()
     assert [tool_messages(body) for body in bodies] == [0, 1, 2, 3, 4]
     assert bodies[3]["messages"][-2]["role"] == "tool"
-    assert bodies[3]["messages"][-1] == {"role": "system", "content": SHORT_TEXT}
+    assert bodies[3]["messages"][-1] == {"role": "user", "content": SHORT_TEXT}
     assert not any(m.get("content") == SHORT_TEXT for body in bodies[:3] for m in body["messages"])
 
 
@@ -128,7 +128,7 @@ def test_agent_run_helper_binds_the_mailbox_for_its_run(instrumented):
                     with tool_call(call.function.name, call.function.arguments, tracer_provider=env.provider) as t:
                         t.set_result("sunny")
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": t.output})
-    assert sent[3][-1] == {"role": "system", "content": SHORT_TEXT}
+    assert sent[3][-1] == {"role": "user", "content": SHORT_TEXT}  # guard_messages: user role by default
 
 
 def test_tool_call_budget_sends_the_structured_timeout_error(instrumented):

@@ -18,6 +18,7 @@ from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
+    UserPromptPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -128,25 +129,39 @@ def test_reminder_comes_after_the_steps_tool_results(guarded):
     assert SHORT_TEXT in parts[1].content
 
 
+SOURCE = {"guard": "repeat-tool-reminder", "rule": "repeat-threshold", "kind": "plugin", "plugin": "repeat-tool-reminder"}
+
+
 def test_reminder_is_kept_in_the_run_history_with_its_source(guarded):
-    """The delivered reminder stays in the run's messages as a system prompt naming the guard."""
+    """The delivered reminder stays in the run's messages as a user prompt, its request naming the guard."""
     env = guarded()
     model = Recorder(repeating_weather)
     result = weather_agent(env, model).run_sync("weather?")
-    notes = [p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts
-             if isinstance(p, SystemPromptPart) and p.content == SHORT_TEXT]
-    assert len(notes) == 1
-    assert notes[0].metadata["otelguard"] == {"guard": "repeat-tool-reminder", "rule": "repeat-threshold",
-                                              "kind": "plugin", "plugin": "repeat-tool-reminder"}
+    requests = [m for m in result.all_messages() if isinstance(m, ModelRequest)
+                and any(isinstance(p, UserPromptPart) and p.content == SHORT_TEXT for p in m.parts)]
+    assert len(requests) == 1
+    assert requests[0].metadata["otelguard"] == [SOURCE]
+    assert not [p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts
+                if isinstance(p, SystemPromptPart) and SHORT_TEXT in p.content]
 
 
-def test_user_role_sends_the_reminder_as_a_user_prompt(guarded):
-    """With role="user" the model gets the reminder text verbatim as a user prompt part."""
+def test_reminder_is_a_user_prompt_by_default(guarded):
+    """Without a role the model gets the reminder text verbatim as a user prompt part, never a system one."""
     env = guarded()
     model = Recorder(repeating_weather)
-    weather_agent(env, model, capabilities=[OtelGuard(role="user")]).run_sync("weather?")
+    weather_agent(env, model).run_sync("weather?")
     part = model.requests[3][-1].parts[-1]
     assert (part.part_kind, part.content) == ("user-prompt", SHORT_TEXT)
+
+
+def test_system_role_sends_the_reminder_as_a_system_prompt_naming_the_guard(guarded):
+    """With role="system" (asked for) the reminder is a SystemPromptPart whose metadata names the guard."""
+    env = guarded()
+    model = Recorder(repeating_weather)
+    result = weather_agent(env, model, capabilities=[OtelGuard(role="system")]).run_sync("weather?")
+    notes = [p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts
+             if isinstance(p, SystemPromptPart) and p.content == SHORT_TEXT]
+    assert len(notes) == 1 and notes[0].metadata["otelguard"] == SOURCE
 
 
 def test_the_runs_own_control_wins_over_an_outer_bound_control(guarded):

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
-from otelguard.live.metrics import MAX_LABEL_VALUES, OTHER
+from otelguard.live.metrics import MAX_LABEL_VALUES, OTHER, LabelCap
 from otel_support import Guarded, metric_points, output_messages
 
 SECRET = "PREVIEW-MARKER-7f3a"  # a value inside tool arguments, quoted by the detailed reminder
@@ -265,3 +265,56 @@ def test_watch_stream_records_no_chunk_text_unless_asked(pipeline):
                                                processor=p.processor)) != []
     for span in p.exporter.get_finished_spans():
         assert not [s for s in _strings_of(span) if SECRET in s]
+
+
+def test_a_configured_tool_name_keeps_its_label_after_junk_names_fill_the_cap(pipeline):
+    """With include ["search", "junk_*"], 200 junk tool names fill the cap, and `search` still reports
+    as itself, not `_other`."""
+    p = pipeline({"guards": [{"id": "repeat-tool-reminder",
+                              "config": {"thresholds": [2], "include": ["search", "junk_*"]}}]})
+    with p.agent():
+        for index in range(200):
+            p.tool(f"junk_{index}", '{"q": 1}')
+            p.tool(f"junk_{index}", '{"q": 1}')
+        p.tool("search", '{"q": 1}')
+        p.tool("search", '{"q": 1}')
+    tools = p.labels()[("otelguard.verdicts", "gen_ai.tool.name")]
+    assert OTHER in tools and "search" in tools
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_label_cap_ages_junk_names_out_and_keeps_names_in_use():
+    """100 junk names fill the cap; a name in use through the junk keeps its slot; once the junk is
+    unseen for two generations a new legitimate name gets its own label."""
+    clock = FakeClock()
+    cap = LabelCap(101, generation_s=60, clock=clock)
+    assert cap("search") == "search"
+    for index in range(100):
+        assert cap(f"junk_{index}") == f"junk_{index}"
+    assert cap("fetch") == OTHER  # full
+    clock.now += 61  # one generation: `search` seen, the junk not
+    assert cap("search") == "search"
+    assert cap("fetch") == OTHER  # the junk of the last generation still holds its slots
+    clock.now += 61  # two: the junk is forgotten, `search` kept
+    assert cap("search") == "search"
+    assert cap("fetch") == "fetch"
+
+
+def test_the_label_cap_stays_bounded_within_two_generations():
+    """However many names arrive, no more than `limit` of them hold a label at once."""
+    clock = FakeClock()
+    cap = LabelCap(10, generation_s=60, clock=clock)
+    for step in range(1000):
+        clock.now = step  # 1000 s: 16 generations
+        cap(f"name_{step}")
+        cap("steady")
+    labelled = {f"name_{step}" for step in range(940, 1000) if cap(f"name_{step}") != OTHER}
+    assert cap("steady") == "steady"
+    assert len(labelled) <= 9

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from typing import Callable
 
 
 class ToolFilter:
-    """Which tools the chain tracks (`tracks(tool_name)`). Only `*` is special; anchored,
-    case-sensitive; exclude wins."""
+    """Which tools the chain tracks (`tracks(tool_name)`). Only `*` is special (any run of characters,
+    newlines included); anchored, case-sensitive; exclude wins. Matching is linear in the name's
+    length (no backtracking: `*a*a*a*b` on a long name costs one left-to-right scan)."""
 
     __slots__ = ("_include", "_exclude", "tracks")
 
     def __init__(self, include: tuple[str, ...] = (), exclude: tuple[str, ...] = ()):
-        self._include = _compile(include)
-        self._exclude = _compile(exclude)
+        self._include = _Patterns(include) if include else None
+        self._exclude = _Patterns(exclude) if exclude else None
         # The default, no patterns, tracks every tool: no test to make at every tool call.
         self.tracks: Callable[[str], bool] = (
             _every_tool if self._include is None and self._exclude is None else self._matches)
@@ -24,18 +24,48 @@ class ToolFilter:
     def _matches(self, tool_name: str) -> bool:
         if self._exclude is not None and self._exclude.match(tool_name):
             return False
-        return self._include is None or bool(self._include.match(tool_name))
+        return self._include is None or self._include.match(tool_name)
 
 
 def _every_tool(tool_name: str) -> bool:
     return True
 
 
-def _compile(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    if not patterns:
-        return None
-    alternatives = ("".join(".*" if c == "*" else re.escape(c) for c in p) for p in patterns)
-    return re.compile("(?:" + "|".join(alternatives) + r")\Z")
+class _Patterns:
+    """Glob patterns, built once: names without `*` in a set, the others as (prefix, middle parts,
+    suffix), matched by finding the parts left to right (the first fit of each part is as good as any)."""
+
+    __slots__ = ("exact", "globs")
+
+    def __init__(self, patterns: tuple[str, ...]):
+        self.exact = frozenset(p for p in patterns if "*" not in p)
+        globs = []
+        for pattern in patterns:
+            if "*" in pattern:
+                parts = pattern.split("*")
+                globs.append((parts[0], tuple(part for part in parts[1:-1] if part), parts[-1]))
+        self.globs = tuple(globs)
+
+    def match(self, name: str) -> bool:
+        if name in self.exact:
+            return True
+        for prefix, middle, suffix in self.globs:
+            if _glob_match(name, prefix, middle, suffix):
+                return True
+        return False
+
+
+def _glob_match(name: str, prefix: str, middle: tuple[str, ...], suffix: str) -> bool:
+    end = len(name) - len(suffix)
+    if end < len(prefix) or not name.startswith(prefix) or not name.endswith(suffix):
+        return False
+    at = len(prefix)
+    for part in middle:
+        found = name.find(part, at, end)
+        if found < 0:
+            return False
+        at = found + len(part)
+    return True
 
 
 @dataclass(slots=True)

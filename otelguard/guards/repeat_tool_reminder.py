@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..actions import Action
-from ..canonical import arguments_preview
+from ..canonical import arguments_preview, escape_quoted
 from ..config import REPEAT_TOOL_REMINDER, RepeatToolReminderConfig
 from ..detectors.repeat import RepeatChain, ToolFilter
 from ..records import SpanView, ToolCall, Verdict
@@ -92,7 +92,9 @@ class RepeatToolReminder(Guard):
         return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.NONE, tool=name, repeat_count=count)
 
     def _detailed(self, header: str, name: str, count: int, arguments: str, advice: str) -> str:
-        preview = arguments_preview(arguments, self.config.arguments_preview_chars)
-        return "\n".join(
-            [header, f"- tool: {name}", f"- consecutive_calls: {count}", f"- arguments: {preview}", advice]
-        )
+        # The name and arguments came from the model: quoted escaped, never as markup or lines of their own.
+        lines = [header, f"- tool: {escape_quoted(name)}", f"- consecutive_calls: {count}"]
+        if self.config.include_arguments:
+            lines.append(f"- arguments: {arguments_preview(arguments, self.config.arguments_preview_chars)}")
+        lines.append(advice)
+        return "\n".join(lines)

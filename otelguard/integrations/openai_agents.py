@@ -18,8 +18,8 @@ OpenLLMetry's `OpenAIAgentsInstrumentor`, installed on the TracerProvider that h
 What it does, through the SDK's own extension points:
 
 - **inject / steer**: `RunConfig.call_model_input_filter` appends the guard's message to the next
-  model input, after the step's tool outputs, as an input message with `role` ("system" by
-  default). Within the run it is sent again at the same place on every later call, so the model's
+  model input, after the step's tool outputs, as an input message with `role` ("user" by
+  default; "system" or "developer" only when asked: the message quotes text the model wrote). Within the run it is sent again at the same place on every later call, so the model's
   view of the conversation stays consistent (pass `persist=False` when the server keeps the
   conversation: `previous_response_id`, `conversation_id`).
 - **cancel**: the filter raises `otelguard.AgentCancelled` before the next model call, and
@@ -61,7 +61,7 @@ class AgentsGuard(Mailbox):
     the model-input filter delivers on the run's own task.
     """
 
-    def __init__(self, *, role: Role = "system", persist: bool = True):
+    def __init__(self, *, role: Role = "user", persist: bool = True):
         if role not in ("system", "developer", "user"):
             raise ValueError(f"AgentsGuard role: must be 'system', 'developer' or 'user' (got {role!r})")
         self.role = role

@@ -62,8 +62,11 @@ def _tracer(tracer_provider: TracerProvider | None) -> trace_api.Tracer:
     return trace_api.get_tracer(_SCOPE, tracer_provider=tracer_provider)
 
 
-def guard_messages(mailbox: Mailbox, *, role: Literal["system", "developer", "user"] = "system") -> list[dict[str, str]]:
+def guard_messages(mailbox: Mailbox, *, role: Literal["system", "developer", "user"] = "user") -> list[dict[str, str]]:
     """Drain `mailbox` into chat messages (also valid Responses input items) to append before a call.
+
+    `role` is "user" unless asked otherwise: the guard's messages quote text the model wrote, which
+    must not gain a system role's authority.
 
     Raises `otelguard.AgentCancelled` when the guard cancelled the turn.
     """

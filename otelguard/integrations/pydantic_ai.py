@@ -13,8 +13,9 @@ What it does, per run (pydantic-ai's own OpenTelemetry instrumentation must be o
 its spans):
 
 - **inject / steer**: the guard's message is added to the *next* model request, after the step's tool
-  results, as a `SystemPromptPart` (or a user prompt, `role="user"`) whose `metadata["otelguard"]`
-  names the guard and rule. It goes in through `RunContext.enqueue` from `before_model_request`, so
+  results, as a user prompt (a `SystemPromptPart` only with `role="system"`; the message quotes
+  text the model wrote, which must not gain a system role's authority); the request's
+  `metadata["otelguard"]` names the guard and rule. It goes in through `RunContext.enqueue` from `before_model_request`, so
   it also stays in the run's message history. A message that arrives after the run's last model
   request is carried to the next run of the same conversation (`conversation_id`).
 - **cancel**: the run stops at the next step boundary with `otelguard.AgentCancelled` (also when the
@@ -106,13 +107,14 @@ class _Carried:
 class OtelGuard(AbstractCapability[Any]):
     """A pydantic-ai capability through which otelguard's inject / steer / cancel reach the agent.
 
-    `role`: how guard messages are sent, `"system"` (a `SystemPromptPart`, default) or `"user"`.
+    `role`: how guard messages are sent, `"user"` (a `UserPromptPart`, default) or `"system"` (a
+    `SystemPromptPart`: only when you want the guard's text, which quotes model output, as system text).
     `processor`: the `GuardSpanProcessor` that arms tool budgets; default: the newest one installed.
     It wraps pydantic-ai's `Instrumentation` capability, so each run's control is bound before the
     run's agent span starts (and wins over an outer `otelguard.bind_control`).
     """
 
-    role: Literal["system", "user"] = "system"
+    role: Literal["system", "user"] = "user"
     processor: GuardSpanProcessor | None = None
     _control: RunControl | None = field(default=None, init=False, repr=False, compare=False)
     _carried: _Carried = field(default_factory=_Carried, init=False, repr=False, compare=False)

@@ -116,7 +116,10 @@ class Delivery:
         if control is None:
             self.metrics.control(verdict.action, "unbound")
             return
-        self.dispatcher.call(verdict.action, lambda: deliver(control, verdict))
+        # One queue per agent: a stuck hook holds its own agent's messages only.
+        key = agent.key if agent is not None else f"control:{id(control):x}"
+        self.dispatcher.call(key, verdict.action, lambda: deliver(control, verdict),
+                             cancel=verdict.action == Action.CANCEL)
 
     def shutdown(self) -> None:
         self.dispatcher.shutdown()

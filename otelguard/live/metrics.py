@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+import time
+from typing import Callable, Iterable
 
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
@@ -13,9 +14,11 @@ from ..records import Verdict
 
 OTHER = "_other"
 MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) before `_other`
+LABEL_GENERATION_S = 600.0  # a capped label value not seen for two of these frees its slot
 MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
 INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_ending", "downstream.on_end",
-                         "control_hook", "watchdog", "deliver")
+                         "control_hook", "watchdog", "deliver", "dispatch.worker_died")
+CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
 EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
 # One span in this many of each kind and convention the guard reads (agent ends and model spans left
@@ -25,13 +28,27 @@ PROCESSING_SAMPLE_EVERY = 16
 
 
 class LabelCap:
-    """Caps the distinct values a model-controlled label may take: cardinality stays bounded."""
+    """Caps the distinct values a model-controlled label may take: cardinality stays bounded.
 
-    __slots__ = ("_seen", "_limit", "_lock", "__weakref__")
+    `reserved` values (names the configuration lists) always pass and take no slot. The others share
+    `limit` slots in two generations: every `generation_s` the current generation becomes the previous
+    one and the previous one is forgotten; a value seen again is carried into the current one. A value
+    not seen for two generations frees its slot, so 100 junk names cannot keep a legitimate one at
+    `_other` for the life of the process, and a value in use keeps its slot under a flood of new ones.
+    """
 
-    def __init__(self, limit: int = MAX_LABEL_VALUES):
-        self._seen: set[str] = set()
+    __slots__ = ("_current", "_previous", "_reserved", "_limit", "_generation_s", "_clock", "_rotated",
+                 "_lock", "__weakref__")
+
+    def __init__(self, limit: int = MAX_LABEL_VALUES, *, reserved: Iterable[str] = (),
+                 generation_s: float = LABEL_GENERATION_S, clock: Callable[[], float] = time.monotonic):
+        self._current: set[str] = set()
+        self._previous: set[str] = set()  # seen last generation, not yet this one
+        self._reserved = frozenset(value[:MAX_LABEL_CHARS] for value in reserved if value)
         self._limit = limit
+        self._generation_s = generation_s
+        self._clock = clock
+        self._rotated = clock()
         self._lock = fork_safe_lock(self, "_lock")
 
     def __call__(self, value: str | None) -> str:
@@ -39,11 +56,21 @@ class LabelCap:
             return ""
         if len(value) > MAX_LABEL_CHARS:
             value = value[:MAX_LABEL_CHARS]
-        if value in self._seen:
+        if value in self._current or value in self._reserved:
             return value
         with self._lock:
-            if len(self._seen) < self._limit:
-                self._seen.add(value)
+            now = self._clock()
+            if now - self._rotated >= self._generation_s:
+                # Two generations gone by: nothing is left to carry over.
+                self._previous = set() if now - self._rotated >= 2 * self._generation_s else self._current
+                self._current = set()
+                self._rotated = now
+            if value in self._previous:
+                self._previous.discard(value)
+                self._current.add(value)
+                return value
+            if len(self._current) + len(self._previous) < self._limit:
+                self._current.add(value)
                 return value
         return OTHER
 
@@ -78,16 +105,20 @@ class GuardMetrics:
             description=f"Time the guard spent per judged span (one in {PROCESSING_SAMPLE_EVERY} is timed)",
             explicit_bucket_boundaries_advisory=[1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1])
         self._publish_zeroes()
-        self._tool_label = LabelCap()
+        self._tool_label = LabelCap()  # replaced by reserve_tools once the configuration is known
         self._agent_label = LabelCap()
         self._model_label = LabelCap()
+
+    def reserve_tools(self, names: Iterable[str]) -> None:
+        """Tool names the configuration lists always report as themselves, whatever the model named."""
+        self._tool_label = LabelCap(reserved=names)
 
     def _publish_zeroes(self) -> None:
         """Failure counters exist at 0 from the start: "no errors" must not read as "no data"."""
         for where in INTERNAL_ERROR_PLACES:
             self.internal_errors.add(0, {"where": where})
         for action in CONTROL_ACTIONS:
-            for outcome in ("error", "unbound", "slow", "dropped"):
+            for outcome in CONTROL_OUTCOMES_AT_ZERO:
                 self.control_calls.add(0, {"otelguard.action": action, "outcome": outcome})
         for what in EVICTABLE_STATE:
             for reason in ("capacity", "idle"):

@@ -70,6 +70,9 @@ class GuardSpanProcessor(SpanProcessor):
         self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
                                   on_evict=self.metrics.evicted, full_records=False)
         self.config = self.engine.config
+        repeat = self.config.row("repeat-tool-reminder")
+        if repeat is not None:  # configured tool names keep their labels (patterns with `*` are not names)
+            self.metrics.reserve_tools(p for p in repeat.config.include if "*" not in p)
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
         self._downstream_starts = acting_hooks(self._downstream, "on_start")
         self._downstream_endings = acting_hooks(self._downstream, "_on_ending")
