@@ -57,12 +57,14 @@ def repeats(engine: GuardEngine, span_ids: range, parent: int) -> list[int | Non
 
 
 def test_agent_model_and_tool_spans_are_started_and_judged_others_let_through():
-    """`start` returns a `Started` and `end` a `Judged` for agent, model and tool spans; None for any other."""
+    """`start` returns a `Started` for agent and tool spans (what a driver acts on) and `end` a
+    `Judged` for agent, model and tool spans; None for any other."""
     engine = GuardEngine()
-    for span, kind in ((run(1), SpanKind.AGENT), (model(2, 1), SpanKind.MODEL), (call(3, 1), SpanKind.TOOL)):
+    for span, kind in ((run(1), SpanKind.AGENT), (call(3, 1), SpanKind.TOOL)):
         started = engine.start(span)
         assert isinstance(started, Started) and started.classification.kind is kind
         assert started.agent.name == "a"
+    assert engine.start(model(2, 1)) is None  # judged only when it ends
     assert engine.start(plain(4, 1)) is None and engine.end(plain(4, 1)) is None
     for span, kind in ((call(3, 1), SpanKind.TOOL), (model(2, 1), SpanKind.MODEL), (run(1), SpanKind.AGENT)):
         ended = engine.end(span)

@@ -130,7 +130,6 @@ class GuardEngine:
         the forking thread lives on there, so a lock another thread held at the fork would stay held,
         and the parent's open runs never end in the child (it starts with no agents)."""
         max_agents, idle_ttl_s, max_open_spans, clock, on_evict = self._bounds
-        self._max_open_spans = max_open_spans
 
         def evicted(what: str) -> Callable[[str, int], None] | None:
             return None if on_evict is None else lambda reason, count: on_evict(what, reason, count)
@@ -147,7 +146,8 @@ class GuardEngine:
 
     # --- the lifecycle ---------------------------------------------------------------------------
     def start(self, source: SpanSource) -> Started | None:
-        """A span started. Returns what was decided for an agent, model or tool span; None for any other."""
+        """A span started. Returns what the driver acts on, an agent run's or a tool call's start;
+        None for any other span (a model span is judged only when it ends)."""
         attributes = source.attributes
         try:  # most spans: one set test
             classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
@@ -155,13 +155,8 @@ class GuardEngine:
         except (AttributeError, TypeError):  # attributes that are no mapping, an unhashable name
             classification = None
         if classification is None:
-            opened = self._open
-            if opened:  # maybe inside an agent run: then its descendants belong there too
-                agent = opened.get(source.parent_span_id)
-                if agent is not None:
-                    opened[source.span_id] = agent  # `put` written out (every span of a run's), its bound kept
-                    if len(opened) > self._max_open_spans:
-                        opened.trim()
+            if self._open:
+                self.enter(source.span_id, source.parent_span_id)
             return None
         kind = classification.kind
         parent_id = source.parent_span_id
@@ -173,7 +168,7 @@ class GuardEngine:
             self._open.put(source.span_id, agent)
         if kind is SpanKind.TOOL:
             return Started(classification, agent, self._tool_started(source, classification, agent))
-        return Started(classification, agent)  # a model span is judged only when it ends
+        return None
 
     def end(self, source: SpanSource, *, timed_out_ms: float | None = None) -> Judged | None:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
@@ -203,6 +198,23 @@ class GuardEngine:
             self._agents.seen(agent)  # output under every guard's floor, told from its attributes: none judges it
             return Judged(classification, agent)
         return self._judge(source, classification, agent, live_trip, timed_out_ms)
+
+    # A driver that has made the marker test itself (`looks_at`) may hand the engine a span without
+    # one by its ids alone: what `start` and `end` do for it, without a source to build (the live
+    # processor, for every span of the application inside an agent run: the inside-a-run bar).
+    def enter(self, span_id: int, parent_span_id: int | None) -> None:
+        """A span with no agent, model or tool marker started: inside an agent run, the spans below
+        it belong to that run too."""
+        opened = self._open
+        if opened:
+            agent = opened.get(parent_span_id)
+            if agent is not None:
+                opened.put(span_id, agent)
+
+    def leave(self, span_id: int) -> None:
+        """A span with no marker ended."""
+        if self._open:
+            self._open.pop(span_id, None)
 
     def looks_at(self, source: SpanSource) -> bool:
         """Whether the span carries an agent, model or tool marker or a known name: `start` and `end`

@@ -39,7 +39,7 @@ from .delivery import AgentRuns, Delivery
 from .dispatch import ControlDispatcher
 from .enrichment import enriched, mark_run
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .sdk_span import PublicSdkSpan, SdkSpan, acting_hooks, attributes_of, name_of
+from .sdk_span import PublicSdkSpan, SdkSpan, acting_hooks, attributes_of, context_of, name_of, parent_of
 from .timeouts import ToolBudgets
 
 
@@ -102,8 +102,9 @@ class GuardSpanProcessor(SpanProcessor):
 
     # --- SpanProcessor ---------------------------------------------------------------------------
     # The engine's first test is made here first, on the span's own name and attributes (read by the
-    # adapter's C-level getters): a span of the application outside any agent run then costs neither
-    # an adapter nor an engine call. It holds the plain-span bar (see the README's design notes).
+    # adapter's C-level getters): a span of the application costs no adapter, and is handed to the
+    # engine by its ids only while an agent run is open. It holds the plain-span bars (see the
+    # README's design notes).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if self.running:
             try:
@@ -111,7 +112,11 @@ class GuardSpanProcessor(SpanProcessor):
                     unmarked = _unmarked(attributes_of(span)) and name_of(span) not in NAMED_SPANS
                 except AttributeError:  # not the SDK's span: the engine reads it through the public API
                     unmarked = False
-                if not unmarked or self.engine.spans_in_runs:
+                if unmarked:
+                    if self.engine.spans_in_runs:  # maybe inside an agent run: handed over by its ids
+                        parent = parent_of(span)
+                        self.engine.enter(context_of(span)[1], parent[1] if parent is not None else None)
+                else:
                     try:
                         source = SdkSpan(span)
                     except AttributeError:
@@ -146,14 +151,15 @@ class GuardSpanProcessor(SpanProcessor):
                     unmarked = _unmarked(attributes_of(span)) and name_of(span) not in NAMED_SPANS
                 except AttributeError:
                     unmarked = False
-                if not unmarked or self.engine.spans_in_runs:
+                if unmarked:
+                    if self.engine.spans_in_runs:
+                        self.engine.leave(context_of(span)[1])
+                else:
                     try:
                         source = SdkSpan(span)
                     except AttributeError:
                         source = PublicSdkSpan(span)
-                    if unmarked:  # a span of the application inside a run: nothing to time or judge
-                        self.engine.end(source)
-                    elif next(self._ends) % PROCESSING_SAMPLE_EVERY:
+                    if next(self._ends) % PROCESSING_SAMPLE_EVERY:
                         exported = self._judged(span, source)
                     else:  # one judged span in PROCESSING_SAMPLE_EVERY is timed (see metrics)
                         began = time.perf_counter()

@@ -134,6 +134,9 @@ SdkSpan: type[PublicSdkSpan] = PrivateSdkSpan if PRIVATE else PublicSdkSpan
 # Either raises AttributeError for a span that is not the SDK's: read it through `PublicSdkSpan` then.
 name_of: Callable[[Any], str] = attrgetter("_name" if PRIVATE else "name")
 attributes_of: Callable[[Any], Any] = attrgetter("_attributes._dict" if PRIVATE else "attributes")
+# Its SpanContext and its parent's (tuples: [1] is the span id), for a span handed over by its ids.
+context_of: Callable[[Any], Any] = attrgetter("_context" if PRIVATE else "context")
+parent_of: Callable[[Any], Any] = attrgetter("_parent" if PRIVATE else "parent")
 
 
 def processors_of(span: Any) -> Iterator[SpanProcessor]:
