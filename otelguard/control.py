@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
-from typing import Any, ContextManager, Protocol, runtime_checkable
+from typing import ContextManager, Protocol, runtime_checkable
 
 from .errors import AgentCancelled
 from .forksafe import fork_safe_lock

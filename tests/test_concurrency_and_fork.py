@@ -282,7 +282,7 @@ def test_spans_after_shutdown_pass_through_untouched():
         assert not metric_points(g.metric_reader, "otelguard.control.calls")
         with g.tracer.start_as_current_span("execute_tool slow", attributes={
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
-                "otelguard.tool.timeout_ms": 60_000}) as span:
+                "otelguard.tool.timeout_ms": 60_000}):
             assert not otelguard.tool_signal().aborted and otelguard.tool_signal().budget_ms is None  # no budget armed
     finally:
         g.meter_provider.shutdown()

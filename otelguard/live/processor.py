@@ -42,8 +42,7 @@ from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
 from .sdk_span import PublicSdkSpan, SdkSpan, acting_hooks, attributes_of, context_of, name_of, parent_of
 from .timeouts import ToolBudgets
 
-
-_unmarked = MARKER_KEYS.isdisjoint
+_unmarked = MARKER_KEYS.isdisjoint  # the engine's first test, made here first (see on_start)
 
 
 class GuardSpanProcessor(SpanProcessor):
