@@ -44,8 +44,8 @@ def guarded():
         for release in releases:  # a stuck hook returns before shutdown, so its thread can end
             release.set()
     deadline = time.monotonic() + 10
-    while _control_threads() - before and time.monotonic() < deadline:
-        time.sleep(0.01)
+    for thread in _control_threads() - before:
+        thread.join(max(0.0, deadline - time.monotonic()))
     assert not _control_threads() - before
 
 

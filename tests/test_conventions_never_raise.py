@@ -3,8 +3,8 @@
 Attribute values of every type and size (None, bools, huge ints, NaN, bytes, lone surrogates, nested
 structures, sequences), broken and truncated JSON, Python reprs, under the keys every convention reads
 and next to every convention marker (GenAI operation names, OpenInference span kinds, OpenLLMetry
-span kinds, request types and span names). The processor keeps its pytest behaviour: an internal
-error is re-raised (otelguard/containment.py), so a contained bug still fails here.
+span kinds, request types and span names). The suite sets OTELGUARD_RAISE_INTERNAL_ERRORS=1
+(tests/conftest.py), so the processor re-raises an internal error and a contained bug still fails here.
 """
 
 from __future__ import annotations

@@ -124,7 +124,10 @@ def test_every_label_of_every_metric_stays_bounded(pipeline):
             p.tool(f"tool_{index}", json.dumps({"n": index}))
             p.model(reasoning=reasoning, model=f"model-{index}")
     assert p.processor.force_flush(10_000)
-    for (metric, key), values in p.labels().items():
+    labels = p.labels()
+    assert {("otelguard.verdicts", "gen_ai.tool.name"), ("otelguard.verdicts", "gen_ai.agent.name"),
+            ("otelguard.loop.tokens", "gen_ai.request.model")} <= set(labels)  # the loop below checks them
+    for (metric, key), values in labels.items():
         assert len(values - {""}) <= MAX_LABEL_VALUES + 1, (metric, key, len(values))
 
 
@@ -135,7 +138,9 @@ def test_a_huge_model_controlled_name_is_not_a_huge_label(pipeline):
     with p.agent("a" * 5000):
         p.tool(name, '{"q": 1}')
         p.tool(name, '{"q": 1}')
-    for (metric, key), values in p.labels().items():
+    labels = p.labels()
+    assert labels[("otelguard.verdicts", "gen_ai.tool.name")] and labels[("otelguard.verdicts", "gen_ai.agent.name")]
+    for (metric, key), values in labels.items():
         for value in values:
             assert not isinstance(value, str) or len(value) <= MAX_LABEL_CHARS, (metric, key, len(value))
 

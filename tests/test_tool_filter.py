@@ -27,9 +27,9 @@ def test_exclude_wins_and_names_without_star_are_exact():
 
 
 def test_a_pathological_pattern_does_not_backtrack():
-    """`*a*a*a*b` against 300 a's (no b: the worst case for a backtracking matcher, 0.59 s a call
-    before) is decided a hundred times in a fraction of that one call (a generous bound: not a
-    benchmark, a guard against the backtracking coming back)."""
+    """`*a*a*a*b` against 300 a's (no b: the worst case for a backtracking matcher, about 0.59 s a
+    call) is decided a hundred times in a fraction of that one call (a generous bound: not a
+    benchmark, a check that matching stays linear)."""
     tools = ToolFilter(include=("*a*a*a*b",))
     name = "a" * 300
     started = time.perf_counter()

@@ -55,7 +55,7 @@ def test_an_escaped_json_preview_still_decodes_to_the_arguments():
     assert json.loads(arguments_preview(canonical, 10_000)) == args
 
 
-def test_json_without_markup_is_previewed_as_the_seed_prints_it():
+def test_json_without_markup_is_previewed_unchanged():
     """Canonical JSON free of <, > and control characters is quoted unchanged."""
     canonical, _ = canonical_arguments({"q": "weather in Paris", "n": [1, 2]})
     assert arguments_preview(canonical, 500) == canonical
