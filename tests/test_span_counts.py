@@ -84,14 +84,14 @@ def test_processing_time_is_sampled_from_the_first_judged_span():
         assert counted(g) == {("model", "genai"): 1 + PROCESSING_SAMPLE_EVERY}
 
 
-def test_span_returns_how_many_of_its_kind_were_counted_before():
-    """`GuardMetrics.span` answers 0, 1, 2, ... per kind and convention (the processor times every
-    PROCESSING_SAMPLE_EVERY-th span by it), and `span_counts` totals them."""
+def test_span_counts_total_each_kind_and_convention():
+    """`GuardMetrics.span` counts per kind and convention, and `span_counts` totals them."""
     from opentelemetry.sdk.metrics import MeterProvider
 
     from otelguard.live.metrics import GuardMetrics
 
     metrics = GuardMetrics(MeterProvider())
-    assert [metrics.span("tool", "genai") for _ in range(3)] == [0, 1, 2]
-    assert metrics.span("model", "genai") == 0
+    for _ in range(3):
+        metrics.span("tool", "genai")
+    metrics.span("model", "genai")
     assert metrics.span_counts() == {("tool", "genai"): 3, ("model", "genai"): 1}

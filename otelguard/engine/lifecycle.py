@@ -52,7 +52,7 @@ _NO_LIVE_FACTS = ModelFacts()
 
 
 class Started(NamedTuple):
-    """What the engine decided when an agent, model or tool span started."""
+    """What a driver acts on when an agent run or a tool call starts."""
 
     classification: Classification
     agent: AgentRef

@@ -21,9 +21,9 @@ INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstrea
 CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
 EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
-# One span in this many of each kind and convention the guard reads (agent ends and model spans left
-# unread included) is timed for `otelguard.processing.duration`: with an SDK
-# MeterProvider a histogram record costs ~4 us, as much as judging a whole tool span.
+# One in this many agent, model or tool span ends the guard handles (agent ends and model spans left
+# unread included) is timed for `otelguard.processing.duration`: with an SDK MeterProvider a
+# histogram record costs ~4 us, as much as judging a whole tool span.
 PROCESSING_SAMPLE_EVERY = 16
 
 
@@ -102,7 +102,7 @@ class GuardMetrics:
             "otelguard.state.evictions", unit="{entry}", description="State entries evicted by the bounds")
         self.processing = meter.create_histogram(
             "otelguard.processing.duration", unit="s",
-            description=f"Time the guard spent per judged span (one in {PROCESSING_SAMPLE_EVERY} is timed)",
+            description=f"Time the guard spent per agent, model or tool span (one in {PROCESSING_SAMPLE_EVERY} is timed)",
             explicit_bucket_boundaries_advisory=[1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1])
         self._publish_zeroes()
         self._tool_label = LabelCap()  # replaced by reserve_tools once the configuration is known
@@ -133,15 +133,12 @@ class GuardMetrics:
             "gen_ai.tool.name": self._tool_label(verdict.tool),
         })
 
-    def span(self, kind: str, convention: str) -> int:
-        """Count one judged span; return how many of its kind and convention were counted before it
-        (the processor times every PROCESSING_SAMPLE_EVERY-th). `kind` may be a `SpanKind` (a str
-        enum: made a plain label at collection)."""
+    def span(self, kind: str, convention: str) -> None:
+        """Count one judged span. `kind` may be a `SpanKind` (a str enum: made a plain label at
+        collection)."""
         key = (kind, convention)
         with self._span_counts_lock:
-            before = self._span_counts.get(key, 0)
-            self._span_counts[key] = before + 1
-        return before
+            self._span_counts[key] = self._span_counts.get(key, 0) + 1
 
     def span_counts(self) -> dict[tuple[str, str], int]:
         """{(kind label, convention): spans counted so far}."""
