@@ -16,7 +16,7 @@ from typing import Any
 from ..actions import reaches
 from ..config import GuardConfig
 from ..containment import Containment
-from ..engine import GuardEngine, Judged
+from ..engine import DEFAULT_MAX_AGENTS, GuardEngine, Judged
 from .otlp_json import (
     BAD_SPAN,
     BLANK,
@@ -29,6 +29,7 @@ from .otlp_json import (
 from ..records import SpanView
 from .coverage import Coverage, FileCoverage
 from .inputs import InputError, open_input
+from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
 from .replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from .results import (
     DEFAULT_MAX_QUIET_AGENTS,
@@ -46,8 +47,15 @@ class AnalyzerOptions:
     limits: ReplayLimits = field(default_factory=ReplayLimits)
     max_quiet_rows: int = DEFAULT_MAX_QUIET_ROWS
     max_quiet_agents: int = DEFAULT_MAX_QUIET_AGENTS
+    # Agents whose guard state the engine keeps at once (the live bound); evictions are reported.
+    max_tracked_agents: int = DEFAULT_MAX_AGENTS
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
     def __post_init__(self) -> None:
+        for name in ("max_tracked_agents", "max_line_bytes", "max_decompressed_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_quiet_rows < 0:
             raise ValueError(f"max_quiet_rows must be >= 0, got {self.max_quiet_rows}")
         if self.max_quiet_agents < 1:
@@ -89,7 +97,7 @@ def analyze(
     buffer = TraceBuffer(options.limits)
     coverage.buffer = buffer
     clock = ReplayClock()
-    engine = GuardEngine(config, clock=clock)
+    engine = GuardEngine(config, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
     containment = Containment(coverage.internal_error)
     late_traces: frozenset[int] = frozenset()
 
@@ -109,7 +117,7 @@ def analyze(
 
     record = 0
     for path in paths:
-        record = _read_file(path, record, coverage, buffer, replay)
+        record = _read_file(path, record, coverage, buffer, replay, options)
     replay(buffer.drain())
     coverage.verdicts_from_live_record = replayer.recorded_used
     coverage.not_ours = replayer.not_ours
@@ -117,10 +125,11 @@ def analyze(
 
 
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
-               replay: Callable[[list[Batch] | tuple[()]], None]) -> int:
+               replay: Callable[[list[Batch] | tuple[()]], None], options: AnalyzerOptions) -> int:
     """Read one input file into the trace buffer, replaying what becomes ready; count what it held.
     `record` is the number of records (lines) read before it; returns the number after it."""
-    source = open_input(path)
+    source = open_input(path, max_line_bytes=options.max_line_bytes,
+                        max_decompressed_bytes=options.max_decompressed_bytes)
     file = FileCoverage(os.fspath(path), compressed=source.compressed, named_gz_not_gzip=source.named_gz_not_gzip)
     coverage.files.append(file)
     first_problem: ReadProblem | None = None
@@ -153,7 +162,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                 if current_line >= 0:
                     replay(buffer.ready(record))
                 current_line = line
-                lines_with_items += 1
+                lines_with_items += problem.lines
                 record += 1
             # A line with a span too broken to read was a trace request all the same.
             if line != record_line and problem.reason == BAD_SPAN:
