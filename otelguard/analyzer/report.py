@@ -6,10 +6,13 @@ The JSON shape is the contract of design §6: `{"files", "config", "coverage", "
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from typing import Any
+from collections.abc import Iterator
+from typing import IO, Any
 
 from ..records import Verdict
+from ..terminal import printable
 from .results import AgentSummary, Step, is_counting
 from .run import Analysis
 
@@ -18,18 +21,47 @@ _WHAT_WIDTH = 60
 _VERDICT_WIDTH = 18
 _RULE_WIDTH = 17
 _ACTION_WIDTH = 7
+_NAME_CHARS = 200  # an agent's name or key shown, at most
 
 
 def to_json(analysis: Analysis, *, fail_on: str | None = None) -> dict[str, Any]:
+    return {key: list(value) if isinstance(value, Iterator) else value
+            for key, value in _sections(analysis, fail_on)}
+
+
+def write_json(analysis: Analysis, out: IO[str], *, fail_on: str | None = None) -> None:
+    """`to_json`'s document written to `out` one agent and one verdict at a time: never held whole
+    (one agent's listed steps are, while that agent is written)."""
+    out.write("{")
+    separator = "\n"
+    for key, value in _sections(analysis, fail_on):
+        out.write(f'{separator}  "{key}": ')
+        if isinstance(value, Iterator):
+            _write_array(out, value)
+        else:
+            out.write(json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  "))
+        separator = ",\n"
+    out.write("\n}\n")
+
+
+def _sections(analysis: Analysis, fail_on: str | None) -> Iterator[tuple[str, Any]]:
+    """The document's keys and values; the long lists as iterators. (The summary is made last.)"""
     findings = analysis.findings
-    return {
-        "files": analysis.files,
-        "config": analysis.config.model_dump(mode="json"),
-        "coverage": analysis.coverage.to_json(),
-        "agents": [agent.to_json() for agent in findings.agents.values()],
-        "verdicts": [row.to_json() for row in findings.verdicts],
-        "summary": summary_json(analysis, fail_on),
-    }
+    yield "files", analysis.files
+    yield "config", analysis.config.model_dump(mode="json")
+    yield "coverage", analysis.coverage.to_json()
+    yield "agents", (agent.to_json() for agent in findings.agents.values())
+    yield "verdicts", (row.to_json() for row in findings.verdicts)
+    yield "summary", summary_json(analysis, fail_on)
+
+
+def _write_array(out: IO[str], items: Iterator[Any]) -> None:
+    out.write("[")
+    separator = "\n    "
+    for item in items:
+        out.write(separator + json.dumps(item, ensure_ascii=False))
+        separator = ",\n    "
+    out.write("]" if separator == "\n    " else "\n  ]")
 
 
 def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
@@ -72,16 +104,17 @@ def to_text(analysis: Analysis, *, fail_on: str | None = None) -> str:
     out.extend(_summary(analysis, fail_on))
     out.append("")
     out.extend(_coverage(analysis))
-    return "\n".join(out) + "\n"
+    # Names, paths and problems quoted from the input are shown, never obeyed by the terminal.
+    return "\n".join(map(printable, out)) + "\n"
 
 
 def _agent_table(agent: AgentSummary) -> list[str]:
-    head = f"agent {agent.label}"
+    head = f"agent {printable(agent.label, _NAME_CHARS)}"
     details = [_n(agent.traces, "trace"), f"{_n(agent.model_calls, 'model call')}, {_n(agent.tool_calls, 'tool call')}"]
     if agent.runs:
         details.insert(0, _n(agent.runs, "run"))
     if agent.name and not agent.key.startswith("span:"):
-        details.insert(0, f"key {agent.key}")
+        details.insert(0, f"key {printable(agent.key, _NAME_CHARS)}")
     lines = [f"{head} · {' · '.join(details)}"]
     number_width = max(1, len(str(agent.steps_total)))
     header = (f"  {'#':>{number_width}}  {'kind':<5}  {'span':<{_SPAN_WIDTH}}  {'what':<{_WHAT_WIDTH}}  "
@@ -238,5 +271,5 @@ def _n(count: int, noun: str) -> str:
 
 
 def _cut(text: str, width: int) -> str:
-    text = text.replace("\n", " ")
+    text = printable(text.replace("\n", " "))
     return text if len(text) <= width else text[: width - 1] + "…"
