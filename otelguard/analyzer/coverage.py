@@ -373,7 +373,7 @@ class Coverage:
     def _where(self, *, only: str | None = None, exclude: tuple[str, ...] = ()) -> str:
         return "; ".join(
             f"{reason}: {', '.join(f'{_short(p.file)} line {p.line}' for p in problems)}"
-            + (f" ({problems[0].detail})" if reason == BAD_SPAN and problems[0].detail else "")
+            + (f" ({problems[0].detail})" if reason in (BAD_SPAN, DUPLICATE_KEY) and problems[0].detail else "")
             for reason, problems in self.examples.items()
             if (only is None or reason == only) and reason not in exclude
         )

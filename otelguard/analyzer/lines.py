@@ -1,7 +1,7 @@
 """The lines of an input, numbered, read in bounded memory and linear time.
 
 A binary stream is read in chunks of `_CHUNK_BYTES`; a run of blank lines is counted in C (one
-regular-expression match and one `bytes.count` per run), never handed out line by line; a line is
+regular-expression search and one `bytes.count` per run), never handed out line by line; a line is
 held only up to `max_line_bytes` (past that the input is refused, with the line's number); the bytes
 read (after gzip) are capped at `max_decompressed_bytes`. Lines are numbered from 1 whatever the
 path, so every reader of them can say which line a span or a problem came from.
@@ -22,8 +22,10 @@ from ..errors import OtelGuardError
 DEFAULT_MAX_LINE_BYTES = 128 * 2**20  # the longest line (or multi-line document) held at once
 DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 2**30  # bytes read from one input, after gzip
 _CHUNK_BYTES = 2**20
-# One or more complete blank lines (ASCII whitespace only, as `bytes.isspace` sees it).
-_BLANK_RUN = re.compile(rb"(?:[ \t\r\f\v]*\n)+")
+# The first character that is not ASCII whitespace (as `bytes.isspace` sees it): the lines before it
+# are blank.
+_CONTENT = re.compile(rb"[^ \t\n\r\f\v]")
+_WHITESPACE = frozenset(b" \t\n\r\f\v")
 
 Numbered = tuple[int, "str | int"]
 
@@ -90,14 +92,15 @@ class LineReader:
             pos = 0
             size = len(chunk)
             while pos < size:
-                if not pieces:
-                    blank = _BLANK_RUN.match(chunk, pos)
-                    if blank is not None:
-                        count = chunk.count(b"\n", pos, blank.end())
+                if not pieces and chunk[pos] in _WHITESPACE:  # (a line with content is one test)
+                    content = _CONTENT.search(chunk, pos)
+                    blank_end = chunk.rfind(b"\n", pos, size if content is None else content.start()) + 1
+                    if blank_end > pos:
+                        count = chunk.count(b"\n", pos, blank_end)
                         self.lines = number + count
                         yield number + 1, count
                         number += count
-                        pos = blank.end()
+                        pos = blank_end
                         continue
                 end = chunk.find(b"\n", pos)
                 if end < 0:
@@ -118,18 +121,17 @@ class LineReader:
                     line = chunk[pos:end]
                 pos = end
                 number += 1
-                yield from self._line(number, line)
+                yield self._line(number, line)
         if pieces:  # the last line, without a newline
-            yield from self._line(number + 1, b"".join(pieces))
+            yield self._line(number + 1, b"".join(pieces))
 
-    def _line(self, number: int, line: bytes) -> Iterator[Numbered]:
+    def _line(self, number: int, line: bytes) -> Numbered:
         self.lines = number
         if line.isspace():  # a blank line that began in one chunk and ended in the next
-            yield number, 1
-            return
+            return number, 1
         # Invalid UTF-8 becomes U+FFFD: such a line then fails as JSON and is counted, never raised.
         text = self.last = line.decode("utf-8", "replace")
-        yield number, text
+        return number, text
 
     def _chunk(self, line: int) -> bytes:
         try:

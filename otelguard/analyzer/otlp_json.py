@@ -199,9 +199,10 @@ def _read_lines(lines: Iterable[Numbered], label: str, build: _SpanBuilder, read
             continue
         if document is not None:
             if line[0] != "{" or not _is_object(line):
-                yield from document.add(number, line)
-                if document.done:
-                    document = None
+                if document.add(number, line):  # (a line that may close it)
+                    yield from document.parse(final=False)
+                    if document.done:
+                        document = None
                 continue
             yield document.cut_off(number)  # a record on its own: the document before it ended early
             document = None
@@ -223,7 +224,7 @@ def _read_lines(lines: Iterable[Numbered], label: str, build: _SpanBuilder, read
         yield from _duplicate_key_problems(line, _containers(parsed), label, number)
         yield from _read_document(parsed, label, number, build)
     if document is not None:
-        yield from document.end()
+        yield from document.parse(final=True)
 
 
 def _is_object(line: str) -> bool:
@@ -243,54 +244,61 @@ class _Document:
     """A multi-line document being read: its text so far (at most `limit` characters), parsed when a
     line starts with `}` (where a pretty-printed document closes) and at the end of the input."""
 
+    _JOIN_LINES = 1024  # lines joined into one string: no per-line object overhead for short lines
+
     def __init__(self, label: str, first: int, line: str, build: _SpanBuilder, limit: int):
         self.label = label
         self.first = first
         self.last = first
         self.build = build
         self.limit = limit
-        self.text = io.StringIO()
+        self.parts: list[str] = []
+        self.recent: list[str] = []
         self.size = 0
         self.done = False
-        self._write(line)
+        self._hold(line)
 
-    def _write(self, line: str) -> None:
+    def _hold(self, line: str) -> None:
         self.size += len(line)
         if self.size > self.limit:
             raise UnreadableInput(self.label, self.first, too_long("the multi-line JSON document starting here is",
                                                                    self.size, self.limit))
-        self.text.write(line)
+        self.recent.append(line)
+        if len(self.recent) >= self._JOIN_LINES:
+            self.parts.append("".join(self.recent))
+            self.recent.clear()
 
-    def add(self, number: int, line: str) -> Iterator[Any]:
+    def add(self, number: int, line: str) -> bool:
+        """Hold one more line; whether it may close the document (worth a `parse`)."""
         self.last = number
-        self._write(line)
-        if line[0] == "}":
-            yield from self._parse(final=False)
-
-    def end(self) -> Iterator[Any]:
-        yield from self._parse(final=True)
+        self._hold(line)
+        return line[0] == "}"
 
     def cut_off(self, before: int) -> ReadProblem:
         self.done = True
         return self._unreadable(f"a multi-line document cut off before line {before}")
 
-    def _parse(self, final: bool) -> Iterator[Any]:
-        text = self.text.getvalue()
+    def parse(self, final: bool) -> Iterator[Any]:
+        """The document's items if it parses; if it cannot (at the end of the input, or broken
+        before its end), the problem that its lines are not JSON."""
+        text = "".join((*self.parts, *self.recent))
         try:
             document = fastjson.loads(text)
         except (ValueError, RecursionError) as error:
             position = getattr(error, "pos", None)
-            broken = isinstance(position, int) and text[position:].strip() != ""
+            broken = isinstance(position, int) and not text[position:].isspace() and position < len(text)
             if final or broken:
                 self.done = True
-                yield self._unreadable(_excerpt(text))
+                yield self._unreadable(f"a multi-line document from line {self.first} to {self.last} that is not "
+                                       f"JSON: {_excerpt(text[:200])}")
             return
         self.done = True
-        self.text = io.StringIO()
         yield from _duplicate_key_problems(text, _containers(document), self.label, self.first)
         yield from _read_document(document, self.label, self.first, self.build)
 
     def _unreadable(self, detail: str) -> ReadProblem:
+        self.parts.clear()
+        self.recent.clear()
         return ReadProblem(self.label, self.first, NOT_JSON, detail, lines=self.last - self.first + 1)
 
 
