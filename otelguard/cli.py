@@ -189,7 +189,7 @@ def _add_analyze_parser(subparsers: Any) -> None:
 
 def _run_analyze(args: argparse.Namespace) -> int:
     from .analyzer import AnalyzerOptions, InputError, ReplayLimits, analyze
-    from .analyzer.report import to_text, write_json
+    from .analyzer.report import write_json, write_text
     from .errors import ConfigError
 
     files = list(args.files)
@@ -216,9 +216,9 @@ def _run_analyze(args: argparse.Namespace) -> int:
     if args.json:
         write_json(analysis, sys.stdout, fail_on=args.fail_on)
     else:
-        sys.stdout.write(to_text(analysis, fail_on=args.fail_on))
+        write_text(analysis, sys.stdout, fail_on=args.fail_on)
     sys.stdout.flush()
-    if args.fail_on and analysis.reaching(args.fail_on):
+    if args.fail_on and analysis.reached(args.fail_on):
         return EXIT_FAIL_ON
     if args.require_complete and (analysis.coverage.nothing_judged() or analysis.coverage.incomplete()):
         print(f"{PROG} analyze: nothing was judged, or the verdict scope is incomplete (--require-complete): "

@@ -1,14 +1,16 @@
 """What the replay found: steps per agent, verdicts, and the order of actions for `--fail-on`.
 
-Memory stays bounded on large inputs: every step with a verdict is kept, but steps without one are
-kept only up to `max_quiet_rows` per agent, and only `max_quiet_agents` agents without any verdict
-keep a table (the others are counted). Verdicts themselves are all kept: they are the product.
+Every step with a verdict is kept, but steps without one are kept only up to `max_quiet_rows` per
+agent, and only `max_quiet_agents` agents without any verdict keep a table (the others are
+counted). What is kept goes to a `Spool` on disk: memory holds the summaries of the agents
+`_LIVE_AGENTS` most recently active and the totals, however many verdicts there are.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
@@ -16,6 +18,7 @@ from ..actions import ACTION_ORDER
 from ..canonical import arguments_preview
 from ..conventions import model_name
 from ..engine import AgentRef, Judged
+from .spool import Spool
 from ..records import (
     Content,
     ModelCall,
@@ -34,6 +37,7 @@ _PREVIEW_CHARS = 60
 _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
+_LIVE_AGENTS = 1024  # agent summaries held in memory (the most recently active); the others are spooled
 
 
 def is_counting(verdict: Verdict) -> bool:
@@ -81,11 +85,11 @@ class Step:
 class AgentSummary:
     key: str
     name: str | None
+    seq: int = 0  # the order in which agents were first seen
     runs: int = 0
     model_calls: int = 0
     tool_calls: int = 0
     verdicts: int = 0  # non-counting verdicts
-    steps: list[Step] = field(default_factory=list)
     steps_with_verdicts: int = 0
     quiet_rows: int = 0  # listed steps without a verdict
     quiet_steps_not_listed: int = 0
@@ -105,7 +109,8 @@ class AgentSummary:
     def steps_total(self) -> int:
         return self.model_calls + self.tool_calls
 
-    def to_json(self, *, with_steps: bool = True) -> dict[str, Any]:
+    def to_json(self, steps: Iterable[Step] | None = None) -> dict[str, Any]:
+        """The agent, with `steps` (its listed steps, `Findings.steps`) when given."""
         out: dict[str, Any] = {
             "key": self.key,
             "name": self.name,
@@ -116,8 +121,8 @@ class AgentSummary:
             "tool_calls": self.tool_calls,
             "verdicts": self.verdicts,
         }
-        if with_steps:
-            out["steps"] = [step.to_json() for step in self.steps]
+        if steps is not None:
+            out["steps"] = [step.to_json() for step in steps]
             out["steps_not_listed"] = self.quiet_steps_not_listed
         return out
 
@@ -160,18 +165,31 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 
 class Findings:
-    """Collects judged spans into agents, steps and verdicts (bounded; see the module doc)."""
+    """Collects judged spans into agents, steps and verdicts (bounded; see the module doc). Read
+    them back with `agents()`, `steps(key)` and `verdicts()` once the analysis is over."""
 
     def __init__(self, *, max_quiet_rows: int = DEFAULT_MAX_QUIET_ROWS,
                  max_quiet_agents: int = DEFAULT_MAX_QUIET_AGENTS):
         self.max_quiet_rows = max_quiet_rows
         self.max_quiet_agents = max_quiet_agents
-        self.agents: dict[str, AgentSummary] = {}
-        self.verdicts: list[VerdictRow] = []
+        self._spool = Spool()
+        self._live: OrderedDict[str, AgentSummary] = OrderedDict()  # least recently active first
+        self._spooled = False  # whether any agent summary went to the spool
+        self._seq = 0
+        self.agents_listed = 0
         # Agents without any verdict yet, least recently active first: the first to go past the budget.
         self._quiet: OrderedDict[str, None] = OrderedDict()
         self.quiet_agents_not_listed = 0
         self.quiet_agents_not_listed_steps = 0
+        # Totals of the verdicts (the rows are in the spool).
+        self.verdict_count = 0
+        self.actions: Counter = Counter()  # action -> verdicts, counting ones too
+        self.findings_by_action: Counter = Counter()  # action -> verdicts that are findings (not counting)
+        self.flags: Counter = Counter()  # rule -> findings without an action
+        self.counting = 0
+        self.thinking_stalls = 0  # thinking_loop verdicts
+        self.thinking_reactions = 0  # ... with an action
+        self.cuts = 0  # `break` verdicts: streams cut
 
     def add(self, span: SpanView, judged: Judged) -> None:
         kind = judged.classification.kind
@@ -199,34 +217,91 @@ class Findings:
         model = model_name(span, judged.classification) if kind is SpanKind.MODEL else None
         step = Step(agent.steps_total, kind.value, span.trace_id, span.span_id, span.name,
                     judged.classification.convention, summarize(judged.record, model), tuple(shown))
-        agent.steps.append(step)
+        self._spool.add_step(agent.key, step)
         if shown:
             agent.steps_with_verdicts += 1
             self._quiet.pop(agent.key, None)
         for verdict in shown:
-            self.verdicts.append(VerdictRow(verdict, agent, step))
+            self._spool.add_verdict(agent.key, (verdict, step))
+            self._count(verdict)
             if not is_counting(verdict):
                 agent.verdicts += 1
 
+    def _count(self, verdict: Verdict) -> None:
+        action = verdict.action
+        self.verdict_count += 1
+        self.actions[action] += 1
+        if is_counting(verdict):
+            self.counting += 1
+        else:
+            self.findings_by_action[action] += 1
+            if action == "none":
+                self.flags[verdict.rule] += 1
+        if verdict.verdict == "thinking_loop":
+            self.thinking_stalls += 1
+            self.thinking_reactions += action != "none"
+        self.cuts += action == "break"
+
     def _agent(self, ref: AgentRef) -> AgentSummary:
-        agent = self.agents.get(ref.key)
-        if agent is None:
-            agent = self.agents[ref.key] = AgentSummary(ref.key, ref.name)
-            self._quiet[ref.key] = None
+        key = ref.key
+        agent = self._live.get(key)
+        if agent is not None:
+            self._live.move_to_end(key)
+        else:
+            agent = self._spool.agent(key) if self._spooled else None
+            if agent is None:
+                agent = AgentSummary(key, ref.name, self._seq)
+                self._seq += 1
+                self.agents_listed += 1
+                self._quiet[key] = None
+            self._live[key] = agent
+            if len(self._live) > _LIVE_AGENTS:
+                _, oldest = self._live.popitem(last=False)
+                self._spool.put_agent(oldest.key, oldest.seq, oldest)
+                self._spooled = True
             if len(self._quiet) > self.max_quiet_agents:
                 self._drop(next(iter(self._quiet)))
-        else:
-            if agent.name is None and ref.name:
-                agent.name = ref.name
-            if ref.key in self._quiet:
-                self._quiet.move_to_end(ref.key)
+        if agent.name is None and ref.name:
+            agent.name = ref.name
+        if key in self._quiet:
+            self._quiet.move_to_end(key)
         return agent
 
     def _drop(self, key: str) -> None:
         del self._quiet[key]
-        agent = self.agents.pop(key)
+        agent = self._live.pop(key, None) or self._spool.agent(key)
+        self._spool.drop_agent(key)
+        self.agents_listed -= 1
         self.quiet_agents_not_listed += 1
-        self.quiet_agents_not_listed_steps += agent.steps_total
+        self.quiet_agents_not_listed_steps += agent.steps_total if agent is not None else 0
+
+    # --- reading, once the analysis is over --------------------------------------------------------
+    def _settle(self) -> None:
+        for agent in self._live.values():
+            self._spool.put_agent(agent.key, agent.seq, agent)
+        self._spooled = True
+
+    def agents(self) -> Iterator[AgentSummary]:
+        """The listed agents, in the order first seen."""
+        self._settle()
+        return self._spool.agents()
+
+    def steps(self, key: str) -> Iterator[Step]:
+        """An agent's listed steps, in replay order."""
+        self._settle()
+        return self._spool.steps(key)
+
+    def verdicts(self) -> Iterator[VerdictRow]:
+        """Every verdict, in the order found."""
+        self._settle()
+        agents: OrderedDict[str, AgentSummary] = OrderedDict()  # the agents of recent rows
+        for key, (verdict, step) in self._spool.verdicts():
+            agent = agents.get(key)
+            if agent is None:
+                agent = agents[key] = self._spool.agent(key)
+                if len(agents) > _LIVE_AGENTS:
+                    agents.popitem(last=False)
+            yield VerdictRow(verdict, agent, step)
 
 
 def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
@@ -252,7 +327,7 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     """What a step was (its `summarize`d record), as one short line and as JSON facts."""
     if not summary:
         return "", {}
-    if summary[0] is _TOOL:
+    if summary[0] == _TOOL:
         _, name, arguments, arguments_content, status, denied = summary
         facts: dict[str, Any] = {
             "tool": name,

@@ -36,7 +36,6 @@ from .results import (
     DEFAULT_MAX_QUIET_ROWS,
     Findings,
     VerdictRow,
-    is_counting,
 )
 
 
@@ -73,14 +72,21 @@ class Analysis:
 
     @property
     def verdicts(self) -> list[VerdictRow]:
-        return self.findings.verdicts
+        """Every verdict, as a list (all in memory: `findings.verdicts()` streams them)."""
+        return list(self.findings.verdicts())
 
     def reaching(self, threshold: str) -> list[VerdictRow]:
         """Verdicts whose action is `threshold` or stronger (see `actions.ACTION_ORDER`)."""
-        return [row for row in self.findings.verdicts if reaches(row.verdict.action, threshold)]
+        if not self.reached(threshold):
+            return []
+        return [row for row in self.findings.verdicts() if reaches(row.verdict.action, threshold)]
+
+    def reached(self, threshold: str) -> int:
+        """How many verdicts' actions are `threshold` or stronger."""
+        return sum(n for action, n in self.findings.actions.items() if reaches(action, threshold))
 
     def findings_count(self) -> int:
-        return sum(1 for row in self.findings.verdicts if not is_counting(row.verdict))
+        return sum(self.findings.findings_by_action.values())
 
 
 def analyze(
