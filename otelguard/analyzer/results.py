@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from ..actions import ACTION_ORDER
+from ..actions import ACTION_ORDER, Action
 from ..canonical import arguments_preview
 from ..conventions import model_name
 from ..engine import AgentRef, Judged
@@ -175,6 +175,7 @@ class Findings:
         self._spool = Spool()
         self._live: OrderedDict[str, AgentSummary] = OrderedDict()  # least recently active first
         self._spooled = False  # whether any agent summary went to the spool
+        self._settled = True  # whether the spool holds every agent as it is now
         self._seq = 0
         self.agents_listed = 0
         # Agents without any verdict yet, least recently active first: the first to go past the budget.
@@ -192,6 +193,7 @@ class Findings:
         self.cuts = 0  # `break` verdicts: streams cut
 
     def add(self, span: SpanView, judged: Judged) -> None:
+        self._settled = False
         kind = judged.classification.kind
         agent = self._agent(judged.agent)
         if agent.first_trace_id is None:
@@ -217,12 +219,13 @@ class Findings:
         model = model_name(span, judged.classification) if kind is SpanKind.MODEL else None
         step = Step(agent.steps_total, kind.value, span.trace_id, span.span_id, span.name,
                     judged.classification.convention, summarize(judged.record, model), tuple(shown))
-        self._spool.add_step(agent.key, step)
+        row = _step_row(step)
+        self._spool.add_step(agent.key, row)
         if shown:
             agent.steps_with_verdicts += 1
             self._quiet.pop(agent.key, None)
-        for verdict in shown:
-            self._spool.add_verdict(agent.key, (verdict, step))
+        for index, verdict in enumerate(shown):
+            self._spool.add_verdict(agent.key, (index, row))
             self._count(verdict)
             if not is_counting(verdict):
                 agent.verdicts += 1
@@ -248,7 +251,7 @@ class Findings:
         if agent is not None:
             self._live.move_to_end(key)
         else:
-            agent = self._spool.agent(key) if self._spooled else None
+            agent = self._spooled_agent(key) if self._spooled else None
             if agent is None:
                 agent = AgentSummary(key, ref.name, self._seq)
                 self._seq += 1
@@ -257,7 +260,7 @@ class Findings:
             self._live[key] = agent
             if len(self._live) > _LIVE_AGENTS:
                 _, oldest = self._live.popitem(last=False)
-                self._spool.put_agent(oldest.key, oldest.seq, oldest)
+                self._spool.put_agent(oldest.key, oldest.seq, _AGENT_FIELDS(oldest))
                 self._spooled = True
             if len(self._quiet) > self.max_quiet_agents:
                 self._drop(next(iter(self._quiet)))
@@ -269,7 +272,7 @@ class Findings:
 
     def _drop(self, key: str) -> None:
         del self._quiet[key]
-        agent = self._live.pop(key, None) or self._spool.agent(key)
+        agent = self._live.pop(key, None) or self._spooled_agent(key)
         self._spool.drop_agent(key)
         self.agents_listed -= 1
         self.quiet_agents_not_listed += 1
@@ -277,49 +280,82 @@ class Findings:
 
     # --- reading, once the analysis is over --------------------------------------------------------
     def _settle(self) -> None:
+        if self._settled:
+            return
         for agent in self._live.values():
-            self._spool.put_agent(agent.key, agent.seq, agent)
-        self._spooled = True
+            self._spool.put_agent(agent.key, agent.seq, _AGENT_FIELDS(agent))
+        self._spooled = self._settled = True
+
+    def _spooled_agent(self, key: str) -> AgentSummary | None:
+        row = self._spool.agent(key)
+        return None if row is None else AgentSummary(*row)
 
     def agents(self) -> Iterator[AgentSummary]:
         """The listed agents, in the order first seen."""
         self._settle()
-        return self._spool.agents()
+        return (AgentSummary(*row) for row in self._spool.agents())
 
     def steps(self, key: str) -> Iterator[Step]:
         """An agent's listed steps, in replay order."""
         self._settle()
-        return self._spool.steps(key)
+        return map(_step_of, self._spool.steps(key))
 
     def verdicts(self) -> Iterator[VerdictRow]:
         """Every verdict, in the order found."""
         self._settle()
         agents: OrderedDict[str, AgentSummary] = OrderedDict()  # the agents of recent rows
-        for key, (verdict, step) in self._spool.verdicts():
+        for key, (index, row) in self._spool.verdicts():
             agent = agents.get(key)
             if agent is None:
-                agent = agents[key] = self._spool.agent(key)
+                agent = agents[key] = self._spooled_agent(key)  # type: ignore[assignment]
                 if len(agents) > _LIVE_AGENTS:
                     agents.popitem(last=False)
-            yield VerdictRow(verdict, agent, step)
+            step = _step_of(row)
+            yield VerdictRow(step.verdicts[index], agent, step)
+
+
+# Spooled as tuples of their fields: pickling a slotted dataclass itself is several times slower.
+_AGENT_FIELDS = attrgetter(*(f.name for f in fields(AgentSummary)))
+_VERDICT_FIELDS = attrgetter(*(f.name for f in fields(Verdict)))
+_ACTION_AT = [f.name for f in fields(Verdict)].index("action")  # spooled as its string
+
+
+def _step_row(step: Step) -> tuple[Any, ...]:
+    verdicts = []
+    for verdict in step.verdicts:
+        values = list(_VERDICT_FIELDS(verdict))
+        values[_ACTION_AT] = str(values[_ACTION_AT])
+        verdicts.append(tuple(values))
+    return (step.number, step.kind, step.trace_id, step.span_id, step.span_name, step.convention, step.summary,
+            tuple(verdicts))
+
+
+def _step_of(row: tuple[Any, ...]) -> Step:
+    *head, rows = row
+    verdicts = []
+    for values in rows:
+        values = list(values)
+        values[_ACTION_AT] = Action(values[_ACTION_AT])
+        verdicts.append(Verdict(*values))
+    return Step(*head, tuple(verdicts))
 
 
 def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
     """What `describe` needs of a record (and, for a model call, the model's name), kept per listed
-    step: lengths, not text. Put into words only when shown (on a large input most listed steps are
+    step: lengths, not text; plain values (enums as their strings: cheap to spool). Put into words only when shown (on a large input most listed steps are
     not: their agent goes past --max-agents)."""
     if isinstance(record, ToolCall):
         arguments = record.arguments
         if arguments is not None:  # bounded previews, not the arguments (which may be long)
             arguments = (arguments_preview(arguments, _FACT_PREVIEW_CHARS) if arguments else None,
                          arguments_preview(arguments, _PREVIEW_CHARS))
-        return (_TOOL, record.name, arguments, record.arguments_content, record.status, record.denied)
+        return (_TOOL, record.name, arguments, record.arguments_content.value, record.status.value, record.denied)
     if isinstance(record, ModelCall):
         chunks = record.chunks
         return (_MODEL, model, len(record.reasoning), len(record.text),
-                tuple(map(_NAME, record.tool_calls)), record.has_output, record.output_content,
+                tuple(map(_NAME, record.tool_calls)), record.has_output, record.output_content.value,
                 sum(1 for chunk in chunks if chunk.kind == "text") if chunks else 0, record.chunk_events,
-                record.dropped_events, record.status)
+                record.dropped_events, record.status.value)
     return ()
 
 
@@ -332,8 +368,8 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
         facts: dict[str, Any] = {
             "tool": name,
             "arguments": arguments[0] if arguments is not None else None,
-            "arguments_content": arguments_content.value,
-            "status": status.value,
+            "arguments_content": arguments_content,
+            "status": status,
         }
         name = name or "(unnamed tool)"
         if arguments is None:
@@ -354,11 +390,11 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
         "text_chars": text_chars,
         "tool_calls_requested": list(tool_calls),
         "has_output": has_output,
-        "output_content": output_content.value,
+        "output_content": output_content,
         "text_chunks": text_chunks,
         "chunk_events": chunk_events,
         "dropped_events": dropped_events,
-        "status": status.value,
+        "status": status,
     }
     if has_output is None:
         what = "output not captured"
@@ -374,7 +410,7 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
         what += f" · {chunk_events} textless chunks"
     if dropped_events:
         what += f" · {dropped_events} dropped"
-    if output_content is Content.MALFORMED:
+    if output_content == Content.MALFORMED:
         what += " · unreadable"
     if status == Status.ERROR:
         what += " · error"
