@@ -148,11 +148,20 @@ class LineReader:
 def text_lines(stream: IO[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Numbered]:
     """Numbered lines of a text stream, as `LineReader` gives them (line length counted in characters)."""
     number = 0
+    blank = 0  # blank lines not handed out yet
     while True:
         line = stream.readline(max_line_bytes + 1)
         if not line:
-            return
+            break
         number += 1
         if len(line) > max_line_bytes:
             raise InputLimitError(number, too_long("the line is", len(line), max_line_bytes))
-        yield (number, 1) if line.isspace() else (number, line)
+        if line.isspace():
+            blank += 1
+            continue
+        if blank:
+            yield number - blank, blank
+            blank = 0
+        yield number, line
+    if blank:
+        yield number - blank + 1, blank
