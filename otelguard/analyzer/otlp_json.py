@@ -315,7 +315,8 @@ def _read_document(document: Any, label: str, line: int, build: _SpanBuilder) ->
     elif _field(document, "resourceMetrics", "resource_metrics") is not None:
         yield ReadProblem(label, line, METRICS)
     elif document:  # `{}` is an empty request, which holds nothing
-        yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(sorted(map(str, document))[:5]))
+        yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(_excerpt(key, 40)
+                                                                           for key in sorted(map(str, document))[:5]))
 
 
 # Every container key (resourceSpans, scopeSpans, spans, and their snake_case forms) ends so: a line
@@ -392,7 +393,7 @@ def _built(build: _SpanBuilder, raw: Any, scope: str | None, label: str, line: i
     try:
         return build(raw, scope)
     except (_BadSpan, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
-        return ReadProblem(label, line, BAD_SPAN, str(error) or type(error).__name__)
+        return ReadProblem(label, line, BAD_SPAN, _excerpt(str(error), 200) or type(error).__name__)
 
 
 def _entries(value: Any, what: str, malformed: list[str]) -> list[Any]:

@@ -1,9 +1,10 @@
 """`analyze(paths)`: read OTLP JSON files, replay their spans through one engine, collect the findings.
 
-Streaming end to end: files are read line by line (`otlp_json.iter_lazy_spans`), spans wait in the trace
-buffer only until their trace is complete (`replay.TraceBuffer`), and the findings keep every verdict
-but only a bounded number of quiet rows. Peak memory is about the largest set of traces in flight
-at once, not the file.
+Streaming end to end: files are read line by line, each line bounded (`lines.LineReader`,
+`otlp_json.iter_lazy_spans`), spans wait in the trace buffer only until their trace is complete
+(`replay.TraceBuffer`), the engine keeps `max_tracked_agents` agents (evictions counted), and the
+findings go to a spool on disk (`results.Findings`). Peak memory is about the largest set of traces
+in flight at once, not the file nor the number of verdicts.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ class Spool:
     """Agents by key; steps per agent; verdicts in the order found. Not thread-safe (one analysis)."""
 
     def __init__(self) -> None:
-        self._db = sqlite3.connect("", isolation_level=None)
+        self._db = sqlite3.connect("", isolation_level=None, check_same_thread=False)  # (never used at once)
         self._db.executescript(
             """
             PRAGMA journal_mode = OFF;
