@@ -20,6 +20,7 @@ from .otlp_json import (
     NOT_A_REQUEST,
     ReadProblem,
 )
+from ..conventions import READ_LIMITS
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
 from .replay import IDLE, MEMORY, TraceBuffer
 
@@ -87,6 +88,8 @@ class Coverage:
         self.not_ours = 0
         self.model_output_not_captured = 0
         self.model_output_unreadable = 0
+        self.oversized_spans = 0  # model output or tool arguments longer than the guard decodes
+        self.judged_in_part = 0  # model calls whose reasoning or text was judged by its last characters
         self.tool_arguments_not_captured = 0
         self.dropped_events_spans = 0
         self.dropped_events = 0
@@ -144,12 +147,19 @@ class Coverage:
         if span.dropped_attributes:
             self.dropped_attributes_spans += 1
         if isinstance(record, ModelCall):
-            if record.has_output is None:
+            if record.unjudged_chars:
+                self.judged_in_part += 1
+            if record.output_content is Content.OVERSIZED:
+                self.oversized_spans += 1
+            elif record.has_output is None:
                 self.model_output_not_captured += 1
             elif record.output_content is Content.MALFORMED:
                 self.model_output_unreadable += 1
-        elif isinstance(record, ToolCall) and record.arguments is None:
-            self.tool_arguments_not_captured += 1
+        elif isinstance(record, ToolCall):
+            if record.arguments is None:
+                self.tool_arguments_not_captured += 1
+            elif record.arguments_content is Content.OVERSIZED:
+                self.oversized_spans += 1
 
     # --- totals ----------------------------------------------------------------------------------
     @property
@@ -261,6 +271,22 @@ class Coverage:
                 "held is NOT in the verdict",
                 True,
             ))
+        if self.oversized_spans:
+            limits = READ_LIMITS
+            found.append(Warning_(
+                "oversized-content",
+                f"{self.oversized_spans} span(s) carry model output or tool arguments longer than the guard decodes "
+                f"({limits.json_chars:,} characters of JSON, {limits.scanned_chars:,} of a Python repr or cut JSON): "
+                "what they held is NOT in the verdict (their arguments are told apart by length and both ends)",
+                True,
+            ))
+        if self.judged_in_part:
+            found.append(Warning_(
+                "judged-in-part",
+                f"{self.judged_in_part} model span(s) have reasoning or text longer than "
+                f"{READ_LIMITS.judged_chars:,} characters: each was judged by its last {READ_LIMITS.judged_chars:,}",
+                False,
+            ))
         if self.tool_arguments_not_captured:
             found.append(Warning_(
                 "tool-arguments-not-captured",
@@ -352,6 +378,8 @@ class Coverage:
             "log_records_not_read": sum(f.log_records for f in self.files),
             "log_records_with_genai_content": sum(f.log_records_with_genai for f in self.files),
             "model_output_not_captured": self.model_output_not_captured,
+            "oversized_spans": self.oversized_spans,
+            "judged_in_part": self.judged_in_part,
             "tool_arguments_not_captured": self.tool_arguments_not_captured,
             "dropped_span_events": {"spans": self.dropped_events_spans, "events": self.dropped_events},
             "dropped_attributes_spans": self.dropped_attributes_spans,
