@@ -1,0 +1,177 @@
+"""`SpanJudge`: received spans in, through the analyzer's trace buffer and replayer, into one engine.
+
+OTLP carries spans after they ended, in batches, children before parents and sometimes late, so the
+service sees them as the analyzer sees a file: it buffers them per trace (`replay.TraceBuffer`) and
+replays each trace's starts and ends in time order (`replay.Replayer`) through the same engine
+lifecycle as the live processor. The only difference is what a "record" is: the analyzer counts
+lines, the service counts ticks of its clock (`tick_s`), so a complete trace is judged within a tick
+or two of its root's arrival, and a trace whose root never comes once it has been idle for
+`flush_after_s`. Every request's spans are added in the tick it arrived in.
+
+One thread does all of it, fed by a bounded queue: receivers never wait for the guards, and the
+engine, buffer and replayer are only ever touched by that thread. `close()` stops intake, judges
+everything queued and buffered (a SIGTERM judges what was accepted), and returns.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..analyzer.replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
+from ..config import GuardConfig
+from ..containment import Containment
+from ..engine import GuardEngine, Judged
+from ..live.delivery import AgentRuns, Delivery
+from ..live.dispatch import ControlDispatcher
+from ..live.metrics import GuardMetrics
+from ..records import SpanKind, SpanView, Verdict
+from .received import ReceivedSpan
+
+DEFAULT_TICK_S = 0.5
+DEFAULT_FLUSH_AFTER_S = 30.0
+DEFAULT_QUEUE = 1024  # requests waiting for the judge
+DEFAULT_MAX_BUFFERED_SPANS = 100_000
+_STOP = object()
+
+# What the judge hands on after each replayed batch: its spans, and the verdicts shown on each
+# (keyed by trace id << 64 | span id). Forwarding enriches and sends them.
+OnReplayed = Callable[[list[ReceivedSpan], dict[int, tuple[Verdict, ...]]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeOptions:
+    tick_s: float = DEFAULT_TICK_S
+    flush_after_s: float = DEFAULT_FLUSH_AFTER_S
+    max_buffered_spans: int = DEFAULT_MAX_BUFFERED_SPANS
+    queue: int = DEFAULT_QUEUE
+
+    def limits(self) -> ReplayLimits:
+        # A complete trace is judged at the first tick after the one its last span came in.
+        return ReplayLimits(flush_after_records=max(1, round(self.flush_after_s / self.tick_s)),
+                            max_buffered_spans=self.max_buffered_spans, settle_records=1)
+
+
+class QueueFull(Exception):
+    """The judge's queue is full: the receiver answers with backpressure."""
+
+
+class SpanJudge:
+    def __init__(self, config: GuardConfig | dict | str | None, metrics: GuardMetrics, *,
+                 options: JudgeOptions = JudgeOptions(), on_replayed: OnReplayed | None = None):
+        self.options = options
+        self.metrics = metrics
+        self._clock = ReplayClock()
+        self.engine = GuardEngine(config, clock=self._clock, on_evict=metrics.evicted)
+        self.config = self.engine.config
+        self.buffer = TraceBuffer(options.limits())
+        self._contain = Containment(metrics.internal_error)
+        self._replayer = Replayer(self.engine, self._judged, self._clock, contain=self._contain)
+        # No control is bound to a remote agent yet: reactions are counted as `unbound`.
+        dispatcher = ControlDispatcher(wait_s=0.0, on_outcome=metrics.control, on_error=self._contain.record)
+        self._delivery = Delivery(metrics, AgentRuns(1, on_evict=lambda reason, n: None), dispatcher, None)
+        self._on_replayed = on_replayed
+        self._queue: queue.Queue[object] = queue.Queue(options.queue)
+        self._batch: Batch | None = None
+        self._shown: dict[int, tuple[Verdict, ...]] = {}
+        self._record = 0
+        self.received = 0
+        self.judged_verdicts = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="otelguard-judge", daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    # --- intake (any thread) ---------------------------------------------------------------------
+    def submit(self, spans: list[ReceivedSpan]) -> None:
+        """Queue one request's spans for judging. Raises `QueueFull` when the queue is full."""
+        if not spans:
+            return
+        if self._closed:
+            raise QueueFull("shutting down")
+        try:
+            self._queue.put_nowait(spans)
+        except queue.Full:
+            raise QueueFull(f"{self.options.queue} requests waiting") from None
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Judge every queued request and every buffered trace now, as at shutdown, without stopping
+        (its traces' later spans count as late). For tests and the demo: a service judges on its ticks."""
+        done = threading.Event()
+        self._queue.put((done,))
+        return done.wait(timeout_s)
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Stop intake, judge what was accepted (queued and buffered), stop the thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._queue.put(_STOP)
+        self._thread.join(timeout_s)
+        self._delivery.shutdown()
+
+    # --- the judge's thread ----------------------------------------------------------------------
+    def _run(self) -> None:
+        tick = self.options.tick_s
+        next_tick = time.monotonic() + tick
+        while True:
+            try:
+                item = self._queue.get(timeout=max(0.0, next_tick - time.monotonic()))
+            except queue.Empty:
+                item = None
+            now = time.monotonic()
+            if now >= next_tick:
+                next_tick = now + tick
+                self._record += 1
+                self._replay(self.buffer.ready(self._record))
+            if item is None:
+                continue
+            if item is _STOP:
+                self._replay(self.buffer.drain())
+                return
+            if type(item) is tuple:  # flush(): drain, then say so
+                self._replay(self.buffer.drain())
+                item[0].set()
+                continue
+            self._add(item)  # type: ignore[arg-type]
+
+    def _add(self, spans: list[ReceivedSpan]) -> None:
+        add = self.buffer.add
+        record = self._record
+        for span in spans:
+            self.received += 1
+            batches = add(span, record)
+            if batches:
+                self._replay(batches)
+
+    def _replay(self, batches: list[Batch] | tuple[()]) -> None:
+        for batch in batches:
+            self._batch = batch
+            self._shown = {}
+            try:
+                self._replayer.replay(batch)
+            finally:
+                self._batch = None
+            if self._on_replayed is not None:
+                with self._contain.contained("forward"):
+                    self._on_replayed(batch.spans, self._shown)  # type: ignore[arg-type]
+
+    def _judged(self, view: SpanView, judged: Judged) -> None:
+        """One judged span: counted and its verdicts recorded under its sender's service.name."""
+        batch = self._batch
+        span = batch.traces[view.trace_id].get(view.span_id) if batch is not None else None
+        service = span.origin.service if isinstance(span, ReceivedSpan) else None
+        kind = judged.classification.kind
+        self.metrics.span(kind, judged.classification.convention, service)
+        if kind is SpanKind.AGENT:
+            return
+        if judged.verdicts:
+            self.judged_verdicts += len(judged.verdicts)
+            self._delivery.judged(judged, service)
+        shown = judged.verdicts if judged.stream_verdict is None else (*judged.verdicts, judged.stream_verdict)
+        if shown:
+            self._shown[view.trace_id << 64 | view.span_id] = shown
