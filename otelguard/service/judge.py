@@ -40,6 +40,8 @@ _STOP = object()
 # What the judge hands on after each replayed batch: its spans, and the verdicts shown on each
 # (keyed by trace id << 64 | span id). Forwarding enriches and sends them.
 OnReplayed = Callable[[list[ReceivedSpan], dict[int, tuple[Verdict, ...]]], None]
+# Told of each verdict as it is reached: the sender's service.name, the judged span, the verdict.
+OnVerdict = Callable[[str | None, Judged, Verdict], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +63,8 @@ class QueueFull(Exception):
 
 class SpanJudge:
     def __init__(self, config: GuardConfig | dict | str | None, metrics: GuardMetrics, *,
-                 options: JudgeOptions = JudgeOptions(), on_replayed: OnReplayed | None = None):
+                 options: JudgeOptions = JudgeOptions(), on_replayed: OnReplayed | None = None,
+                 on_verdict: OnVerdict | None = None):
         self.options = options
         self.metrics = metrics
         self._clock = ReplayClock()
@@ -74,6 +77,7 @@ class SpanJudge:
         dispatcher = ControlDispatcher(wait_s=0.0, on_outcome=metrics.control, on_error=self._contain.record)
         self._delivery = Delivery(metrics, AgentRuns(1, on_evict=lambda reason, n: None), dispatcher, None)
         self._on_replayed = on_replayed
+        self._on_verdict = on_verdict
         self._queue: queue.Queue[object] = queue.Queue(options.queue)
         self._batch: Batch | None = None
         self._shown: dict[int, tuple[Verdict, ...]] = {}
@@ -172,6 +176,9 @@ class SpanJudge:
         if judged.verdicts:
             self.judged_verdicts += len(judged.verdicts)
             self._delivery.judged(judged, service)
+            if self._on_verdict is not None:
+                for verdict in judged.verdicts:
+                    self._on_verdict(service, judged, verdict)
         shown = judged.verdicts if judged.stream_verdict is None else (*judged.verdicts, judged.stream_verdict)
         if shown:
             self._shown[view.trace_id << 64 | view.span_id] = shown

@@ -33,7 +33,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from ..config import GuardConfig
 from ..live.metrics import GuardMetrics
 from .forward import Forwarder
-from .judge import JudgeOptions, SpanJudge
+from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import parse_json, parse_protobuf, spans_of
 
 Address = tuple[str, int]
@@ -57,7 +57,8 @@ class ServiceOptions:
 
 
 class GuardService:
-    def __init__(self, config: GuardConfig | dict | str | None = None, options: ServiceOptions = ServiceOptions()):
+    def __init__(self, config: GuardConfig | dict | str | None = None, options: ServiceOptions = ServiceOptions(),
+                 *, on_verdict: OnVerdict | None = None):
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
         from opentelemetry.sdk.metrics import MeterProvider
         from prometheus_client import CollectorRegistry
@@ -68,7 +69,8 @@ class GuardService:
         self.metrics = GuardMetrics(self.meter_provider)
         self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
-                               on_replayed=self.forwarder.spans if self.forwarder is not None else None)
+                               on_replayed=self.forwarder.spans if self.forwarder is not None else None,
+                               on_verdict=on_verdict)
         self.config = self.judge.config
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

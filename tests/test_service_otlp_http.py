@@ -1,0 +1,201 @@
+"""`otelguard serve` over OTLP/HTTP: the OTel SDK's own exporters send to it, the verdicts come back
+from its /metrics; bad requests are answered as the OTLP specification says and change nothing."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+from google.rpc import status_pb2
+from opentelemetry.exporter.otlp.json.http import OTLPSpanExporter as JsonSpanExporter
+from opentelemetry.exporter.otlp.proto.http import Compression
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as ProtobufSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from service_support import post, running_service, scrape, verdict_counts
+
+REMIND = ("repeat-tool-reminder", "repeat-threshold", "remind")
+COUNTING = ("repeat-tool-reminder", "repeat-threshold", "none")
+
+
+def tool_loop(tracer, calls: int = 5) -> None:
+    """An agent run calling the same tool with the same arguments `calls` times."""
+    with tracer.start_as_current_span("invoke_agent planner", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}):
+        for _ in range(calls):
+            with tracer.start_as_current_span("execute_tool lookup", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                    "gen_ai.tool.call.arguments": '{"city": "Paris"}'}):
+                pass
+
+
+def send_with(exporter, service_name: str, calls: int = 5) -> None:
+    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tool_loop(provider.get_tracer("agent"), calls)
+    provider.shutdown()
+
+
+@pytest.mark.parametrize("encoding", ["protobuf", "protobuf+gzip", "json"])
+def test_sdk_exporter_spans_are_judged_and_counted_by_sender(encoding: str) -> None:
+    """The SDK's OTLP/HTTP exporters (protobuf, gzip'd protobuf, JSON) reach the guards: five identical
+    calls remind at the 3rd and 5th, counted under the sender's service.name."""
+    with running_service() as service:
+        endpoint = service.http_url + "/v1/traces"
+        exporter = (JsonSpanExporter(endpoint=endpoint) if encoding == "json"
+                    else ProtobufSpanExporter(endpoint=endpoint, compression=Compression.Gzip
+                                              if encoding.endswith("gzip") else Compression.NoCompression))
+        send_with(exporter, "agent-a")
+        assert service.flush()
+        assert verdict_counts(service, "agent-a") == Counter({REMIND: 2, COUNTING: 2})
+        assert verdict_counts(service, "someone-else") == Counter()
+        spans = {(s.labels["otelguard_span_kind"], s.labels["service_name"]): s.value
+                 for s in scrape(service)["otelguard_spans"] if s.name.endswith("_total")}
+        assert spans == {("agent", "agent-a"): 1, ("tool", "agent-a"): 5}
+
+
+def test_two_senders_are_counted_apart() -> None:
+    with running_service() as service:
+        endpoint = service.http_url + "/v1/traces"
+        send_with(ProtobufSpanExporter(endpoint=endpoint), "agent-a", calls=3)
+        send_with(ProtobufSpanExporter(endpoint=endpoint), "agent-b", calls=5)
+        assert service.flush()
+        assert verdict_counts(service, "agent-a") == Counter({REMIND: 1, COUNTING: 1})
+        assert verdict_counts(service, "agent-b") == Counter({REMIND: 2, COUNTING: 2})
+
+
+def _request_json(spans: list[dict]) -> bytes:
+    return json.dumps({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "json-agent"}}]},
+        "scopeSpans": [{"scope": {"name": "hand"}, "spans": spans}]}]}).encode()
+
+
+def _tool_span(span_id: str, trace_id: str = "5b8efff798038103d269b633813fc60c") -> dict:
+    return {"traceId": trace_id, "spanId": span_id, "name": "execute_tool lookup",
+            "startTimeUnixNano": "1000", "endTimeUnixNano": "2000",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                           {"key": "gen_ai.tool.name", "value": {"stringValue": "lookup"}}]}
+
+
+def test_invalid_spans_are_rejected_as_a_partial_success() -> None:
+    """A span whose ids cannot be read is rejected on its own; the others are judged."""
+    with running_service() as service:
+        body = _request_json([_tool_span("eee19b7ec3c1b174"), _tool_span("not-hex"),
+                              _tool_span("eee19b7ec3c1b175", trace_id="00" * 16)])
+        status, answer, headers = post(service, "/v1/traces", body, "application/json")
+        assert status == 200 and headers["content-type"] == "application/json"
+        partial = json.loads(answer)["partialSuccess"]
+        assert partial["rejectedSpans"] == "2"
+        assert "span id" in partial["errorMessage"]
+        assert service.flush()
+        tools = [s for s in scrape(service)["otelguard_spans"]
+                 if s.name.endswith("_total") and s.labels["otelguard_span_kind"] == "tool"]
+        assert [(s.labels["service_name"], s.value) for s in tools] == [("json-agent", 1.0)]
+
+
+def test_a_full_success_has_no_partial_success() -> None:
+    with running_service() as service:
+        request = ExportTraceServiceRequest()
+        status, answer, _ = post(service, "/v1/traces", request.SerializeToString())
+        assert status == 200
+        response = ExportTraceServiceResponse.FromString(answer)
+        assert not response.HasField("partial_success")
+
+
+GOOD_SPAN = _request_json([_tool_span("eee19b7ec3c1b174")])
+BAD_REQUESTS = {
+    "truncated protobuf": ("/v1/traces", b"\x0a\x80\x01\x0a", "application/x-protobuf", {}, 400),
+    "invalid JSON": ("/v1/traces", b'{"resourceSpans": [', "application/json", {}, 400),
+    "JSON of another shape": ("/v1/traces", b'{"resourceSpans": {"a": 1}}', "application/json", {}, 400),
+    "JSON not an object": ("/v1/traces", b"[1, 2]", "application/json", {}, 400),
+    "corrupt gzip": ("/v1/traces", b"\x1f\x8b\x08\x00garbage", "application/json", {"Content-Encoding": "gzip"}, 400),
+    "wrong content type": ("/v1/traces", GOOD_SPAN, "text/plain", {}, 415),
+    "unknown encoding": ("/v1/traces", GOOD_SPAN, "application/json", {"Content-Encoding": "br"}, 415),
+    "unknown path": ("/v1/spans", GOOD_SPAN, "application/json", {}, 404),
+    "truncated logs": ("/v1/logs", b"\x0a\x05\x0a", "application/x-protobuf", {}, 400),
+    "truncated metrics": ("/v1/metrics", b"\x0a\x05\x0a", "application/x-protobuf", {}, 400),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_REQUESTS))
+def test_bad_requests_are_answered_per_spec_and_change_nothing(case: str) -> None:
+    path, body, content_type, headers, expected = BAD_REQUESTS[case]
+    with running_service() as service:
+        status, answer, answer_headers = post(service, path, body, content_type, **headers)
+        assert status == expected
+        if expected in (400, 415):  # a google.rpc.Status with a message, in the request's encoding
+            if answer_headers["content-type"] == "application/json":
+                assert json.loads(answer)["message"]
+            else:
+                assert status_pb2.Status.FromString(answer).message
+        assert service.flush()
+        assert service.judge.received == 0
+        # Still serving: a good request afterwards is accepted and judged.
+        assert post(service, "/v1/traces", GOOD_SPAN, "application/json")[0] == 200
+        assert service.flush()
+        assert service.judge.received == 1
+
+
+def test_a_get_on_a_receiver_path_is_405() -> None:
+    with running_service() as service:
+        import urllib.error
+        import urllib.request
+
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(service.http_url + "/v1/traces", timeout=5)
+        assert error.value.code == 405
+
+
+def test_gzip_json_is_read() -> None:
+    with running_service() as service:
+        status, _, _ = post(service, "/v1/traces", gzip.compress(GOOD_SPAN), "application/json",
+                            **{"Content-Encoding": "gzip"})
+        assert status == 200
+        assert service.flush()
+        assert service.judge.received == 1
+
+
+def test_sigterm_judges_what_was_accepted(tmp_path) -> None:
+    """`otelguard serve` stopped by SIGTERM judges the spans it holds: here tool calls whose agent run
+    never arrives, which a running service would only judge after `flush_after_s` of quiet."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "otelguard", "serve", "--http", "127.0.0.1:0", "--grpc", "off", "--metrics", "off"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        first = process.stdout.readline()
+        url = re.search(r"OTLP/HTTP (http://[0-9.:]+)", first)
+        assert url, first
+        parent = "aaaaaaaaaaaaaaaa"
+        spans = []
+        for index in range(5):
+            span = _tool_span(f"eee19b7ec3c1b17{index}")
+            span["parentSpanId"] = parent
+            span["attributes"].append({"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{}"}})
+            spans.append(span)
+        from urllib.request import Request, urlopen
+
+        request = Request(url.group(1) + "/v1/traces", data=_request_json(spans), method="POST",
+                          headers={"Content-Type": "application/json"})
+        with urlopen(request, timeout=5) as answer:
+            assert answer.status == 200
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert out.count("ALERT  repeat-tool-reminder  rule=repeat-threshold  action=remind") == 2, out
+    assert "5 spans received, 4 verdicts" in out
