@@ -21,9 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..analyzer.cli_calls import CliCalls
 from ..analyzer.replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from ..config import GuardConfig
 from ..containment import Containment
+from ..conventions.agent_clis import SPAN_NAMES as CLI_SPAN_NAMES
+from ..conventions.agent_clis import CliToolCall, from_span
 from ..engine import GuardEngine, Judged
 from ..live.delivery import AgentRuns, Delivery
 from ..live.dispatch import ControlDispatcher
@@ -35,6 +38,7 @@ DEFAULT_TICK_S = 0.5
 DEFAULT_FLUSH_AFTER_S = 30.0
 DEFAULT_QUEUE = 1024  # requests waiting for the judge
 DEFAULT_MAX_BUFFERED_SPANS = 100_000
+DEFAULT_JOIN_WAIT_S = 6.0  # Gemini CLI and opencode export up to 5 s apart
 _STOP = object()
 
 # What the judge hands on after each replayed batch: its spans, and the verdicts shown on each
@@ -50,11 +54,19 @@ class JudgeOptions:
     flush_after_s: float = DEFAULT_FLUSH_AFTER_S
     max_buffered_spans: int = DEFAULT_MAX_BUFFERED_SPANS
     queue: int = DEFAULT_QUEUE
+    join_wait_s: float = DEFAULT_JOIN_WAIT_S  # a CLI tool record without arguments waits this long for its other half
 
     def limits(self) -> ReplayLimits:
         # A complete trace is judged at the first tick after the one its last span came in.
         return ReplayLimits(flush_after_records=max(1, round(self.flush_after_s / self.tick_s)),
                             max_buffered_spans=self.max_buffered_spans, settle_records=1)
+
+
+@dataclass(frozen=True, slots=True)
+class CliRecords:
+    """A logs request's CLI tool calls, each with its sender's service.name."""
+
+    calls: list[tuple[CliToolCall, str]]
 
 
 class QueueFull(Exception):
@@ -72,7 +84,9 @@ class SpanJudge:
         self.config = self.engine.config
         self.buffer = TraceBuffer(options.limits())
         self._contain = Containment(metrics.internal_error)
-        self._replayer = Replayer(self.engine, self._judged, self._clock, contain=self._contain)
+        self._replayer = Replayer(self.engine, self._judged_span, self._clock, contain=self._contain)
+        self.cli_calls = CliCalls(self.engine, self._judged, self._clock, wait=options.join_wait_s,
+                                  contain=self._contain)
         # No control is bound to a remote agent yet: reactions are counted as `unbound`.
         dispatcher = ControlDispatcher(wait_s=0.0, on_outcome=metrics.control, on_error=self._contain.record)
         self._delivery = Delivery(metrics, AgentRuns(1, on_evict=lambda reason, n: None), dispatcher, None)
@@ -92,12 +106,19 @@ class SpanJudge:
     # --- intake (any thread) ---------------------------------------------------------------------
     def submit(self, spans: list[ReceivedSpan]) -> None:
         """Queue one request's spans for judging. Raises `QueueFull` when the queue is full."""
-        if not spans:
-            return
+        if spans:
+            self._put(spans)
+
+    def submit_calls(self, calls: list[tuple[CliToolCall, str]]) -> None:
+        """Queue one request's CLI tool calls read from log records, each with its sender's service.name."""
+        if calls:
+            self._put(CliRecords(calls))
+
+    def _put(self, item: object) -> None:
         if self._closed:
             raise QueueFull("shutting down")
         try:
-            self._queue.put_nowait(spans)
+            self._queue.put_nowait(item)
         except queue.Full:
             raise QueueFull(f"{self.options.queue} requests waiting") from None
 
@@ -132,22 +153,35 @@ class SpanJudge:
                 next_tick = now + tick
                 self._record += 1
                 self._replay(self.buffer.ready(self._record))
+                self.cli_calls.expire(now)
             if item is None:
                 continue
             if item is _STOP:
-                self._replay(self.buffer.drain())
+                self._drain()
                 return
             if type(item) is tuple:  # flush(): drain, then say so
-                self._replay(self.buffer.drain())
+                self._drain()
                 item[0].set()
-                continue
-            self._add(item)  # type: ignore[arg-type]
+            elif type(item) is CliRecords:
+                for call, service in item.calls:
+                    self.cli_calls.add(call, service, now)
+            else:
+                self._add(item, now)  # type: ignore[arg-type]
 
-    def _add(self, spans: list[ReceivedSpan]) -> None:
+    def _drain(self) -> None:
+        self._replay(self.buffer.drain())
+        self.cli_calls.drain()
+
+    def _add(self, spans: list[ReceivedSpan], now: float) -> None:
         add = self.buffer.add
         record = self._record
         for span in spans:
             self.received += 1
+            # A CLI's tool span is a tool call of its session (and, like any span, part of its trace).
+            call = from_span(span.name, span.attributes, span.trace_id, span.parent_span_id, span.end_ns or 0,
+                             span.view().status) if span.name in CLI_SPAN_NAMES else None
+            if call is not None:
+                self.cli_calls.add(call, span.origin.service, now)
             batches = add(span, record)
             if batches:
                 self._replay(batches)
@@ -164,11 +198,13 @@ class SpanJudge:
                 with self._contain.contained("forward"):
                     self._on_replayed(batch.spans, self._shown)  # type: ignore[arg-type]
 
-    def _judged(self, view: SpanView, judged: Judged) -> None:
-        """One judged span: counted and its verdicts recorded under its sender's service.name."""
+    def _judged_span(self, view: SpanView, judged: Judged) -> None:
         batch = self._batch
         span = batch.traces[view.trace_id].get(view.span_id) if batch is not None else None
-        service = span.origin.service if isinstance(span, ReceivedSpan) else None
+        self._judged(view, judged, span.origin.service if isinstance(span, ReceivedSpan) else None)
+
+    def _judged(self, view: SpanView, judged: Judged, service: str | None) -> None:
+        """One judged span: counted and its verdicts recorded under its sender's service.name."""
         kind = judged.classification.kind
         self.metrics.span(kind, judged.classification.convention, service)
         if kind is SpanKind.AGENT:

@@ -25,6 +25,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from .. import fastjson
 from ..analyzer.otlp_json import LazySpan
+from ..conventions.agent_clis import CliToolCall, from_log
 from ..errors import OtelGuardError
 from ..records import SpanEvent, Status
 
@@ -145,6 +146,33 @@ def spans_of(request: ExportTraceServiceRequest) -> Received:
                     continue
                 spans.append(_received(span, origin, scope))
     return Received(spans, rejected, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedLogs:
+    """What one logs request held: the CLI tool calls in it, each with its sender's service.name,
+    and how many log records were not read (no tool call of a known CLI)."""
+
+    calls: list[tuple[CliToolCall, str]]
+    not_read: int
+
+
+def log_calls_of(request: Any) -> ReceivedLogs:
+    """The CLI tool calls of a decoded `ExportLogsServiceRequest` (see `conventions.agent_clis`)."""
+    calls: list[tuple[CliToolCall, str]] = []
+    not_read = 0
+    for resource_logs in request.resource_logs:
+        service = service_name(resource_logs.resource)
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                call = from_log(attributes_of(record.attributes)[0], record.time_unix_nano,
+                                record.observed_time_unix_nano, int.from_bytes(record.trace_id, "big"),
+                                int.from_bytes(record.span_id, "big"))
+                if call is None:
+                    not_read += 1
+                else:
+                    calls.append((call, service))
+    return ReceivedLogs(calls, not_read)
 
 
 def _id_problem(span: Span) -> str:

@@ -18,7 +18,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from collections.abc import Iterable
+
 from google.protobuf.message import Message
+from opentelemetry.metrics import Observation
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
@@ -34,7 +37,7 @@ from ..config import GuardConfig
 from ..live.metrics import GuardMetrics
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
-from .received import parse_json, parse_protobuf, spans_of
+from .received import log_calls_of, parse_json, parse_protobuf, spans_of
 
 Address = tuple[str, int]
 DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
@@ -67,11 +70,17 @@ class GuardService:
         self.registry = CollectorRegistry()
         self.meter_provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=self.registry)])
         self.metrics = GuardMetrics(self.meter_provider)
+        self.log_records = self.meter_provider.get_meter("otelguard").create_counter(
+            "otelguard.service.log_records", unit="{record}",
+            description="Log records received: read as a CLI's tool call, or not read")
         self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
                                on_verdict=on_verdict)
         self.config = self.judge.config
+        self.meter_provider.get_meter("otelguard").create_observable_counter(
+            "otelguard.cli.tool_calls", callbacks=[self._observe_cli_calls], unit="{call}",
+            description="Coding-agent CLI tool calls judged, by CLI and whether their arguments were exported")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[Any] = []
@@ -101,9 +110,21 @@ class GuardService:
                 return ExportTraceServiceResponse()
             return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
                 rejected_spans=received.rejected, error_message=received.reason))
+        if signal == "logs":
+            logs = log_calls_of(request)
+            self.judge.submit_calls(logs.calls)
+            self.log_records.add(len(logs.calls), {"read": "cli_tool_call"})
+            self.log_records.add(logs.not_read, {"read": "not_read"})
         if self.forwarder is not None:
             self.forwarder.send(signal, request)
         return ExportLogsServiceResponse() if signal == "logs" else ExportMetricsServiceResponse()
+
+    def _observe_cli_calls(self, options: Any) -> Iterable[Observation]:
+        calls = self.judge.cli_calls
+        for cli, count in list(calls.by_cli.items()):
+            absent = calls.without_arguments[cli]
+            yield Observation(count - absent, {"cli": cli, "arguments": "exported"})
+            yield Observation(absent, {"cli": cli, "arguments": "not_exported"})
 
     # --- running ---------------------------------------------------------------------------------
     @property
