@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..containment import Containment
-from ..conventions.agent_clis import ARGUMENT_SETTINGS, CliToolCall, as_tool_span, joined
+from ..conventions.agent_clis import SPAN_NAMES, ARGUMENT_SETTINGS, CliToolCall, as_tool_span, from_span, joined
 from ..engine import GuardEngine, Judged
 from ..records import SpanView
+from .otlp_json import LazySpan
 from .replay import ReplayClock
 
 logger = logging.getLogger("otelguard")
@@ -71,6 +72,17 @@ class CliCalls:
         else:
             self._judge(call, origin)
 
+    def add_span(self, span: LazySpan, origin: Any, now: float) -> bool:
+        """A span, if it is a CLI's tool span (it goes on to its trace all the same): whether it was."""
+        if span.name not in SPAN_NAMES:
+            return False
+        call = from_span(span.name, span.attributes, span.trace_id, span.parent_span_id, span.end_ns or 0,
+                         span.view().status)
+        if call is None:
+            return False
+        self.add(call, origin, now)
+        return True
+
     def expire(self, now: float) -> None:
         """Judge alone the records that waited `wait` for another record of their call."""
         held = self._held
@@ -114,3 +126,19 @@ def missing_arguments_hint(cli: str) -> str:
     """How to make a CLI export its tool arguments."""
     setting = ARGUMENT_SETTINGS.get(cli)
     return f"set {setting}" if setting else "its telemetry does not carry them"
+
+
+def log_line_calls(line: str, calls: CliCalls, now: float) -> int:
+    """Add the CLI tool calls of one OTLP/JSON logs line; returns how many log records were read."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    from ..service.received import MalformedRequest, log_calls_of, parse_json
+
+    try:
+        request = parse_json(line.encode("utf-8", "replace"), ExportLogsServiceRequest)
+    except MalformedRequest:
+        return 0
+    found = log_calls_of(request).calls
+    for call, _ in found:
+        calls.add(call, None, now)
+    return len(found)

@@ -25,8 +25,7 @@ from ..analyzer.cli_calls import CliCalls
 from ..analyzer.replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from ..config import GuardConfig
 from ..containment import Containment
-from ..conventions.agent_clis import SPAN_NAMES as CLI_SPAN_NAMES
-from ..conventions.agent_clis import CliToolCall, from_span
+from ..conventions.agent_clis import CliToolCall
 from ..engine import GuardEngine, Judged
 from ..live.delivery import AgentRuns, Delivery
 from ..live.dispatch import ControlDispatcher
@@ -178,10 +177,7 @@ class SpanJudge:
         for span in spans:
             self.received += 1
             # A CLI's tool span is a tool call of its session (and, like any span, part of its trace).
-            call = from_span(span.name, span.attributes, span.trace_id, span.parent_span_id, span.end_ns or 0,
-                             span.view().status) if span.name in CLI_SPAN_NAMES else None
-            if call is not None:
-                self.cli_calls.add(call, span.origin.service, now)
+            self.cli_calls.add_span(span, span.origin.service, now)
             batches = add(span, record)
             if batches:
                 self._replay(batches)

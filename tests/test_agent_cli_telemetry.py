@@ -1,4 +1,5 @@
-"""Coding-agent CLIs' real telemetry, replayed over OTLP/HTTP to `otelguard serve`, is judged.
+"""Coding-agent CLIs' real telemetry is judged, replayed over OTLP/HTTP to `otelguard serve` and
+read from files by `otelguard analyze`, through the same conventions.
 
 The captures (`tests/fixtures/agent-clis/`, see its README) are one run each of Claude Code, Gemini
 CLI, Codex CLI and opencode making the same tool call six times, then alternating two calls. Each
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from otelguard.analyzer import analyze
 from otelguard.service import JudgeOptions
 from service_support import post, running_service, scrape, verdict_counts
 
@@ -89,3 +91,27 @@ def test_log_records_that_are_no_tool_call_are_counted_as_not_read() -> None:
                    if s.name.endswith("_total")}
         assert counted["cli_tool_call"] == 12
         assert counted["not_read"] > 0
+
+
+def analyzed(*files: Path) -> tuple[Counter[tuple[str, str, str]], dict]:
+    analysis = analyze(files)
+    counts = Counter((row.verdict.guard, row.verdict.rule, str(row.verdict.action)) for row in analysis.verdicts)
+    return counts, analysis.coverage.to_json()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_analyze_reads_cli_log_and_span_files_through_the_same_conventions(case: str) -> None:
+    capture, order = CASES[case]
+    counts, coverage = analyzed(*(CAPTURES / capture / f"{signal}.jsonl.gz" for signal in order))
+    assert counts == SIX_SAME_CALLS
+    assert coverage["cli_tool_calls"] == {CLIS[capture]: {"calls": 12, "without_arguments": 0}}
+
+
+def test_analyze_says_which_setting_exports_claude_codes_arguments(tmp_path) -> None:
+    stripped = tmp_path / "claude-logs.jsonl"
+    stripped.write_bytes(b"\n".join(_without_tool_details(body) for body in requests("claude", "logs")))
+    counts, coverage = analyzed(stripped)
+    assert counts == Counter()
+    assert coverage["cli_tool_calls"] == {"claude-code": {"calls": 12, "without_arguments": 12}}
+    warning = next(w for w in coverage["warnings"] if w["code"] == "cli-tool-arguments-not-exported")
+    assert "OTEL_LOG_TOOL_DETAILS=1" in warning["message"] and warning["incomplete"]
