@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from ..analyzer.results import is_counting
 from ..engine import Judged
 from ..records import Verdict
+from ..semconv import GEN_AI_CONVERSATION_ID
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_METRICS, Address
 
 OFF = "off"
@@ -110,8 +111,11 @@ class AlertLine:
     def __call__(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
         if is_counting(verdict):
             return
-        agent = judged.agent.name or judged.agent.key
+        session = judged.span.attributes.get(GEN_AI_CONVERSATION_ID) if judged.span is not None else None
+        who = (f"agent={judged.agent.name}" if judged.agent.name else
+               f"session={session}" if isinstance(session, str) else f"agent={judged.agent.key}")
         tool = f"  tool={verdict.tool}" if verdict.tool else ""
+        count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
         with self._lock:
             print(f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "
-                  f"service={service}  agent={agent}{tool}", file=self._out, flush=True)
+                  f"service={service}  {who}{tool}{count}", file=self._out, flush=True)
