@@ -61,6 +61,10 @@ class Forwarder:
         if spans:
             self._put("traces", enriched_request(spans, shown).SerializeToString())
 
+    def flush(self) -> None:
+        """Wait until every queued request has been sent (or given up on)."""
+        self._queue.join()
+
     def close(self, timeout_s: float = 10.0) -> None:
         """Send what is queued (for up to `timeout_s`), then stop."""
         try:
@@ -79,10 +83,13 @@ class Forwarder:
     def _run(self) -> None:
         while True:
             item = self._queue.get()
-            if item is _STOP:
-                return
-            signal, body = item
-            self._requests.add(1, {"signal": signal, "outcome": self._post(signal, body)})
+            try:
+                if item is _STOP:
+                    return
+                signal, body = item
+                self._requests.add(1, {"signal": signal, "outcome": self._post(signal, body)})
+            finally:
+                self._queue.task_done()
 
     def _post(self, signal: str, body: bytes) -> str:
         url = f"{self.base_url}/v1/{signal}"

@@ -11,6 +11,7 @@ left empty, so its span is rejected on its own (see `received.spans_of`).
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -28,26 +29,30 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 
 def trace_request(document: dict[str, Any]) -> ExportTraceServiceRequest:
-    return ExportTraceServiceRequest(resource_spans=[
-        ResourceSpans(resource=_resource(_get(item, "resource", "resource")),
-                      schema_url=_text(_get(item, "schemaUrl", "schema_url")),
-                      scope_spans=[ScopeSpans(scope=_scope(_get(scope, "scope", "scope")),
-                                              schema_url=_text(_get(scope, "schemaUrl", "schema_url")),
-                                              spans=[_span(span) for span in _items(scope, "spans", "spans")])
-                                   for scope in _items(item, "scopeSpans", "scope_spans")])
-        for item in _items(document, "resourceSpans", "resource_spans")])
+    return ExportTraceServiceRequest(resource_spans=_resources(
+        document, "Spans", ResourceSpans, ScopeSpans, ("spans", "spans", "spans"), _span))
 
 
 def logs_request(document: dict[str, Any]) -> ExportLogsServiceRequest:
-    return ExportLogsServiceRequest(resource_logs=[
-        ResourceLogs(resource=_resource(_get(item, "resource", "resource")),
-                     schema_url=_text(_get(item, "schemaUrl", "schema_url")),
-                     scope_logs=[ScopeLogs(scope=_scope(_get(scope, "scope", "scope")),
-                                           schema_url=_text(_get(scope, "schemaUrl", "schema_url")),
-                                           log_records=[_log_record(record) for record in
-                                                        _items(scope, "logRecords", "log_records")])
-                                 for scope in _items(item, "scopeLogs", "scope_logs")])
-        for item in _items(document, "resourceLogs", "resource_logs")])
+    return ExportLogsServiceRequest(resource_logs=_resources(
+        document, "Logs", ResourceLogs, ScopeLogs, ("logRecords", "log_records", "log_records"), _log_record))
+
+
+def _resources(document: dict[str, Any], signal: str, resource_type: type, scope_type: type,
+               records: tuple[str, str, str], build: Callable[[dict[str, Any]], Any]) -> list[Any]:
+    """`resource<Signal>` -> `scope<Signal>` -> records, as `resource_type` / `scope_type` messages.
+    `records`: the records' field name in camelCase, in snake_case, and in the scope message."""
+    lower = signal.lower()
+    camel, snake, field = records
+    return [
+        resource_type(resource=_resource(_get(item, "resource", "resource")),
+                      schema_url=_text(_get(item, "schemaUrl", "schema_url")),
+                      **{f"scope_{lower}": [
+                          scope_type(scope=_scope(_get(scope, "scope", "scope")),
+                                     schema_url=_text(_get(scope, "schemaUrl", "schema_url")),
+                                     **{field: [build(record) for record in _items(scope, camel, snake)]})
+                          for scope in _items(item, f"scope{signal}", f"scope_{lower}")]})
+        for item in _items(document, f"resource{signal}", f"resource_{lower}")]
 
 
 def _span(raw: dict[str, Any]) -> Span:

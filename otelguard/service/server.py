@@ -222,8 +222,11 @@ class GuardService:
             await self._grpc.stop(grace_s)  # in-flight calls finish within the grace period
 
     def flush(self, timeout_s: float = 10.0) -> bool:
-        """Judge everything received so far now (see `SpanJudge.flush`)."""
-        return self.judge.flush(timeout_s)
+        """Judge everything received so far now (see `SpanJudge.flush`), and forward it."""
+        judged = self.judge.flush(timeout_s)
+        if self.forwarder is not None:
+            self.forwarder.flush()
+        return judged
 
 
 def _bound(address: Address) -> socket.socket:
