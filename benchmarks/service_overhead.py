@@ -70,7 +70,7 @@ class Recorder(SpanExporter):
 def export_requests(runs: list) -> list[bytes]:
     recorder = Recorder()
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(recorder, max_queue_size=len(runs) * SPANS_PER_RUN + 1))
+    provider.add_span_processor(BatchSpanProcessor(recorder, max_queue_size=max(2048, len(runs) * SPANS_PER_RUN + 1)))
     replay_pydantic_ai_runs(provider.get_tracer("bench"), runs)
     provider.shutdown()
     return recorder.bodies
@@ -111,7 +111,7 @@ def main() -> int:
         total = rounds + 2  # warmup rounds included
         runs = [[pydantic_ai_run(seed=round_ * n_runs + i) for i in range(n_runs)] for round_ in range(total)]
         requests = [export_requests(batch) for batch in runs]
-        provider, tracer = otlp_tracer(endpoint, queue_size=n_runs * SPANS_PER_RUN + 1, guarded=True)
+        provider, tracer = otlp_tracer(endpoint, queue_size=max(2048, n_runs * SPANS_PER_RUN + 1), guarded=True)
         in_process_round = iter(range(total))
         service_round = iter(range(total))
 
