@@ -178,16 +178,9 @@ def test_sigterm_judges_what_was_accepted(tmp_path) -> None:
         first = process.stdout.readline()
         url = re.search(r"OTLP/HTTP (http://[0-9.:]+)", first)
         assert url, first
-        parent = "aaaaaaaaaaaaaaaa"
-        spans = []
-        for index in range(5):
-            span = _tool_span(f"eee19b7ec3c1b17{index}")
-            span["parentSpanId"] = parent
-            span["attributes"].append({"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{}"}})
-            spans.append(span)
         from urllib.request import Request, urlopen
 
-        request = Request(url.group(1) + "/v1/traces", data=_request_json(spans), method="POST",
+        request = Request(url.group(1) + "/v1/traces", data=_rootless_tool_calls(0, 5), method="POST",
                           headers={"Content-Type": "application/json"})
         with urlopen(request, timeout=5) as answer:
             assert answer.status == 200
@@ -199,3 +192,46 @@ def test_sigterm_judges_what_was_accepted(tmp_path) -> None:
     assert process.returncode == 0, err
     assert out.count("ALERT  repeat-tool-reminder  rule=repeat-threshold  action=remind") == 2, out
     assert "5 spans received, 4 verdicts" in out
+
+
+def _rootless_tool_calls(first_index: int, count: int, trace_id: str = "5b8efff798038103d269b633813fc60c") -> bytes:
+    """Tool spans under an agent span that is never sent (a remote parent, a lost root)."""
+    spans = []
+    for index in range(first_index, first_index + count):
+        span = _tool_span(f"eee19b7ec3c1b1{index:02x}", trace_id)
+        span["parentSpanId"] = "aaaaaaaaaaaaaaaa"
+        span["attributes"].append({"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{}"}})
+        spans.append(span)
+    return _request_json(spans)
+
+
+def span_outcomes(service) -> dict[str, float]:
+    return {s.labels["outcome"]: s.value for s in scrape(service)["otelguard_service_spans"] if s.name.endswith("_total")}
+
+
+def test_a_trace_whose_root_never_comes_is_judged_once_idle_and_its_later_spans_as_late() -> None:
+    """Spans wait for their trace's root only `flush_after_s`; a span of that trace arriving after it
+    was judged is judged on its own and counted late."""
+    from otelguard.service import JudgeOptions
+
+    with running_service(judge=JudgeOptions(tick_s=0.02, flush_after_s=0.1)) as service:
+        assert post(service, "/v1/traces", _rootless_tool_calls(0, 3), "application/json")[0] == 200
+        import time
+
+        deadline = time.monotonic() + 5
+        while verdict_counts(service) != Counter({REMIND: 1, COUNTING: 1}) and time.monotonic() < deadline:
+            time.sleep(0.05)  # no flush: the service's own clock judges the idle trace
+        assert verdict_counts(service) == Counter({REMIND: 1, COUNTING: 1})
+        assert post(service, "/v1/traces", _rootless_tool_calls(3, 1), "application/json")[0] == 200
+        assert service.flush()
+        assert span_outcomes(service) == {"accepted": 4, "late": 1, "duplicate": 0, "not_ours": 0}
+
+
+def test_a_span_sent_twice_is_judged_once() -> None:
+    with running_service() as service:
+        body = _rootless_tool_calls(0, 3)
+        for _ in range(2):  # an exporter's retry after a lost answer
+            assert post(service, "/v1/traces", body, "application/json")[0] == 200
+            assert service.flush()
+        assert verdict_counts(service) == Counter({REMIND: 1, COUNTING: 1})
+        assert span_outcomes(service)["duplicate"] == 3

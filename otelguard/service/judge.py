@@ -102,6 +102,11 @@ class SpanJudge:
         self._closed = False
         self._thread.start()
 
+    @property
+    def not_ours(self) -> int:
+        """Spans that were no agent, model or tool span."""
+        return self._replayer.not_ours
+
     # --- intake (any thread) ---------------------------------------------------------------------
     def submit(self, spans: list[ReceivedSpan]) -> None:
         """Queue one request's spans for judging. Raises `QueueFull` when the queue is full."""

@@ -78,7 +78,15 @@ class GuardService:
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
                                on_verdict=on_verdict)
         self.config = self.judge.config
-        self.meter_provider.get_meter("otelguard").create_observable_counter(
+        meter = self.meter_provider.get_meter("otelguard")
+        self.rejected_spans = meter.create_counter(
+            "otelguard.service.rejected_spans", unit="{span}", description="Spans rejected (partial success)")
+        self.rejected_spans.add(0)
+        meter.create_observable_counter(
+            "otelguard.service.spans", callbacks=[self._observe_spans], unit="{span}",
+            description="Spans accepted, and of them: judged late (after their trace), duplicates skipped, "
+                        "not an agent/model/tool span")
+        meter.create_observable_counter(
             "otelguard.cli.tool_calls", callbacks=[self._observe_cli_calls], unit="{call}",
             description="Coding-agent CLI tool calls judged, by CLI and whether their arguments were exported")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -106,6 +114,8 @@ class GuardService:
         if signal == "traces":
             received = spans_of(request)
             self.judge.submit(received.spans)
+            if received.rejected:
+                self.rejected_spans.add(received.rejected)
             if not received.rejected:
                 return ExportTraceServiceResponse()
             return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
@@ -118,6 +128,13 @@ class GuardService:
         if self.forwarder is not None:
             self.forwarder.send(signal, request)
         return ExportLogsServiceResponse() if signal == "logs" else ExportMetricsServiceResponse()
+
+    def _observe_spans(self, options: Any) -> Iterable[Observation]:
+        judge = self.judge
+        yield Observation(judge.received, {"outcome": "accepted"})
+        yield Observation(judge.buffer.late_spans, {"outcome": "late"})
+        yield Observation(judge.buffer.duplicates, {"outcome": "duplicate"})
+        yield Observation(judge.not_ours, {"outcome": "not_ours"})
 
     def _observe_cli_calls(self, options: Any) -> Iterable[Observation]:
         calls = self.judge.cli_calls
