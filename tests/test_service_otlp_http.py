@@ -10,6 +10,9 @@ import re
 import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from collections import Counter
 
 import pytest
@@ -25,6 +28,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from otelguard.service import JudgeOptions
 from service_support import post, running_service, scrape, verdict_counts
 
 REMIND = ("repeat-tool-reminder", "repeat-threshold", "remind")
@@ -49,32 +53,39 @@ def send_with(exporter, service_name: str, calls: int = 5) -> None:
     provider.shutdown()
 
 
+@pytest.fixture(scope="module")
+def shared():
+    """One service for the tests that tell their requests apart by sender or by counting."""
+    with running_service() as service:
+        yield service
+
+
 @pytest.mark.parametrize("encoding", ["protobuf", "protobuf+gzip", "json"])
-def test_sdk_exporter_spans_are_judged_and_counted_by_sender(encoding: str) -> None:
+def test_sdk_exporter_spans_are_judged_and_counted_by_sender(encoding: str, shared) -> None:
     """The SDK's OTLP/HTTP exporters (protobuf, gzip'd protobuf, JSON) reach the guards: five identical
     calls remind at the 3rd and 5th, counted under the sender's service.name."""
-    with running_service() as service:
-        endpoint = service.http_url + "/v1/traces"
-        exporter = (JsonSpanExporter(endpoint=endpoint) if encoding == "json"
-                    else ProtobufSpanExporter(endpoint=endpoint, compression=Compression.Gzip
-                                              if encoding.endswith("gzip") else Compression.NoCompression))
-        send_with(exporter, "agent-a")
-        assert service.flush()
-        assert verdict_counts(service, "agent-a") == Counter({REMIND: 2, COUNTING: 2})
-        assert verdict_counts(service, "someone-else") == Counter()
-        spans = {(s.labels["otelguard_span_kind"], s.labels["service_name"]): s.value
-                 for s in scrape(service)["otelguard_spans"] if s.name.endswith("_total")}
-        assert spans == {("agent", "agent-a"): 1, ("tool", "agent-a"): 5}
+    service, sender = shared, f"agent-{encoding}"
+    endpoint = service.http_url + "/v1/traces"
+    exporter = (JsonSpanExporter(endpoint=endpoint) if encoding == "json"
+                else ProtobufSpanExporter(endpoint=endpoint, compression=Compression.Gzip
+                                          if encoding.endswith("gzip") else Compression.NoCompression))
+    send_with(exporter, sender)
+    assert service.flush()
+    assert verdict_counts(service, sender) == Counter({REMIND: 2, COUNTING: 2})
+    assert verdict_counts(service, "someone-else") == Counter()
+    spans = {s.labels["otelguard_span_kind"]: s.value for s in scrape(service)["otelguard_spans"]
+             if s.name.endswith("_total") and s.labels.get("service_name") == sender}
+    assert spans == {"agent": 1, "tool": 5}
 
 
-def test_two_senders_are_counted_apart() -> None:
-    with running_service() as service:
-        endpoint = service.http_url + "/v1/traces"
-        send_with(ProtobufSpanExporter(endpoint=endpoint), "agent-a", calls=3)
-        send_with(ProtobufSpanExporter(endpoint=endpoint), "agent-b", calls=5)
-        assert service.flush()
-        assert verdict_counts(service, "agent-a") == Counter({REMIND: 1, COUNTING: 1})
-        assert verdict_counts(service, "agent-b") == Counter({REMIND: 2, COUNTING: 2})
+def test_two_senders_are_counted_apart(shared) -> None:
+    service = shared
+    endpoint = service.http_url + "/v1/traces"
+    send_with(ProtobufSpanExporter(endpoint=endpoint), "agent-a", calls=3)
+    send_with(ProtobufSpanExporter(endpoint=endpoint), "agent-b", calls=5)
+    assert service.flush()
+    assert verdict_counts(service, "agent-a") == Counter({REMIND: 1, COUNTING: 1})
+    assert verdict_counts(service, "agent-b") == Counter({REMIND: 2, COUNTING: 2})
 
 
 def _request_json(spans: list[dict]) -> bytes:
@@ -131,41 +142,42 @@ BAD_REQUESTS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_REQUESTS))
-def test_bad_requests_are_answered_per_spec_and_change_nothing(case: str) -> None:
+def test_bad_requests_are_answered_per_spec_and_change_nothing(case: str, shared) -> None:
     path, body, content_type, headers, expected = BAD_REQUESTS[case]
-    with running_service() as service:
-        status, answer, answer_headers = post(service, path, body, content_type, **headers)
-        assert status == expected
-        if expected in (400, 415):  # a google.rpc.Status with a message, in the request's encoding
-            if answer_headers["content-type"] == "application/json":
-                assert json.loads(answer)["message"]
-            else:
-                assert status_pb2.Status.FromString(answer).message
-        assert service.flush()
-        assert service.judge.received == 0
-        # Still serving: a good request afterwards is accepted and judged.
-        assert post(service, "/v1/traces", GOOD_SPAN, "application/json")[0] == 200
-        assert service.flush()
-        assert service.judge.received == 1
+    service = shared
+    assert service.flush()
+    received = service.judge.received
+    status, answer, answer_headers = post(service, path, body, content_type, **headers)
+    assert status == expected
+    if expected in (400, 415):  # a google.rpc.Status with a message, in the request's encoding
+        if answer_headers["content-type"] == "application/json":
+            assert json.loads(answer)["message"]
+        else:
+            assert status_pb2.Status.FromString(answer).message
+    assert service.flush()
+    assert service.judge.received == received
+    # Still serving: a good request afterwards is accepted.
+    assert post(service, "/v1/traces", GOOD_SPAN, "application/json")[0] == 200
+    assert service.flush()
+    assert service.judge.received == received + 1
 
 
-def test_a_get_on_a_receiver_path_is_405() -> None:
-    with running_service() as service:
-        import urllib.error
-        import urllib.request
-
-        with pytest.raises(urllib.error.HTTPError) as error:
-            urllib.request.urlopen(service.http_url + "/v1/traces", timeout=5)
-        assert error.value.code == 405
+def test_a_get_on_a_receiver_path_is_405(shared) -> None:
+    service = shared
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(service.http_url + "/v1/traces", timeout=5)
+    assert error.value.code == 405
 
 
-def test_gzip_json_is_read() -> None:
-    with running_service() as service:
-        status, _, _ = post(service, "/v1/traces", gzip.compress(GOOD_SPAN), "application/json",
-                            **{"Content-Encoding": "gzip"})
-        assert status == 200
-        assert service.flush()
-        assert service.judge.received == 1
+def test_gzip_json_is_read(shared) -> None:
+    service = shared
+    assert service.flush()
+    received = service.judge.received
+    status, _, _ = post(service, "/v1/traces", gzip.compress(GOOD_SPAN), "application/json",
+                        **{"Content-Encoding": "gzip"})
+    assert status == 200
+    assert service.flush()
+    assert service.judge.received == received + 1
 
 
 def test_sigterm_judges_what_was_accepted(tmp_path) -> None:
@@ -178,11 +190,9 @@ def test_sigterm_judges_what_was_accepted(tmp_path) -> None:
         first = process.stdout.readline()
         url = re.search(r"OTLP/HTTP (http://[0-9.:]+)", first)
         assert url, first
-        from urllib.request import Request, urlopen
-
-        request = Request(url.group(1) + "/v1/traces", data=_rootless_tool_calls(0, 5), method="POST",
+        request = urllib.request.Request(url.group(1) + "/v1/traces", data=_rootless_tool_calls(0, 5), method="POST",
                           headers={"Content-Type": "application/json"})
-        with urlopen(request, timeout=5) as answer:
+        with urllib.request.urlopen(request, timeout=5) as answer:
             assert answer.status == 200
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
@@ -212,12 +222,8 @@ def span_outcomes(service) -> dict[str, float]:
 def test_a_trace_whose_root_never_comes_is_judged_once_idle_and_its_later_spans_as_late() -> None:
     """Spans wait for their trace's root only `flush_after_s`; a span of that trace arriving after it
     was judged is judged on its own and counted late."""
-    from otelguard.service import JudgeOptions
-
     with running_service(judge=JudgeOptions(tick_s=0.02, flush_after_s=0.1)) as service:
         assert post(service, "/v1/traces", _rootless_tool_calls(0, 3), "application/json")[0] == 200
-        import time
-
         deadline = time.monotonic() + 5
         while verdict_counts(service) != Counter({REMIND: 1, COUNTING: 1}) and time.monotonic() < deadline:
             time.sleep(0.05)  # no flush: the service's own clock judges the idle trace
