@@ -28,6 +28,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hypothesis_support import examples
 from otelguard.service import JudgeOptions
 from service_support import post, running_service, scrape, verdict_counts
 
@@ -241,3 +245,29 @@ def test_a_span_sent_twice_is_judged_once() -> None:
             assert service.flush()
         assert verdict_counts(service) == Counter({REMIND: 1, COUNTING: 1})
         assert span_outcomes(service)["duplicate"] == 3
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=st.binary(max_size=300), content_type=st.sampled_from(["application/x-protobuf", "application/json"]),
+       path=st.sampled_from(["/v1/traces", "/v1/logs", "/v1/metrics"]))
+def test_any_body_is_answered_200_or_400_and_the_service_keeps_serving(shared, body: bytes, content_type: str,
+                                                                      path: str) -> None:
+    status, answer, _ = post(shared, path, body, content_type)
+    assert status in (200, 400), answer
+    assert post(shared, "/v1/traces", GOOD_SPAN, "application/json")[0] == 200
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spans=st.lists(st.fixed_dictionaries({
+    "traceId": st.one_of(st.just("5b8efff798038103d269b633813fc60c"), st.text(max_size=34)),
+    "spanId": st.one_of(st.just("eee19b7ec3c1b174"), st.text(max_size=18)),
+    "name": st.text(max_size=20),
+    "startTimeUnixNano": st.one_of(st.just("1000"), st.integers(-5, 2**70), st.text(max_size=5)),
+    "attributes": st.lists(st.fixed_dictionaries({"key": st.text(max_size=10), "value": st.dictionaries(
+        st.sampled_from(["stringValue", "intValue", "boolValue", "doubleValue", "arrayValue", "bytesValue"]),
+        st.one_of(st.text(max_size=5), st.integers(), st.booleans(), st.none()), max_size=1)}), max_size=3),
+}), max_size=3))
+def test_odd_otlp_json_spans_are_accepted_rejected_or_refused_never_a_crash(shared, spans: list[dict]) -> None:
+    status, answer, _ = post(shared, "/v1/traces", _request_json(spans), "application/json")
+    assert status in (200, 400), answer
+    assert shared.flush()

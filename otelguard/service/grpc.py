@@ -24,6 +24,9 @@ def _servicer(base: type, signal: str, service: GuardService) -> Any:
                 return service.accept_message(signal, request)
             except QueueFull as error:
                 await context.abort(grpc.StatusCode.UNAVAILABLE, f"busy: {error}")
+            except Exception:  # a bug in otelguard: counted and logged
+                service.containment.record_and_maybe_raise("service.receive")
+                await context.abort(grpc.StatusCode.INTERNAL, "internal error in otelguard (logged)")
 
     return Servicer()
 

@@ -57,6 +57,9 @@ def receiver_app(service: GuardService) -> Starlette:
                 response = _status(503, code_pb2.UNAVAILABLE, f"busy: {error}", encoding)
                 response.headers["Retry-After"] = str(RETRY_AFTER_S)
                 return response
+            except Exception:  # a bug in otelguard: counted and logged, never a crashed receiver
+                service.containment.record_and_maybe_raise("service.receive")
+                return _status(500, code_pb2.INTERNAL, "internal error in otelguard (logged)", encoding)
             return _message(200, answer, encoding)
 
         return receive

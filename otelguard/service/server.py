@@ -34,6 +34,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from ..config import GuardConfig
+from ..containment import Containment
 from ..live.metrics import GuardMetrics
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
@@ -70,6 +71,7 @@ class GuardService:
         self.registry = CollectorRegistry()
         self.meter_provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=self.registry)])
         self.metrics = GuardMetrics(self.meter_provider)
+        self.containment = Containment(self.metrics.internal_error)
         self.log_records = self.meter_provider.get_meter("otelguard").create_counter(
             "otelguard.service.log_records", unit="{record}",
             description="Log records received: read as a CLI's tool call, or not read")
