@@ -115,3 +115,40 @@ def test_analyze_says_which_setting_exports_claude_codes_arguments(tmp_path) -> 
     assert coverage["cli_tool_calls"] == {"claude-code": {"calls": 12, "without_arguments": 12}}
     warning = next(w for w in coverage["warnings"] if w["code"] == "cli-tool-arguments-not-exported")
     assert "OTEL_LOG_TOOL_DETAILS=1" in warning["message"] and warning["incomplete"]
+
+
+def _gemini_llm_call(index: int, parts: list[dict]) -> dict:
+    return {"traceId": f"{index + 1:032x}", "spanId": f"{index + 1:016x}", "name": "llm_call",
+            "startTimeUnixNano": str(1_000_000 * index), "endTimeUnixNano": str(1_000_000 * index + 500),
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "llm_call"}},
+                {"key": "gen_ai.conversation.id", "value": {"stringValue": "session-1"}},
+                {"key": "gen_ai.request.model", "value": {"stringValue": "gemini-2.5-pro"}},
+                {"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps([{"role": "model",
+                                                                                          "parts": parts}])}}]}
+
+
+def test_gemini_model_calls_are_judged_in_their_session() -> None:
+    """Gemini CLI starts a trace for every `llm_call` span: its thoughts are judged in the session's
+    chain all the same, and calls that only think, again and again, get the reasoning-only steer."""
+    thought = ("Let me reconsider the directory listing once more before deciding what to run; the files "
+               "might have changed, so I should think about which command is best. ") * 16  # past min_reasoning_chars
+    spans = [_gemini_llm_call(index, [{"text": f"{thought} (pass {index})", "thought": True}]) for index in range(3)]
+    body = json.dumps({"resourceSpans": [{"resource": {"attributes": [
+        {"key": "service.name", "value": {"stringValue": "gemini-cli"}}]},
+        "scopeSpans": [{"scope": {"name": "gemini-cli"}, "spans": spans}]}]}).encode()
+    with running_service(judge=PATIENT) as service:
+        assert post(service, "/v1/traces", body, "application/json")[0] == 200
+        assert service.flush()
+        steer = {key: count for key, count in verdict_counts(service).items() if key[2] != "none"}
+        assert steer == {("thinking-loop-guard", "reasoning-only", "steer"): 1}
+
+
+def test_gemini_capture_model_calls_are_read() -> None:
+    with running_service(judge=PATIENT) as service:
+        for body in requests("gemini", "traces"):
+            assert post(service, "/v1/traces", body, "application/json")[0] == 200
+        assert service.flush()
+        model = [s.value for s in scrape(service)["otelguard_spans"] if s.name.endswith("_total")
+                 and s.labels["otelguard_span_kind"] == "model" and s.labels["service_name"] == "gemini-cli"]
+        assert model == [13]

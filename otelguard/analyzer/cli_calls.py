@@ -18,7 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ..containment import Containment
-from ..conventions.agent_clis import SPAN_NAMES, ARGUMENT_SETTINGS, CliToolCall, as_tool_span, from_span, joined
+from ..conventions.agent_clis import (
+    ARGUMENT_SETTINGS,
+    SPAN_NAMES,
+    CliToolCall,
+    as_tool_span,
+    from_span,
+    joined,
+    model_span,
+)
 from ..engine import GuardEngine, Judged
 from ..records import SpanView
 from .otlp_json import LazySpan
@@ -47,7 +55,8 @@ class CliCalls:
         self._held: OrderedDict[str, tuple[CliToolCall, Any, float]] = OrderedDict()  # key -> (call, origin, since)
         self._judged: OrderedDict[str, None] = OrderedDict()  # keys of calls judged already
         self.records = 0  # CLI tool records read
-        self.calls = 0  # calls judged
+        self.calls = 0  # tool calls judged
+        self.model_calls = 0  # model calls judged
         self.joined = 0  # records merged into a call judged from another record
         self.by_cli: Counter[str] = Counter()  # CLI -> calls judged
         self.without_arguments: Counter[str] = Counter()  # CLI -> calls judged without arguments
@@ -73,11 +82,17 @@ class CliCalls:
             self._judge(call, origin)
 
     def add_span(self, span: LazySpan, origin: Any, now: float) -> bool:
-        """A span, if it is a CLI's tool span (it goes on to its trace all the same): whether it was."""
+        """A span, if it is a CLI's tool or model span (it goes on to its trace all the same): whether it was."""
         if span.name not in SPAN_NAMES:
             return False
-        call = from_span(span.name, span.attributes, span.trace_id, span.parent_span_id, span.end_ns or 0,
-                         span.view().status)
+        status = span.view().status
+        model = model_span(span.name, span.attributes, span.span_id, span.start_ns, span.end_ns or span.start_ns,
+                           status)
+        if model is not None:
+            self.model_calls += 1
+            self._run(model, origin)
+            return True
+        call = from_span(span.name, span.attributes, span.trace_id, span.parent_span_id, span.end_ns or 0, status)
         if call is None:
             return False
         self.add(call, origin, now)
@@ -110,7 +125,10 @@ class CliCalls:
                 logger.warning("%s exports tool calls without their arguments: repeated calls cannot be told apart "
                                "(%s)", call.cli, missing_arguments_hint(call.cli))
             self.without_arguments[call.cli] += 1
-        span = as_tool_span(call)
+        self._run(as_tool_span(call), origin)
+
+    def _run(self, span: SpanView, origin: Any) -> None:
+        """Start and end one span in the engine (its session's chain)."""
         if span.end_ns and span.end_ns > self.clock.ns:
             self.clock.ns = span.end_ns
         try:

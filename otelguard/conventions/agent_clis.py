@@ -4,7 +4,7 @@ Claude Code, Gemini CLI, Codex CLI and opencode do not write GenAI agent/tool sp
 tool call in its own log event or span, some in both (see the table in the README's "Guard any
 agent over OTLP"). `from_log` and `from_span` read one record into a `CliToolCall`, or None when it
 is not a tool call of a known CLI; `as_tool_span` makes it the GenAI `execute_tool` span the engine
-reads. The same call told twice (a log and a span) carries the same `join_key`: the call id, or for
+reads. `model_span` reads a CLI's model-call span (Gemini CLI's `llm_call`) as a GenAI chat span. The same call told twice (a log and a span) carries the same `join_key`: the call id, or for
 Gemini CLI, whose log has none, the scheduling span both hang from and the tool name.
 
 Session keys: Claude Code and opencode `session.id`, Gemini CLI `session.id` / `gen_ai.conversation.id`,
@@ -25,7 +25,8 @@ from ..records import SpanView, Status
 
 CLAUDE_CODE, GEMINI_CLI, CODEX, OPENCODE = "claude-code", "gemini-cli", "codex", "opencode"
 LOG, SPAN = "log", "span"
-SPAN_NAMES = frozenset({"claude_code.tool", "tool_call", "ai.toolCall", "Tool.execute"})  # what `from_span` reads
+TOOL_SPAN_NAMES = frozenset({"claude_code.tool", "tool_call", "ai.toolCall", "Tool.execute"})  # what `from_span` reads
+SPAN_NAMES = TOOL_SPAN_NAMES | {"llm_call"}  # and `model_span`
 
 # What turns a CLI's tool arguments on, where they are off by default.
 ARGUMENT_SETTINGS = {
@@ -107,10 +108,50 @@ def joined(first: CliToolCall, second: CliToolCall) -> CliToolCall:
     )
 
 
-def session_trace_id(call: CliToolCall) -> int:
+def session_trace_id(cli: str, session: str) -> int:
     """A trace id of the CLI's session: the engine keeps one agent per trace without an agent span,
-    so every tool call of a session is judged in that session's chain."""
-    return int.from_bytes(blake2b(f"{call.cli}\0{call.session}".encode(), digest_size=16).digest(), "big") or 1
+    so every call of a session is judged in that session's chain."""
+    return int.from_bytes(blake2b(f"{cli}\0{session}".encode(), digest_size=16).digest(), "big") or 1
+
+
+def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns: int, end_ns: int,
+               status: Status) -> SpanView | None:
+    """A CLI's model-call span as the GenAI chat span the engine reads, in its session's chain; None
+    when it is none. Gemini CLI's `llm_call` (its own message parts: `text`, `thought`, `functionCall`)."""
+    if name != "llm_call" or attributes.get(sc.GEN_AI_OPERATION_NAME) != "llm_call":
+        return None
+    session = attributes.get(sc.GEN_AI_CONVERSATION_ID)
+    if not isinstance(session, str) or not session:
+        return None
+    messages = _json_value(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    converted = {
+        sc.GEN_AI_OPERATION_NAME: "chat",
+        sc.GEN_AI_CONVERSATION_ID: session,
+        "otelguard.cli": GEMINI_CLI,
+    }
+    model = attributes.get(sc.GEN_AI_REQUEST_MODEL)
+    if isinstance(model, str):
+        converted[sc.GEN_AI_REQUEST_MODEL] = model
+    if isinstance(messages, list):
+        converted[sc.GEN_AI_OUTPUT_MESSAGES] = json.dumps([_genai_message(message) for message in messages
+                                                          if isinstance(message, dict)])
+    return SpanView(f"chat {model or GEMINI_CLI}", session_trace_id(GEMINI_CLI, session), span_id, None, converted,
+                    status=status, start_ns=start_ns, end_ns=end_ns)
+
+
+def _genai_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini API message as a GenAI semantic-conventions output message."""
+    parts = []
+    for part in message.get("parts") or ():
+        if not isinstance(part, dict):
+            continue
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            parts.append({"type": "tool_call", "name": call.get("name"), "id": call.get("id"),
+                          "arguments": call.get("args")})
+        elif isinstance(part.get("text"), str):
+            parts.append({"type": "reasoning" if part.get("thought") else "text", "content": part["text"]})
+    return {"role": "assistant", "parts": parts}
 
 
 def as_tool_span(call: CliToolCall) -> SpanView:
@@ -128,7 +169,7 @@ def as_tool_span(call: CliToolCall) -> SpanView:
         attributes[sc.GEN_AI_TOOL_CALL_RESULT] = call.result
     span_id = int.from_bytes(blake2b(call.join_key.encode(), digest_size=8).digest(), "big") or 1
     status = Status.UNSET if call.succeeded is None else Status.OK if call.succeeded else Status.ERROR
-    return SpanView(f"execute_tool {call.tool}", session_trace_id(call), span_id, None, attributes,
+    return SpanView(f"execute_tool {call.tool}", session_trace_id(call.cli, call.session), span_id, None, attributes,
                     status=status, start_ns=call.end_ns, end_ns=call.end_ns)
 
 
@@ -150,10 +191,14 @@ def _boolean(value: Any) -> bool | None:
 
 
 def _json_object(value: Any) -> dict[str, Any]:
-    if not isinstance(value, str):
-        return {}
-    try:
-        decoded = json.loads(value)
-    except (ValueError, RecursionError):
-        return {}
+    decoded = _json_value(value)
     return decoded if isinstance(decoded, dict) else {}
+
+
+def _json_value(value: Any) -> Any:
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return None
