@@ -271,3 +271,18 @@ def test_odd_otlp_json_spans_are_accepted_rejected_or_refused_never_a_crash(shar
     status, answer, _ = post(shared, "/v1/traces", _request_json(spans), "application/json")
     assert status in (200, 400), answer
     assert shared.flush()
+
+
+def test_a_long_agent_run_is_judged_while_it_goes_on() -> None:
+    """An agent run whose span ends (and is exported) only at the end: its tool calls are judged every
+    `max_wait_s` while it runs, as one chain with the parts that come later."""
+    with running_service(judge=JudgeOptions(tick_s=0.02, max_wait_s=0.1, flush_after_s=60)) as service:
+        for first in (0, 3):  # two export batches, a while apart, the same open run
+            body = _rootless_tool_calls(first, 3)
+            assert post(service, "/v1/traces", body, "application/json")[0] == 200
+            deadline = time.monotonic() + 5
+            while span_outcomes(service).get("accepted", 0) < first + 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            while sum(verdict_counts(service).values()) < first + 2 and time.monotonic() < deadline:
+                time.sleep(0.02)  # no flush: judged on the service's clock
+        assert verdict_counts(service) == Counter({REMIND: 2, COUNTING: 3})

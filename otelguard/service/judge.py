@@ -6,7 +6,10 @@ replays each trace's starts and ends in time order (`replay.Replayer`) through t
 lifecycle as the live processor. The only difference is what a "record" is: the analyzer counts
 lines, the service counts ticks of its clock (`tick_s`), so a complete trace is judged within a tick
 or two of its root's arrival, and a trace whose root never comes once it has been idle for
-`flush_after_s`. Every request's spans are added in the tick it arrived in.
+`flush_after_s`. An agent run still going on (its root span arrives when it ends) is judged every
+`max_wait_s`: what arrived so far, then each later part on its own (late), all in the trace's chain
+(an agent span not yet received names no agent). Every request's spans are added in the tick it
+arrived in.
 
 One thread does all of it, fed by a bounded queue: receivers never wait for the guards, and the
 engine, buffer and replayer are only ever touched by that thread. `close()` stops intake, judges
@@ -35,6 +38,7 @@ from .received import ReceivedSpan
 
 DEFAULT_TICK_S = 0.5
 DEFAULT_FLUSH_AFTER_S = 30.0
+DEFAULT_MAX_WAIT_S = 10.0
 DEFAULT_QUEUE = 1024  # requests waiting for the judge
 DEFAULT_MAX_BUFFERED_SPANS = 100_000
 DEFAULT_JOIN_WAIT_S = 6.0  # Gemini CLI and opencode export up to 5 s apart
@@ -51,6 +55,7 @@ OnVerdict = Callable[[str | None, Judged, Verdict], None]
 class JudgeOptions:
     tick_s: float = DEFAULT_TICK_S
     flush_after_s: float = DEFAULT_FLUSH_AFTER_S
+    max_wait_s: float = DEFAULT_MAX_WAIT_S  # a trace still open (its run goes on) is judged this often
     max_buffered_spans: int = DEFAULT_MAX_BUFFERED_SPANS
     queue: int = DEFAULT_QUEUE
     join_wait_s: float = DEFAULT_JOIN_WAIT_S  # a CLI tool record without arguments waits this long for its other half
@@ -58,7 +63,8 @@ class JudgeOptions:
     def limits(self) -> ReplayLimits:
         # A complete trace is judged at the first tick after the one its last span came in.
         return ReplayLimits(flush_after_records=max(1, round(self.flush_after_s / self.tick_s)),
-                            max_buffered_spans=self.max_buffered_spans, settle_records=1)
+                            max_buffered_spans=self.max_buffered_spans, settle_records=1,
+                            max_wait_records=max(1, round(self.max_wait_s / self.tick_s)))
 
 
 @dataclass(frozen=True, slots=True)
