@@ -286,3 +286,13 @@ def test_a_long_agent_run_is_judged_while_it_goes_on() -> None:
             while sum(verdict_counts(service).values()) < first + 2 and time.monotonic() < deadline:
                 time.sleep(0.02)  # no flush: judged on the service's clock
         assert verdict_counts(service) == Counter({REMIND: 2, COUNTING: 3})
+
+
+def test_serve_on_a_taken_port_says_so_in_one_line() -> None:
+    with running_service() as service:
+        host, port = service.http_address
+        process = subprocess.run(
+            [sys.executable, "-m", "otelguard", "serve", "--http", f"{host}:{port}", "--grpc", "off",
+             "--metrics", "off"], capture_output=True, text=True, timeout=60)
+    assert process.returncode == 2
+    assert process.stderr.startswith("otelguard serve: error: cannot listen:"), process.stderr

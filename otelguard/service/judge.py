@@ -11,6 +11,9 @@ or two of its root's arrival, and a trace whose root never comes once it has bee
 (an agent span not yet received names no agent). Every request's spans are added in the tick it
 arrived in.
 
+Coding-agent CLIs' tool and model records (`conventions.agent_clis`, from spans and log records) go to
+the analyzer's `CliCalls` as well: one record per call, judged in the CLI session's chain.
+
 One thread does all of it, fed by a bounded queue: receivers never wait for the guards, and the
 engine, buffer and replayer are only ever touched by that thread. `close()` stops intake, judges
 everything queued and buffered (a SIGTERM judges what was accepted), and returns.
@@ -159,24 +162,29 @@ class SpanJudge:
             except queue.Empty:
                 item = None
             now = time.monotonic()
-            if now >= next_tick:
-                next_tick = now + tick
-                self._record += 1
-                self._replay(self.buffer.ready(self._record))
-                self.cli_calls.expire(now)
-            if item is None:
-                continue
-            if item is _STOP:
-                self._drain()
-                return
-            if type(item) is tuple:  # flush(): drain, then say so
-                self._drain()
-                item[0].set()
-            elif type(item) is CliRecords:
-                for call, service in item.calls:
-                    self.cli_calls.add(call, service, now)
-            else:
-                self._add(item, now)  # type: ignore[arg-type]
+            try:
+                if now >= next_tick:
+                    next_tick = now + tick
+                    self._record += 1
+                    self._replay(self.buffer.ready(self._record))
+                    self.cli_calls.expire(now)
+                if item is _STOP:
+                    self._drain()
+                    return
+                if item is not None:
+                    self._handle(item, now)
+            except Exception:  # a bug in otelguard: counted and logged; the judge goes on
+                self._contain.record_and_maybe_raise("judge")
+
+    def _handle(self, item: object, now: float) -> None:
+        if type(item) is tuple:  # flush(): drain, then say so
+            self._drain()
+            item[0].set()
+        elif type(item) is CliRecords:
+            for call, service in item.calls:
+                self.cli_calls.add(call, service, now)
+        else:
+            self._add(item, now)  # type: ignore[arg-type]
 
     def _drain(self) -> None:
         self._replay(self.buffer.drain())

@@ -190,7 +190,14 @@ class GuardService:
         self._servers = [listener for listener in listeners if listener is not None]
         self._loop = asyncio.new_event_loop()
         if self.options.grpc is not None:
-            self._grpc, self.grpc_address = self._loop.run_until_complete(self._grpc_server(self.options.grpc))
+            try:
+                self._grpc, self.grpc_address = self._loop.run_until_complete(self._grpc_server(self.options.grpc))
+            except OSError:
+                for _, sock in self._servers:
+                    sock.close()
+                self._loop.close()
+                self._loop = None
+                raise
         started = threading.Event()
         self._thread = threading.Thread(target=self._serve, args=(started,), name="otelguard-serve", daemon=True)
         self._thread.start()
