@@ -131,7 +131,8 @@ def _add_analyze_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input")
+                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input. Log files of "
+                             "coding-agent CLIs (Claude Code, Gemini CLI, Codex, opencode) are read beside them")
     parser.add_argument("--config", metavar="F",
                         help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
