@@ -11,7 +11,9 @@ as OTLP/JSON requests, give the analyzer's verdicts too.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -21,11 +23,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from benchmarks._fixture_runs import load_run, replay
 from otel_support import FIXTURES
 from otelguard import GuardSpanProcessor
 from otelguard.analyzer import analyze
 from service_support import post, running_service, verdict_counts
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))  # the fixture replayer lives there
+from _fixture_runs import load_run, replay  # noqa: E402
 
 MANIFEST = json.loads((FIXTURES / "MANIFEST.json").read_text(encoding="utf-8"))
 WITH_VERDICTS = sorted(entry["file"] for entry in MANIFEST if entry["expected"])
