@@ -125,3 +125,20 @@ def test_forward_sends_spans_with_verdicts_and_logs_and_metrics_as_received() ->
     names = [metric.name for request in metrics for resource in request.resource_metrics
              for scope in resource.scope_metrics for metric in scope.metrics]
     assert names.count("agent.tokens") == 2
+
+
+def test_cli_tool_call_logs_over_grpc_are_judged() -> None:
+    """Log records shaped as Codex CLI writes its tool calls, sent by the SDK's gRPC log exporter:
+    five identical calls in one conversation remind at the 3rd and 5th."""
+    with running_service(grpc=True) as service:
+        provider = LoggerProvider(resource=Resource.create({"service.name": "codex_exec"}))
+        provider.add_log_record_processor(SimpleLogRecordProcessor(
+            GrpcLogExporter(endpoint=service.grpc_target, insecure=True)))
+        logger = provider.get_logger("codex_otel.log_only")
+        for index in range(5):
+            logger.emit(LogRecord(attributes={
+                "event.name": "codex.tool_result", "conversation.id": "conversation-1", "tool_name": "exec_command",
+                "call_id": f"call_{index}", "arguments": '{"cmd": "ls -la"}', "success": "true"}))
+        provider.shutdown()
+        assert service.flush()
+        assert verdict_counts(service, "codex_exec") == Counter({REMIND: 2, COUNTING: 2})
