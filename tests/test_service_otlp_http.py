@@ -4,6 +4,7 @@ from its /metrics; bad requests are answered as the OTLP specification says and 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from hypothesis import strategies as st
 
 from hypothesis_support import examples
 from otelguard.service import JudgeOptions
+from otelguard.service.command import AlertLine
 from service_support import post, running_service, scrape, verdict_counts
 
 REMIND = ("repeat-tool-reminder", "repeat-threshold", "remind")
@@ -296,3 +298,21 @@ def test_serve_on_a_taken_port_says_so_in_one_line() -> None:
              "--metrics", "off"], capture_output=True, text=True, timeout=60)
     assert process.returncode == 2
     assert process.stderr.startswith("otelguard serve: error: cannot listen:"), process.stderr
+
+
+def test_alert_lines_escape_what_senders_and_models_named() -> None:
+    """A tool name is the model's and service.name the sender's: neither reaches the terminal raw."""
+    out = io.StringIO()
+    with running_service(on_verdict=AlertLine(out)) as service:
+        spans = []
+        for index in range(3):
+            span = _tool_span(f"eee19b7ec3c1b17{index}")
+            span["attributes"] = [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                                  {"key": "gen_ai.tool.name", "value": {"stringValue": "look\x1b[2Jup\nALERT fake"}},
+                                  {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{}"}}]
+            spans.append(span)
+        assert post(service, "/v1/traces", _request_json(spans), "application/json")[0] == 200
+        assert service.flush()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 and "\x1b" not in lines[0]
+    assert "tool=look\\u001b[2Jup\\nALERT fake" in lines[0]

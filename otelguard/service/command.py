@@ -17,7 +17,9 @@ from typing import TextIO
 from urllib.parse import urlsplit
 
 from ..analyzer.results import is_counting
+from ..canonical import escape_quoted
 from ..engine import Judged
+from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
 from ..semconv import GEN_AI_CONVERSATION_ID
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_METRICS, Address
@@ -112,10 +114,15 @@ class AlertLine:
         if is_counting(verdict):
             return
         session = judged.span.attributes.get(GEN_AI_CONVERSATION_ID) if judged.span is not None else None
-        who = (f"agent={judged.agent.name}" if judged.agent.name else
-               f"session={session}" if isinstance(session, str) else f"agent={judged.agent.key}")
-        tool = f"  tool={verdict.tool}" if verdict.tool else ""
+        who = (f"agent={_shown_safely(judged.agent.name)}" if judged.agent.name else
+               f"session={_shown_safely(session)}" if isinstance(session, str) else f"agent={judged.agent.key}")
+        tool = f"  tool={_shown_safely(verdict.tool)}" if verdict.tool else ""
         count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
         with self._lock:
             print(f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "
-                  f"service={service}  {who}{tool}{count}", file=self._out, flush=True)
+                  f"service={_shown_safely(service)}  {who}{tool}{count}", file=self._out, flush=True)
+
+
+def _shown_safely(value: str | None) -> str:
+    """A sender's or model's name on the terminal: control characters escaped, cut like a label."""
+    return escape_quoted(str(value)[:MAX_LABEL_CHARS])
