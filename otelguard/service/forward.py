@@ -87,7 +87,12 @@ class Forwarder:
                 if item is _STOP:
                     return
                 signal, body = item
-                self._requests.add(1, {"signal": signal, "outcome": self._post(signal, body)})
+                try:
+                    outcome = self._post(signal, body)
+                except Exception:  # a bug: logged; the thread goes on (flush waits on it)
+                    logger.exception("otelguard serve: forwarding %s failed", signal)
+                    outcome = "failed"
+                self._requests.add(1, {"signal": signal, "outcome": outcome})
             finally:
                 self._queue.task_done()
 
