@@ -22,6 +22,7 @@ from .otlp_json import (
 )
 from ..conventions import READ_LIMITS
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
+from .cli_calls import CliCalls, missing_arguments_hint
 from .replay import IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
@@ -43,6 +44,7 @@ class FileCoverage:
     log_lines: int = 0
     log_records: int = 0
     log_records_with_genai: int = 0
+    cli_tool_records: int = 0  # log records read as a coding-agent CLI's tool call (in log_records)
     metrics_lines: int = 0
     other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
     unparsable: Counter = field(default_factory=Counter)  # reason -> lines
@@ -99,6 +101,7 @@ class Coverage:
         self.internal_errors: Counter = Counter()  # where -> count (a bug in otelguard, contained)
         self.verdicts_from_live_record = 0  # tool deadlines, uncaptured stream cuts: read from the span
         self.buffer: TraceBuffer | None = None
+        self.cli_calls: CliCalls | None = None
 
     # --- reading ---------------------------------------------------------------------------------
     def problem(self, file: FileCoverage, problem: ReadProblem, line_text: str | None) -> None:
@@ -193,11 +196,19 @@ class Coverage:
                 skipped[f"line: {reason}"] += count
             if file.blank_lines:
                 skipped["line: blank"] += file.blank_lines
-            if file.log_lines:
+            if file.log_lines and file.log_records > file.cli_tool_records:
                 skipped["line: OTLP log records (not read)"] += file.log_lines
             if file.metrics_lines:
                 skipped["line: OTLP metrics (not read)"] += file.metrics_lines
         return dict(skipped)
+
+    def _cli_tool_calls(self) -> dict[str, dict[str, int]]:
+        """Per coding-agent CLI: tool calls judged, those without arguments, and records joined into them."""
+        calls = self.cli_calls
+        if calls is None:
+            return {}
+        return {cli: {"calls": count, "without_arguments": calls.without_arguments[cli]}
+                for cli, count in sorted(calls.by_cli.items())}
 
     def nothing_judged(self) -> str | None:
         """Why no model or tool step was judged; None when at least one was."""
@@ -248,6 +259,14 @@ class Coverage:
             ))
         genai_logs = sum(f.log_records_with_genai for f in self.files)
         logs = sum(f.log_records for f in self.files)
+        calls = self.cli_calls
+        for cli, missing in sorted(calls.without_arguments.items()) if calls is not None else ():
+            found.append(Warning_(
+                "cli-tool-arguments-not-exported",
+                f"{missing} of {calls.by_cli[cli]} {cli} tool call(s) came without their arguments "
+                f"({missing_arguments_hint(cli)}): repeated calls among them cannot be told apart",
+                True,
+            ))
         if genai_logs:
             names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai)
             found.append(Warning_(
@@ -375,7 +394,8 @@ class Coverage:
                 for reason, problems in self.examples.items() for p in problems
             ],
             "skipped": self.skipped(),
-            "log_records_not_read": sum(f.log_records for f in self.files),
+            "log_records_not_read": sum(f.log_records - f.cli_tool_records for f in self.files),
+            "cli_tool_calls": self._cli_tool_calls(),
             "log_records_with_genai_content": sum(f.log_records_with_genai for f in self.files),
             "model_output_not_captured": self.model_output_not_captured,
             "oversized_spans": self.oversized_spans,
