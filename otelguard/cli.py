@@ -2,6 +2,7 @@
 
     otelguard analyze FILE... [--config F] [--json] [--fail-on ACTION] [knobs]
     otelguard demo [ARGS...]
+    otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
 
 One function per subcommand: `_add_<name>_parser` declares it, `_run_<name>` runs it. `main` never
 lets a traceback out: usage errors and unreadable inputs print one line and return 2.
@@ -86,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
+    _add_serve_parser(subparsers)
     return parser
 
 
@@ -138,7 +140,8 @@ def _add_analyze_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input")
+                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input. Log files of "
+                             "coding-agent CLIs (Claude Code, Gemini CLI, Codex, opencode) are read beside them")
     parser.add_argument("--config", metavar="F",
                         help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
@@ -313,6 +316,39 @@ def _run_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"the demo needs {error.name!r}: install otelguard[demo]") from None
     status = demo.main([*args.demo_args, *args.extra])
     return int(status or 0)
+
+
+# --- serve ---------------------------------------------------------------------------------------
+
+
+def _add_serve_parser(subparsers: Any) -> None:
+    """`otelguard serve`: the guard as an OTLP service (`otelguard.service`, needs otelguard[serve])."""
+    try:
+        from .service.command import add_arguments
+    except ModuleNotFoundError:  # the extra is missing: the command says so when run
+        add_arguments = None
+    parser = subparsers.add_parser(
+        "serve",
+        help="receive OTLP traces and logs from agents in any language, judge them, serve the verdicts as metrics",
+        description="Receive OTLP (HTTP and gRPC) from any agent, judge its spans with the same guards as the "
+                    "live processor, serve the verdicts as Prometheus metrics, and optionally forward everything.",
+    )
+    if add_arguments is not None:
+        add_arguments(parser)
+    parser.set_defaults(run=_run_serve, parser=parser)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        from .service.command import ServeError, run
+    except ModuleNotFoundError as error:
+        raise UsageError(f"serve needs {error.name!r}: install otelguard[serve]") from None
+    if args.extra:
+        args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    try:
+        return run(args)
+    except ServeError as error:
+        raise UsageError(str(error)) from None
 
 
 # --- output ---

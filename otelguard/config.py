@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from .conventions import READ_LIMITS
 from .errors import ConfigError
 from .terminal import printable, short_repr
 
@@ -85,7 +86,8 @@ class RepeatToolReminderConfig(_Settings):
 
 class ThinkingLoopGuardConfig(_Settings):
     max_thinking_steps: int = Field(3, ge=2)
-    min_reasoning_chars: int = Field(2048, ge=256)
+    # At most what the guard judges of a call's reasoning, and of its text (the last characters of longer ones).
+    min_reasoning_chars: int = Field(2048, ge=256, le=READ_LIMITS.judged_chars)
     repeat_ratio: float = Field(0.5, ge=0, le=1)
     similarity_threshold: float = Field(0.8, ge=0, le=1)
     escalate: Literal["warn", "steer", "cancel"] = "steer"
@@ -93,7 +95,7 @@ class ThinkingLoopGuardConfig(_Settings):
     cancel_cause: str = Field("thinking-loop", min_length=1)
     max_repeated_text: int = Field(60, ge=0)
     max_repeated_cycle_chars: int = Field(64, ge=0)
-    min_repeated_cycle_chars: int = Field(256, ge=2)
+    min_repeated_cycle_chars: int = Field(256, ge=2, le=READ_LIMITS.judged_chars)
     break_code: str = Field("REPETITIVE_OUTPUT", min_length=1)
     break_correction: bool = True
 

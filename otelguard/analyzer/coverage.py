@@ -21,7 +21,9 @@ from .otlp_json import (
     NOT_A_REQUEST,
     ReadProblem,
 )
+from ..conventions import READ_LIMITS
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
+from .cli_calls import CliCalls, missing_arguments_hint
 from .replay import IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
@@ -44,6 +46,7 @@ class FileCoverage:
     log_lines: int = 0
     log_records: int = 0
     log_records_with_genai: int = 0
+    cli_tool_records: int = 0  # log records read as a coding-agent CLI's tool call (in log_records)
     metrics_lines: int = 0
     other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
     unparsable: Counter = field(default_factory=Counter)  # reason -> lines
@@ -91,6 +94,8 @@ class Coverage:
         self.not_ours = 0
         self.model_output_not_captured = 0
         self.model_output_unreadable = 0
+        self.oversized_spans = 0  # model output or tool arguments longer than the guard decodes
+        self.judged_in_part = 0  # model calls whose reasoning or text was judged by its last characters
         self.tool_arguments_not_captured = 0
         self.dropped_events_spans = 0
         self.dropped_events = 0
@@ -102,6 +107,7 @@ class Coverage:
         self.buffer: TraceBuffer | None = None
         # The engine's evictions: (what, reason) -> count; what is "agent", "span" or "stream".
         self.evictions: Counter = Counter()
+        self.cli_calls: CliCalls | None = None
 
     # --- reading ---------------------------------------------------------------------------------
     def problem(self, file: FileCoverage, problem: ReadProblem, line_text: str | None) -> None:
@@ -160,12 +166,19 @@ class Coverage:
         if span.dropped_attributes:
             self.dropped_attributes_spans += 1
         if isinstance(record, ModelCall):
-            if record.has_output is None:
+            if record.unjudged_chars:
+                self.judged_in_part += 1
+            if record.output_content is Content.OVERSIZED:
+                self.oversized_spans += 1
+            elif record.has_output is None:
                 self.model_output_not_captured += 1
             elif record.output_content is Content.MALFORMED:
                 self.model_output_unreadable += 1
-        elif isinstance(record, ToolCall) and record.arguments is None:
-            self.tool_arguments_not_captured += 1
+        elif isinstance(record, ToolCall):
+            if record.arguments is None:
+                self.tool_arguments_not_captured += 1
+            elif record.arguments_content is Content.OVERSIZED:
+                self.oversized_spans += 1
 
     # --- totals ----------------------------------------------------------------------------------
     @property
@@ -204,11 +217,19 @@ class Coverage:
                 skipped["line: blank"] += file.blank_lines
             if file.duplicate_keys:
                 skipped[DUPLICATED_KEY] += file.duplicate_keys
-            if file.log_lines:
+            if file.log_lines and file.log_records > file.cli_tool_records:
                 skipped["line: OTLP log records (not read)"] += file.log_lines
             if file.metrics_lines:
                 skipped["line: OTLP metrics (not read)"] += file.metrics_lines
         return dict(skipped)
+
+    def _cli_tool_calls(self) -> dict[str, dict[str, int]]:
+        """Per coding-agent CLI: tool calls judged, those without arguments, and records joined into them."""
+        calls = self.cli_calls
+        if calls is None:
+            return {}
+        return {cli: {"calls": count, "without_arguments": calls.without_arguments[cli]}
+                for cli, count in sorted(calls.by_cli.items())}
 
     def nothing_judged(self) -> str | None:
         """Why no model or tool step was judged; None when at least one was."""
@@ -292,6 +313,14 @@ class Coverage:
             ))
         genai_logs = sum(f.log_records_with_genai for f in self.files)
         logs = sum(f.log_records for f in self.files)
+        calls = self.cli_calls
+        for cli, missing in sorted(calls.without_arguments.items()) if calls is not None else ():
+            found.append(Warning_(
+                "cli-tool-arguments-not-exported",
+                f"{missing} of {calls.by_cli[cli]} {cli} tool call(s) came without their arguments "
+                f"({missing_arguments_hint(cli)}): repeated calls among them cannot be told apart",
+                True,
+            ))
         if genai_logs:
             names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai)
             found.append(Warning_(
@@ -314,6 +343,22 @@ class Coverage:
                 f"{self.model_output_unreadable} model span(s) have output that could not be parsed: what it "
                 "held is NOT in the verdict",
                 True,
+            ))
+        if self.oversized_spans:
+            limits = READ_LIMITS
+            found.append(Warning_(
+                "oversized-content",
+                f"{self.oversized_spans} span(s) carry model output or tool arguments longer than the guard decodes "
+                f"({limits.json_chars:,} characters of JSON, {limits.scanned_chars:,} of a Python repr or cut JSON): "
+                "what they held is NOT in the verdict (their arguments are told apart by length and both ends)",
+                True,
+            ))
+        if self.judged_in_part:
+            found.append(Warning_(
+                "judged-in-part",
+                f"{self.judged_in_part} model span(s) have reasoning or text longer than "
+                f"{READ_LIMITS.judged_chars:,} characters: each was judged by its last {READ_LIMITS.judged_chars:,}",
+                False,
             ))
         if self.tool_arguments_not_captured:
             found.append(Warning_(
@@ -403,9 +448,12 @@ class Coverage:
                 for reason, problems in self.examples.items() for p in problems
             ],
             "skipped": self.skipped(),
-            "log_records_not_read": sum(f.log_records for f in self.files),
+            "log_records_not_read": sum(f.log_records - f.cli_tool_records for f in self.files),
+            "cli_tool_calls": self._cli_tool_calls(),
             "log_records_with_genai_content": sum(f.log_records_with_genai for f in self.files),
             "model_output_not_captured": self.model_output_not_captured,
+            "oversized_spans": self.oversized_spans,
+            "judged_in_part": self.judged_in_part,
             "tool_arguments_not_captured": self.tool_arguments_not_captured,
             "dropped_span_events": {"spans": self.dropped_events_spans, "events": self.dropped_events},
             "dropped_attributes_spans": self.dropped_attributes_spans,

@@ -63,6 +63,7 @@ COMPLETE = "complete"
 IDLE = "idle"
 MEMORY = "memory"
 END_OF_INPUT = "end_of_input"
+AGE = "age"  # waited `max_wait_records` since its first span (a service judging live)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,9 @@ class ReplayLimits:
     flush_after_records: int = DEFAULT_FLUSH_AFTER_RECORDS
     max_buffered_spans: int = DEFAULT_MAX_BUFFERED_SPANS
     settle_records: int = DEFAULT_SETTLE_RECORDS
+    # A trace is replayed this many records after its first span at the latest, complete or not (its
+    # later spans then replay on their own, late). None: no bound (a file is read to its end anyway).
+    max_wait_records: int | None = None
 
     def __post_init__(self) -> None:
         if self.settle_records < 0:
@@ -80,6 +84,8 @@ class ReplayLimits:
             raise ValueError(f"flush_after_records must be >= 1, got {self.flush_after_records}")
         if self.max_buffered_spans < 1:
             raise ValueError(f"max_buffered_spans must be >= 1, got {self.max_buffered_spans}")
+        if self.max_wait_records is not None and self.max_wait_records < 1:
+            raise ValueError(f"max_wait_records must be >= 1, got {self.max_wait_records}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +100,12 @@ class Batch:
 class _Trace:
     """One trace's buffered spans, with what is known of its completeness kept up to date per span."""
 
-    __slots__ = ("trace_id", "spans", "last_record", "late", "roots", "missing")
+    __slots__ = ("trace_id", "spans", "first_record", "last_record", "late", "roots", "missing")
 
     def __init__(self, trace_id: int, record: int, late: bool):
         self.trace_id = trace_id
         self.spans: dict[int, LazySpan] = {}
+        self.first_record = record
         self.last_record = record
         self.late = late  # this trace had already been replayed once
         self.roots = 0
@@ -140,6 +147,8 @@ class TraceBuffer:
         self.late_spans = 0
         self.late_traces = 0
         self.flushed: dict[str, int] = {COMPLETE: 0, IDLE: 0, MEMORY: 0, END_OF_INPUT: 0}
+        if limits.max_wait_records is not None:
+            self.flushed[AGE] = 0
         self.traces_seen = 0
 
     def add(self, span: LazySpan, record: int) -> list[Batch] | tuple[()]:
@@ -205,6 +214,11 @@ class TraceBuffer:
             idle.append(trace_id)
         if idle:
             batches.append(self._take(idle, IDLE))
+        if self.limits.max_wait_records is not None:
+            oldest = record - self.limits.max_wait_records
+            aged = [trace_id for trace_id, trace in self._traces.items() if trace.first_record <= oldest]
+            if aged:
+                batches.append(self._take(aged, AGE))
         return batches
 
     def drain(self) -> list[Batch]:

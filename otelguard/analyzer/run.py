@@ -18,9 +18,11 @@ from ..actions import reaches
 from ..config import GuardConfig
 from ..containment import Containment
 from ..engine import DEFAULT_MAX_AGENTS, GuardEngine, Judged
+from .cli_calls import CliCalls, log_line_calls
 from .otlp_json import (
     BAD_SPAN,
     BLANK,
+    LOG_RECORDS,
     NOT_A_REQUEST,
     LazySpan,
     ReadProblem,
@@ -115,6 +117,11 @@ def analyze(
         findings.add(span, judged)
 
     replayer = Replayer(engine, on_judged, clock, contain=containment)
+    # Coding-agent CLIs' tool calls (log records, spans): one record per call, joined within as many
+    # records as a trace may wait for its root.
+    cli_calls = CliCalls(engine, lambda span, judged, _: on_judged(span, judged), clock,
+                         wait=options.limits.flush_after_records, contain=containment)
+    coverage.cli_calls = cli_calls
 
     def replay(batches: list[Batch] | tuple[()]) -> None:
         nonlocal late_traces
@@ -124,15 +131,17 @@ def analyze(
 
     record = 0
     for path in paths:
-        record = _read_file(path, record, coverage, buffer, replay, options)
+        record = _read_file(path, record, coverage, buffer, replay, cli_calls, options)
     replay(buffer.drain())
+    cli_calls.drain()
     coverage.verdicts_from_live_record = replayer.recorded_used
     coverage.not_ours = replayer.not_ours
     return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings)
 
 
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
-               replay: Callable[[list[Batch] | tuple[()]], None], options: AnalyzerOptions) -> int:
+               replay: Callable[[list[Batch] | tuple[()]], None], cli_calls: CliCalls,
+               options: AnalyzerOptions) -> int:
     """Read one input file into the trace buffer, replaying what becomes ready; count what it held.
     `record` is the number of records (lines) read before it; returns the number after it."""
     source = open_input(path, max_line_bytes=options.max_line_bytes,
@@ -159,6 +168,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                     record_line = line
                     file.span_records += 1
                 spans += 1
+                cli_calls.add_span(item, None, record)
                 batches = add(item, record)
                 if batches:
                     replay(batches)
@@ -168,9 +178,12 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
             if line != current_line:
                 if current_line >= 0:
                     replay(buffer.ready(record))
+                    cli_calls.expire(record)
                 current_line = line
                 lines_with_items += problem.lines
                 record += 1
+            if problem.reason == LOG_RECORDS and line == source.lines:
+                file.cli_tool_records += log_line_calls(source.last, cli_calls, record)
             # A line with a span too broken to read was a trace request all the same.
             if line != record_line and problem.reason == BAD_SPAN:
                 record_line = line
