@@ -150,7 +150,10 @@ def text_lines(stream: IO[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) ->
     number = 0
     blank = 0  # blank lines not handed out yet
     while True:
-        line = stream.readline(max_line_bytes + 1)
+        try:
+            line = stream.readline(max_line_bytes + 1)
+        except (OSError, EOFError, zlib.error) as error:
+            raise ReadFailed(number + 1, str(error) or type(error).__name__) from None
         if not line:
             break
         number += 1
