@@ -15,6 +15,8 @@ from typing import Any
 # separators, and the bidirectional overrides and isolates that reorder what a terminal shows.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# What `json.dumps(..., ensure_ascii=False)` leaves as it is of those (it escapes C0 controls itself).
+_UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = 80
@@ -34,6 +36,13 @@ def printable(text: str, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = f"{text[:limit]}… (+{len(text) - limit:,} chars)"
     return _UNPRINTABLE.sub(_escape, text)
+
+
+def printable_json(text: str) -> str:
+    """JSON text (from `json.dumps(..., ensure_ascii=False)`) with the control characters it keeps
+    written as `\\uXXXX` escapes: the same JSON, harmless on a terminal. (They can only be inside
+    strings, where the escape means the same character.)"""
+    return _UNPRINTABLE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def short_repr(value: Any) -> str:

@@ -163,8 +163,9 @@ def traces_with_a_verdict(path: Path, traces: int) -> Expect:
 
 
 def ansi_tool_name(path: Path) -> Expect:
-    """A looping run whose tool name clears the screen and draws a green ALL CLEAR."""
-    root, tools = looping_run(1, tool_name="get_weather\x1b[2J\x1b[H\x1b[32mALL CLEAR\x1b[0m\x07")
+    """A looping run whose tool name clears the screen, draws a green ALL CLEAR, and ends in a C1
+    control sequence introducer and a right-to-left override."""
+    root, tools = looping_run(1, tool_name="get_weather\x1b[2J\x1b[H\x1b[32mALL CLEAR\x1b[0m\x07\u009b31m\u202e")
     path.write_text(request([*tools, root]) + "\n")
     return Expect(reminders=1, lines=1)
 

@@ -250,15 +250,20 @@ def test_a_config_error_quotes_a_huge_value_briefly(tmp_path, capsys):
 
 def test_control_characters_never_reach_the_terminal(tmp_path, capsys):
     """A tool name that clears the screen and draws a green ALL CLEAR, a bad line of escapes, and a
-    file named with one: the text report and the error line show them escaped."""
+    file named with one: the text report, the JSON and the error line show them escaped."""
     path = tmp_path / "ansi.jsonl"
     hostile.ansi_tool_name(path)
     with path.open("a") as out:
         out.write("\x1b[2J\x1b]0;owned\x07 not json\n")
     assert main(["analyze", str(path)]) == 0
     report = capsys.readouterr().out
-    assert "\x1b" not in report and "\x07" not in report
+    assert not set("\x1b\x07\x9b\u202e") & set(report)
     assert "\\u001b[32mALL CLEAR" in report
+
+    code, document = analyze_json(capsys, path)  # (the same JSON, its escapes written out)
+    assert document["verdicts"][-1]["tool"].endswith("ALL CLEAR\x1b[0m\x07\x9b31m\u202e")
+    assert main(["analyze", "--json", str(path)]) == 0
+    assert not set("\x1b\x07\x9b\u202e") & set(capsys.readouterr().out)
 
     named = tmp_path / "evil\x1b[31m.jsonl"
     named.write_text("not OTLP\n")

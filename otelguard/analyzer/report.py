@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ..records import Verdict
-from ..terminal import printable
+from ..terminal import printable, printable_json
 from .results import AgentSummary, Step
 from .run import Analysis
 
@@ -40,7 +40,7 @@ def write_json(analysis: Analysis, out: IO[str], *, fail_on: str | None = None) 
         if isinstance(value, Iterator):
             _write_array(out, value)
         else:
-            out.write(json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n  "))
+            out.write(printable_json(json.dumps(value, ensure_ascii=False, indent=2)).replace("\n", "\n  "))
         separator = ",\n"
     out.write("\n}\n")
 
@@ -60,7 +60,7 @@ def _write_array(out: IO[str], items: Iterator[Any]) -> None:
     out.write("[")
     separator = "\n    "
     for item in items:
-        out.write(separator + json.dumps(item, ensure_ascii=False))
+        out.write(separator + printable_json(json.dumps(item, ensure_ascii=False)))
         separator = ",\n    "
     out.write("]" if separator == "\n    " else "\n  ]")
 
