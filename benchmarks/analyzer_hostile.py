@@ -84,7 +84,7 @@ def run(path: Path, args: tuple[str, ...], workdir: Path, ansi: bool) -> dict[st
     output = out_path.read_bytes()
     if ansi:
         result["escape_in_output"] = b"\x1b" in output
-    elif done.returncode in (0, 1) and output:
+    elif not text and done.returncode in (0, 1) and output:
         document = json.loads(output)
         coverage = document["coverage"]
         result.update(reminders=document["summary"]["findings_by_action"].get("remind", 0),
