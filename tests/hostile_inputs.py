@@ -129,6 +129,17 @@ def spaces_without_newline(path: Path, size: int) -> Expect:
     return Expect(lines=1)
 
 
+def long_line(path: Path, size: int) -> Expect:
+    """A record that opens a string of `size` bytes and never ends, gzipped (a few KB on disk)."""
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(b'{"resourceSpans": "')
+        block = b"x" * 2**20
+        for _ in range(size // len(block)):
+            out.write(block)
+        out.write(b"x" * (size % len(block)))
+    return Expect(lines=1)
+
+
 def newlines(path: Path, size: int) -> Expect:
     """`size` newlines, then one looping run (so that there is something to judge)."""
     with path.open("w") as out:

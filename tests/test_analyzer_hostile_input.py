@@ -19,9 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hostile_inputs as hostile
-from hypothesis_support import PROFILE_VARIABLE, THOROUGH
+from hypothesis_support import PROFILE_VARIABLE, THOROUGH, examples
+from otelguard.analyzer.lines import LineReader
 from otelguard.analyzer.otlp_json import ReadProblem, iter_spans
 from otelguard.cli import main
 
@@ -191,11 +194,37 @@ def refused(capsys, *args: str) -> str:
 
 
 def test_a_line_past_max_line_bytes_is_refused_in_one_line(tmp_path, capsys):
-    """Megabytes of spaces without a newline (a few KB of gzip): exit 2, one line naming the bound."""
-    path = tmp_path / "spaces.jsonl.gz"
-    hostile.spaces_without_newline(path, 3 * MiB)
+    """A record of megabytes without a newline (a few KB of gzip): exit 2, one line naming the bound."""
+    path = tmp_path / "long.jsonl.gz"
+    hostile.long_line(path, 3 * MiB)
     message = refused(capsys, str(path), "--max-line-bytes", str(MiB))
     assert "line 1" in message and "--max-line-bytes" in message
+
+
+def test_a_blank_line_of_any_length_is_counted_not_held(tmp_path, capsys):
+    """Megabytes of spaces without a newline, past --max-line-bytes: one blank line (nothing in it
+    to hold), and the input holds nothing else to judge."""
+    path = tmp_path / "spaces.jsonl.gz"
+    hostile.spaces_without_newline(path, 3 * MiB)
+    code, document = analyze_json(capsys, path, "--max-line-bytes", str(MiB))
+    assert code == 0
+    assert (document["coverage"]["lines_read"], document["coverage"]["files"][0]["blank_lines"]) == (1, 1)
+    assert document["coverage"]["nothing_judged"].startswith("no spans in the input")
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(data=st.binary(max_size=60).map(lambda raw: bytes(b" \n\t{}ab"[byte % 7] for byte in raw)),
+       chunk_bytes=st.integers(1, 70))
+def test_line_reader_numbers_lines_as_splitlines_does_whatever_the_chunks(data, chunk_bytes):
+    """Lines split across chunks of any size are numbered and told blank or not as
+    `bytes.splitlines` tells them; a run of blank lines covers exactly those lines."""
+    reader = LineReader(io.BytesIO(data), chunk_bytes=chunk_bytes)
+    got = []
+    for number, item in reader:
+        got += [(number + k, None) for k in range(item)] if isinstance(item, int) else [(number, item.strip())]
+    expected = [(n, None if line.isspace() else line.decode().strip())
+                for n, line in enumerate(data.splitlines(keepends=True), 1)]
+    assert got == expected and reader.lines == len(expected)
 
 
 def test_a_document_with_no_end_is_refused_at_the_line_bound(tmp_path, capsys):
@@ -305,8 +334,8 @@ _ALL_MEMORY_CASES = [
     ("first line { then records", hostile.open_brace_then_records, 100, (), 0),
     ("newlines", hostile.newlines, 200 * 1024, (), 0),
     ("nested runs", hostile.nested_runs, 12, (), 0),
-    ("spaces without a newline, gzip", hostile.spaces_without_newline, 200 * 1024,
-     ("--max-line-bytes", str(MEMORY_SCALE * MiB)), 2),
+    ("spaces without a newline, gzip", hostile.spaces_without_newline, 200 * 1024, (), 0),
+    ("a line without end, gzip", hostile.long_line, 200 * 1024, ("--max-line-bytes", str(MEMORY_SCALE * MiB)), 2),
 ]
 # The default profile keeps the run quick: the two inputs whose memory grew most before (verdicts,
 # and the whole-document fallback), each child run a second or two.

@@ -1,9 +1,9 @@
 """The lines of an input, numbered, read in bounded memory and linear time.
 
 A binary stream is read in chunks of `_CHUNK_BYTES`; a run of blank lines is counted in C (one
-regular-expression search and one `bytes.count` per run), never handed out line by line; a line is
-held only up to `max_line_bytes` (past that the input is refused, with the line's number); the bytes
-read (after gzip) are capped at `max_decompressed_bytes`. Lines are numbered from 1 whatever the
+regular-expression search and one `bytes.count` per run), never handed out line by line, and never
+held, however long; a line with content is held only up to `max_line_bytes` (past that the input is
+refused, with the line's number); the bytes read (after gzip) are capped at `max_decompressed_bytes`. Lines are numbered from 1 whatever the
 path, so every reader of them can say which line a span or a problem came from.
 
 Items: `(number, text)` for a line with content (its newline kept), `(number, count)` for a run of
@@ -62,8 +62,10 @@ class LineReader:
 
     def __init__(self, stream: IO[bytes], *, name: str = "<stream>", compressed: bool = False,
                  named_gz_not_gzip: bool = False, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                 max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES, close: Any = None):
+                 max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES, close: Any = None,
+                 chunk_bytes: int = _CHUNK_BYTES):
         self._stream = stream
+        self._chunk_bytes = chunk_bytes
         self._read = getattr(stream, "read1", stream.read)  # one read at a time: lines come out as they arrive
         self._close = close
         self.name = name
@@ -83,7 +85,8 @@ class LineReader:
     def __iter__(self) -> Iterator[Numbered]:
         limit = self.max_line_bytes
         pieces: list[bytes] = []  # the start of a line that goes on in the next chunk
-        held = 0
+        held = 0  # bytes in `pieces`
+        blank_tail = False  # the chunks so far end in a line of whitespace, not held
         number = 0  # lines finished so far
         while True:
             chunk = self._chunk(number + 1)
@@ -101,13 +104,17 @@ class LineReader:
                         yield number + 1, count
                         number += count
                         pos = blank_end
+                        blank_tail = False
                         continue
                 end = chunk.find(b"\n", pos)
                 if end < 0:
-                    held += size - pos
-                    if held > limit:
-                        raise InputLimitError(number + 1, too_long("the line is", held, limit))
-                    pieces.append(chunk[pos:] if pos else chunk)
+                    if pieces or _CONTENT.search(chunk, pos) is not None:
+                        held += size - pos
+                        if held > limit:
+                            raise InputLimitError(number + 1, too_long("the line is", held, limit))
+                        pieces.append(chunk[pos:] if pos else chunk)
+                    else:  # whitespace so far: nothing to hold (a blank line costs no memory, however long)
+                        blank_tail = True
                     break
                 end += 1
                 if held + end - pos > limit:
@@ -116,14 +123,18 @@ class LineReader:
                     pieces.append(chunk[pos:end])
                     line = b"".join(pieces)
                     pieces.clear()
-                    held = 0
                 else:
                     line = chunk[pos:end]
+                held = 0
+                blank_tail = False
                 pos = end
                 number += 1
                 yield self._line(number, line)
         if pieces:  # the last line, without a newline
             yield self._line(number + 1, b"".join(pieces))
+        elif blank_tail:  # ... a blank one
+            self.lines = number + 1
+            yield number + 1, 1
 
     def _line(self, number: int, line: bytes) -> Numbered:
         self.lines = number
@@ -135,7 +146,7 @@ class LineReader:
 
     def _chunk(self, line: int) -> bytes:
         try:
-            chunk = self._read(_CHUNK_BYTES)
+            chunk = self._read(self._chunk_bytes)
         except (OSError, EOFError, zlib.error) as error:
             raise ReadFailed(line, str(error) or type(error).__name__) from None
         self.bytes_read += len(chunk)
