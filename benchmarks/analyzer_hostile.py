@@ -50,6 +50,7 @@ def cases(scale: float) -> list[tuple[str, object, int, tuple[str, ...]]]:
         ("first line `{`, then 100,000 records", hostile.open_brace_then_records, n(100_000), ()),
         ("resourceSpans twice in one record", lambda path, _: hostile.duplicated_resource_spans(path), 1, ()),
         ("1 GiB of spaces, no newline (gzip)", hostile.spaces_without_newline, n(1024 * MiB), ()),
+        ("a record without end, 1 GiB (gzip)", hostile.long_line, n(1024 * MiB), ()),
         ("first line `{`, then 20 M short lines (160 MB)", hostile.open_brace_then_short_lines, n(20_000_000), ()),
         ("100 MiB of newlines", hostile.newlines, n(100 * MiB), ()),
         ("agent runs nested 3,000 deep, 300-character names", hostile.nested_runs, n(3_000), ()),
