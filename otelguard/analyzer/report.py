@@ -178,8 +178,9 @@ def _coverage(analysis: Analysis) -> list[str]:
     unparsable = coverage.unparsable_total()
     parts = [f"{_n(span_records, 'record')} with spans"]
     if log_lines:
-        read = sum(f.cli_tool_records for f in files)
-        how = f"{read} read as CLI tool calls, {logs - read} not read" if read else "not read"
+        cli, events = sum(f.cli_tool_records for f in files), sum(f.genai_event_records for f in files)
+        read = [f"{cli} read as CLI tool calls"] * bool(cli) + [f"{events} as GenAI events"] * bool(events)
+        how = ", ".join([*read, f"{logs - cli - events} not read"]) if read else "not read"
         parts.append(f"{log_lines} of OTLP logs ({_n(logs, 'log record')}, {how})")
     if metrics:
         parts.append(f"{metrics} of OTLP metrics (not read)")
