@@ -15,6 +15,7 @@ from .. import fastjson
 from .otlp_json import (
     BAD_SPAN,
     BLANK,
+    DUPLICATE_KEY,
     LOG_RECORDS,
     METRICS,
     NOT_A_REQUEST,
@@ -29,6 +30,7 @@ from .replay import IDLE, MEMORY, TraceBuffer
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"
 UNREADABLE_SPAN = "unreadable span (no valid ids, wrong field types)"
+DUPLICATED_KEY = "record with a key given twice (earlier copies not read)"
 _EXAMPLES_PER_REASON = 3
 
 
@@ -51,6 +53,7 @@ class FileCoverage:
     other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
     unparsable: Counter = field(default_factory=Counter)  # reason -> lines
     bad_spans: int = 0  # spans on readable lines that could not be read (no ids, wrong types)
+    duplicate_keys: int = 0  # records with a key given twice in one object (the earlier copies not read)
     spans: int = 0
 
     @property
@@ -74,6 +77,7 @@ class FileCoverage:
             "metrics_lines": self.metrics_lines,
             "unparsable": dict(self.unparsable),
             "bad_spans": self.bad_spans,
+            "duplicate_keys": self.duplicate_keys,
             "spans": self.spans,
         }
 
@@ -107,6 +111,8 @@ class Coverage:
         self.internal_errors: Counter = Counter()  # where -> count (a bug in otelguard, contained)
         self.verdicts_from_live_record = 0  # tool deadlines, uncaptured stream cuts: read from the span
         self.buffer: TraceBuffer | None = None
+        # The engine's evictions: (what, reason) -> count; what is "agent", "span" or "stream".
+        self.evictions: Counter = Counter()
         self.cli_calls: CliCalls | None = None
         self.event_outputs: EventOutputs | None = None
 
@@ -114,7 +120,7 @@ class Coverage:
     def problem(self, file: FileCoverage, problem: ReadProblem, line_text: str | None) -> None:
         reason = problem.reason
         if reason == BLANK:
-            file.blank_lines += 1
+            file.blank_lines += problem.lines
             return
         if reason == LOG_RECORDS:
             file.log_lines += 1
@@ -127,10 +133,12 @@ class Coverage:
             return
         if reason == BAD_SPAN:
             file.bad_spans += 1
+        elif reason == DUPLICATE_KEY:
+            file.duplicate_keys += 1
         else:
             if reason == NOT_A_REQUEST and problem.detail.startswith("malformed"):
                 reason = "malformed request"
-            file.unparsable[reason] += 1
+            file.unparsable[reason] += problem.lines
         examples = self.examples.setdefault(reason, [])
         if len(examples) < _EXAMPLES_PER_REASON and not any(
             p.file == problem.file and p.line == problem.line for p in examples
@@ -139,6 +147,14 @@ class Coverage:
 
     def internal_error(self, where: str) -> None:
         self.internal_errors[where] += 1
+
+    def evicted(self, what: str, reason: str, count: int) -> None:
+        """The engine's `on_evict`: state it dropped to stay within its bounds."""
+        self.evictions[(what, reason)] += count
+
+    def agents_evicted(self) -> dict[str, int]:
+        """Agents whose guard state the engine dropped, by reason ("capacity", "idle")."""
+        return {reason: n for (what, reason), n in sorted(self.evictions.items()) if what == "agent"}
 
     # --- judging ---------------------------------------------------------------------------------
     def judged_span(self, span: SpanView, kind: SpanKind, convention: str, record: Any, late: bool) -> None:
@@ -189,6 +205,9 @@ class Coverage:
     def bad_spans(self) -> int:
         return sum(f.bad_spans for f in self.files)
 
+    def duplicate_keys(self) -> int:
+        return sum(f.duplicate_keys for f in self.files)
+
     def skipped(self) -> dict[str, int]:
         """Spans read but not judged, by reason (plus lines that held none)."""
         skipped: Counter = Counter()
@@ -203,6 +222,8 @@ class Coverage:
                 skipped[f"line: {reason}"] += count
             if file.blank_lines:
                 skipped["line: blank"] += file.blank_lines
+            if file.duplicate_keys:
+                skipped[DUPLICATED_KEY] += file.duplicate_keys
             if file.log_lines and file.log_records > file.log_records_read:
                 skipped["line: OTLP log records (not read)"] += file.log_lines
             if file.metrics_lines:
@@ -253,7 +274,8 @@ class Coverage:
         if unparsable:
             found.append(Warning_(
                 "unparsable-lines",
-                f"{unparsable} line(s) could not be read as OTLP spans ({self._where(exclude=BAD_SPAN)}): any "
+                f"{unparsable} line(s) could not be read as OTLP spans "
+                f"({self._where(exclude=(BAD_SPAN, DUPLICATE_KEY))}): any "
                 "spans on them are NOT in the verdict",
                 True,
             ))
@@ -262,6 +284,38 @@ class Coverage:
             found.append(Warning_(
                 "unreadable-spans",
                 f"{bad} span(s) could not be read ({self._where(only=BAD_SPAN)}): they are NOT in the verdict",
+                True,
+            ))
+        duplicated = self.duplicate_keys()
+        if duplicated:
+            found.append(Warning_(
+                "duplicate-keys",
+                f"{duplicated} record(s) give a key twice in one object ({self._where(only=DUPLICATE_KEY)}): JSON "
+                "keeps the last copy, so the spans of the earlier copies are NOT in the verdict",
+                True,
+            ))
+        agents = self.agents_evicted()
+        if agents.get("capacity"):
+            found.append(Warning_(
+                "agents-evicted",
+                f"{agents['capacity']} agent(s) lost their guard state because more agents than "
+                "--max-tracked-agents were open at once (the live guard's bound): their later steps were judged "
+                "without their earlier ones, so verdicts may be missing; raise --max-tracked-agents",
+                True,
+            ))
+        if agents.get("idle"):
+            found.append(Warning_(
+                "agents-idle",
+                f"{agents['idle']} agent(s) idle for an hour of trace time lost their guard state, as they would "
+                "live: a later run of one starts afresh",
+                False,
+            ))
+        spans = sum(n for (what, _), n in self.evictions.items() if what == "span")
+        if spans:
+            found.append(Warning_(
+                "open-spans-evicted",
+                f"{spans} open span(s) inside agent runs were forgotten past the engine's bound on open spans: "
+                "spans under them were judged as their trace's, not their agent's",
                 True,
             ))
         # (records read as GenAI events carry gen_ai content: the rest of such records was not read)
@@ -377,12 +431,12 @@ class Coverage:
             ))
         return found
 
-    def _where(self, *, only: str | None = None, exclude: str | None = None) -> str:
+    def _where(self, *, only: str | None = None, exclude: tuple[str, ...] = ()) -> str:
         return "; ".join(
             f"{reason}: {', '.join(f'{_short(p.file)} line {p.line}' for p in problems)}"
-            + (f" ({problems[0].detail})" if reason == BAD_SPAN and problems[0].detail else "")
+            + (f" ({problems[0].detail})" if reason in (BAD_SPAN, DUPLICATE_KEY) and problems[0].detail else "")
             for reason, problems in self.examples.items()
-            if (only is None or reason == only) and reason != exclude
+            if (only is None or reason == only) and reason not in exclude
         )
 
     def incomplete(self) -> bool:
@@ -423,6 +477,9 @@ class Coverage:
             "dropped_span_events": {"spans": self.dropped_events_spans, "events": self.dropped_events},
             "dropped_attributes_spans": self.dropped_attributes_spans,
             "internal_errors": sum(self.internal_errors.values()),
+            "agents_evicted": sum(self.agents_evicted().values()),
+            "agents_evicted_by_reason": self.agents_evicted(),
+            "duplicate_keys": self.duplicate_keys(),
             "verdicts_from_live_record": self.verdicts_from_live_record,
             "replay": {
                 "traces_replayed": dict(buffer.flushed) if buffer else {},

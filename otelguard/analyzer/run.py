@@ -1,9 +1,10 @@
 """`analyze(paths)`: read OTLP JSON files, replay their spans through one engine, collect the findings.
 
-Streaming end to end: files are read line by line (`otlp_json.iter_lazy_spans`), spans wait in the trace
-buffer only until their trace is complete (`replay.TraceBuffer`), and the findings keep every verdict
-but only a bounded number of quiet rows. Peak memory is about the largest set of traces in flight
-at once, not the file.
+Streaming end to end: files are read line by line, each line bounded (`lines.LineReader`,
+`otlp_json.iter_lazy_spans`), spans wait in the trace buffer only until their trace is complete
+(`replay.TraceBuffer`), the engine keeps `max_tracked_agents` agents (evictions counted), and the
+findings go to a spool on disk (`results.Findings`). Peak memory is about the largest set of traces
+in flight at once, not the file nor the number of verdicts.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from ..actions import reaches
 from ..config import GuardConfig
 from ..containment import Containment
-from ..engine import GuardEngine, Judged
+from ..engine import DEFAULT_MAX_AGENTS, GuardEngine, Judged
 from .cli_calls import CliCalls, read_log_line
 from .event_outputs import EventOutputs
 from .otlp_json import (
@@ -34,13 +35,13 @@ from .otlp_json import (
 from ..records import SpanView
 from .coverage import Coverage, FileCoverage
 from .inputs import InputError, open_input
+from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
 from .replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from .results import (
     DEFAULT_MAX_QUIET_AGENTS,
     DEFAULT_MAX_QUIET_ROWS,
     Findings,
     VerdictRow,
-    is_counting,
 )
 
 
@@ -51,8 +52,15 @@ class AnalyzerOptions:
     limits: ReplayLimits = field(default_factory=ReplayLimits)
     max_quiet_rows: int = DEFAULT_MAX_QUIET_ROWS
     max_quiet_agents: int = DEFAULT_MAX_QUIET_AGENTS
+    # Agents whose guard state the engine keeps at once (the live bound); evictions are reported.
+    max_tracked_agents: int = DEFAULT_MAX_AGENTS
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
     def __post_init__(self) -> None:
+        for name in ("max_tracked_agents", "max_line_bytes", "max_decompressed_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_quiet_rows < 0:
             raise ValueError(f"max_quiet_rows must be >= 0, got {self.max_quiet_rows}")
         if self.max_quiet_agents < 1:
@@ -70,14 +78,21 @@ class Analysis:
 
     @property
     def verdicts(self) -> list[VerdictRow]:
-        return self.findings.verdicts
+        """Every verdict, as a list (all in memory: `findings.verdicts()` streams them)."""
+        return list(self.findings.verdicts())
 
     def reaching(self, threshold: str) -> list[VerdictRow]:
         """Verdicts whose action is `threshold` or stronger (see `actions.ACTION_ORDER`)."""
-        return [row for row in self.findings.verdicts if reaches(row.verdict.action, threshold)]
+        if not self.reached(threshold):
+            return []
+        return [row for row in self.findings.verdicts() if reaches(row.verdict.action, threshold)]
+
+    def reached(self, threshold: str) -> int:
+        """How many verdicts' actions are `threshold` or stronger."""
+        return sum(n for action, n in self.findings.actions.items() if reaches(action, threshold))
 
     def findings_count(self) -> int:
-        return sum(1 for row in self.findings.verdicts if not is_counting(row.verdict))
+        return sum(self.findings.findings_by_action.values())
 
 
 def analyze(
@@ -94,7 +109,7 @@ def analyze(
     buffer = TraceBuffer(options.limits)
     coverage.buffer = buffer
     clock = ReplayClock()
-    engine = GuardEngine(config, clock=clock)
+    engine = GuardEngine(config, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
     containment = Containment(coverage.internal_error)
     late_traces: frozenset[int] = frozenset()
 
@@ -121,7 +136,7 @@ def analyze(
 
     record = 0
     for path in _log_files_first(paths):  # GenAI events then wait for the spans they name
-        record = _read_file(path, record, coverage, buffer, replay, cli_calls, event_outputs)
+        record = _read_file(path, record, coverage, buffer, replay, cli_calls, event_outputs, options)
     replay(buffer.drain())
     cli_calls.drain()
     event_outputs.drain()
@@ -155,10 +170,11 @@ _PEEK_BYTES = 65_536
 
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
                replay: Callable[[list[Batch] | tuple[()]], None], cli_calls: CliCalls,
-               event_outputs: EventOutputs) -> int:
+               event_outputs: EventOutputs, options: AnalyzerOptions) -> int:
     """Read one input file into the trace buffer, replaying what becomes ready; count what it held.
     `record` is the number of records (lines) read before it; returns the number after it."""
-    source = open_input(path)
+    source = open_input(path, max_line_bytes=options.max_line_bytes,
+                        max_decompressed_bytes=options.max_decompressed_bytes)
     file = FileCoverage(os.fspath(path), compressed=source.compressed, named_gz_not_gzip=source.named_gz_not_gzip)
     coverage.files.append(file)
     first_problem: ReadProblem | None = None
@@ -193,7 +209,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                     replay(buffer.ready(record))
                     cli_calls.expire(record)
                 current_line = line
-                lines_with_items += 1
+                lines_with_items += problem.lines
                 record += 1
             if problem.reason == LOG_RECORDS and line == source.lines:
                 cli_records, event_records = read_log_line(source.last, cli_calls, event_outputs, record)
