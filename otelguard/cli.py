@@ -2,6 +2,8 @@
 
     otelguard analyze FILE... [--config F] [--json] [--fail-on ACTION] [knobs]
     otelguard demo [ARGS...]
+    otelguard hook {claude-code,gemini-cli,codex,opencode} | otelguard hook reset SESSION
+    otelguard install-hook CLI [--user|--project] [--dry-run] / otelguard uninstall-hook CLI ...
 
 One function per subcommand: `_add_<name>_parser` declares it, `_run_<name>` runs it. `main` never
 lets a traceback out: usage errors and unreadable inputs print one line and return 2.
@@ -26,6 +28,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .hooks import CLIS as HOOK_CLIS
+
 PROG = "otelguard"
 EXIT_OK, EXIT_FAIL_ON, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 DEBUG_ENV = "OTELGUARD_DEBUG"
@@ -37,10 +41,16 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (never raises, except under OTELGUARD_DEBUG=1)."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if len(arguments) == 2 and arguments[0] == "hook" and arguments[1] in HOOK_CLIS:
+        # A CLI runs this for every tool call: straight to the hook, no parser or subcommand imports.
+        from .hooks.command import run as run_hook
+
+        return run_hook(arguments[1], sys.stdin.buffer, sys.stdout)
     _tolerant_stdout()
     parser = _build_parser()
     try:
-        args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+        args, extra = parser.parse_known_args(arguments)
     except SystemExit as exit_:  # argparse has printed usage and the error (or the help)
         return _exit_code(exit_)
     run = getattr(args, "run", None)
@@ -79,6 +89,7 @@ def _build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
+    _add_hook_parser(subparsers)
     return parser
 
 
@@ -290,6 +301,45 @@ def _run_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"the demo needs {error.name!r}: install otelguard[demo]") from None
     status = demo.main([*args.demo_args, *args.extra])
     return int(status or 0)
+
+
+# --- hook ------------------------------------------------------------------------------------------
+
+def _add_hook_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "hook",
+        help="judge one tool call of a coding-agent CLI (run by the CLI's hook; see install-hook)",
+        description=(
+            "Run by a coding-agent CLI before and after every tool call: reads the hook's JSON on stdin, "
+            "judges the call with the guards against the session's recent calls (kept in a local SQLite "
+            "history), and answers in the CLI's JSON: a reminder as context for the model, a blocked call "
+            "as denied. Always exits 0; any error allows the call and is logged beside the history. "
+            "`otelguard hook reset SESSION` forgets one session."
+        ),
+        epilog="environment: OTELGUARD_CONFIG (default ~/.config/otelguard/config.yaml), OTELGUARD_HOOK_DB "
+               "(default ${XDG_STATE_HOME:-~/.local/state}/otelguard/hooks.sqlite3), OTELGUARD_OTLP_ENDPOINT "
+               "(send verdicts as OTLP metrics and logs).",
+    )
+    parser.add_argument("cli", choices=[*HOOK_CLIS, "reset"], metavar="CLI",
+                        help=f"the CLI whose hook this is ({', '.join(HOOK_CLIS)}), or reset")
+    parser.add_argument("session", nargs="?", metavar="SESSION", help="with reset: the session id to forget")
+    parser.set_defaults(run=_run_hook, parser=parser)
+
+
+def _run_hook(args: argparse.Namespace) -> int:
+    if args.cli != "reset":
+        if args.session is not None or args.extra:
+            args.parser.error("a hook takes no arguments besides the CLI (its input comes on stdin)")
+        from .hooks.command import run as run_hook
+
+        return run_hook(args.cli, sys.stdin.buffer, sys.stdout)
+    if not args.session or args.extra:
+        args.parser.error("usage: otelguard hook reset SESSION")
+    from .hooks.command import reset
+
+    removed = reset(args.session)
+    print(f"{PROG} hook reset: {removed} event(s) of session {args.session!r} removed")
+    return EXIT_OK
 
 
 # --- output ---

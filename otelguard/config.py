@@ -23,11 +23,12 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from .errors import ConfigError
-
-TIMEOUT_POLICY = "timeout-policy"
-REPEAT_TOOL_REMINDER = "repeat-tool-reminder"
-THINKING_LOOP_GUARD = "thinking-loop-guard"
-GUARD_IDS = (TIMEOUT_POLICY, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD)
+from .guard_ids import (
+    GUARD_IDS,
+    REPEAT_TOOL_REMINDER,
+    THINKING_LOOP_GUARD,
+    TIMEOUT_POLICY,
+)
 
 StrictInt = Annotated[int, Field(strict=True)]
 
