@@ -41,16 +41,10 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (never raises, except under OTELGUARD_DEBUG=1)."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    if len(arguments) == 2 and arguments[0] == "hook" and arguments[1] in HOOK_CLIS:
-        # A CLI runs this for every tool call: straight to the hook, no parser or subcommand imports.
-        from .hooks.command import run as run_hook
-
-        return run_hook(arguments[1], sys.stdin.buffer, sys.stdout)
     _tolerant_stdout()
     parser = _build_parser()
     try:
-        args, extra = parser.parse_known_args(arguments)
+        args, extra = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exit_:  # argparse has printed usage and the error (or the help)
         return _exit_code(exit_)
     run = getattr(args, "run", None)

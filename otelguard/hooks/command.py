@@ -12,55 +12,71 @@ this local path: `decide` is where that goes.)
 
 from __future__ import annotations
 
-import json
-import logging
+import io
 import os
 import sys
 import time
 from typing import BinaryIO, TextIO
 
+from .. import fastjson
 from ..actions import Action
+from ..canonical import escape_quoted
 from ..engine import GuardEngine
 from ..records import Verdict
-from . import CLIS, hook_config, paths
+from . import hook_config, log, paths
 from .answers import Decision, render
 from .history import HookHistory, StoredEvent
 from .payload import POST, PRE, HookEvent, PayloadError, parse
 from .replay import SessionReplay
 
-_log = logging.getLogger("otelguard.hooks")
-_LOG_MAX_BYTES = 1_000_000
 _REMIND_RANK = Action.REMIND.rank
 _ENGINE_BOUNDS = {"max_agents": 64, "idle_ttl_s": None, "max_open_spans": 4096}  # one session a process
 
 
 def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
-    """Judge the call on `stdin`, print the answer; always 0 (see the module doc)."""
+    """Judge the call on `stdin`, print the answer; always 0 (see the module doc). Whatever otelguard
+    writes to stderr meanwhile (a contained error's warning) goes to the log."""
     began = time.perf_counter()
-    _log_to_file()
-    event, answer = None, ""
+    log_path = paths.log_path()
+    stderr, sys.stderr = sys.stderr, io.StringIO()
     try:
-        event = parse(cli, json.loads(stdin.read()))
-        decision, verdicts = decide(event)
-        answer = render(event, decision)
-        acted = [verdict for verdict in verdicts if verdict.action != Action.NONE]
-        if acted:
-            _log.info("%s session %s, %s %s: %s", cli, event.session, event.phase, event.tool,
-                      "; ".join(f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
-                                for v in acted))
-    except (ValueError, PayloadError) as error:  # not the JSON the CLI documents
-        _log.error("%s: unreadable hook input, call allowed: %s", cli, error)
-    except hook_config.HookConfigError as error:
-        _log.error("invalid config, every call is allowed until it is fixed: %s", error)
-    except Exception:
-        _log.exception("internal error, call allowed (%s %s)", cli, event.phase if event else "?")
+        answer = _answer(cli, stdin, log_path)
+    finally:
+        written, sys.stderr = sys.stderr.getvalue(), stderr
+    if written:
+        log.write(log_path, "WARNING", f"{cli} hook wrote to stderr:\n{written}")
     try:
         stdout.write(answer)
         stdout.flush()
     except OSError:
         pass
-    _log.debug("%s hook took %.1f ms", cli, (time.perf_counter() - began) * 1000)
+    if os.environ.get("OTELGUARD_DEBUG"):
+        log.write(log_path, "DEBUG", f"{cli} hook took {(time.perf_counter() - began) * 1000:.1f} ms")
     return 0
+
+
+def _answer(cli: str, stdin: BinaryIO, log_path: str) -> str:
+    event = None
+    try:
+        event = parse(cli, fastjson.loads(stdin.read()))
+        decision, verdicts = decide(event)
+        acted = [verdict for verdict in verdicts if verdict.action != Action.NONE]
+        if acted:
+            log.write(log_path, "INFO", f"{cli} session {escape_quoted(event.session)}, {event.phase} "
+                      f"{escape_quoted(event.tool)}: " + "; ".join(
+                          f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
+                          for v in acted))
+        return render(event, decision)
+    except (ValueError, PayloadError) as error:  # not the JSON the CLI documents
+        log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {escape_quoted(str(error))}")
+    except hook_config.HookConfigError as error:
+        log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
+    except Exception:
+        import traceback
+
+        log.write(log_path, "ERROR", f"internal error, call allowed ({cli} {event.phase if event else 'hook'}):\n"
+                  + traceback.format_exc())
+    return ""
 
 
 def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
@@ -94,7 +110,8 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
 
 
 def decision_after(verdicts: tuple[Verdict, ...]) -> Decision:
-    """After a call: one message for the model, of the strongest action, texts joined without repeats."""
+    """After a call: one message for the model, the guards' texts joined without repeats; a cancel
+    among them stops the agent instead."""
     reacting = [v for v in verdicts if v.message and Action.parse(v.action).rank >= _REMIND_RANK]
     if not reacting:
         return Decision()
@@ -123,35 +140,3 @@ def reset(session: str) -> int:
         return history.reset(session)
     finally:
         history.close()
-
-
-def _log_to_file() -> None:
-    """otelguard's log records (the hooks' and any contained error's) to the log beside the history,
-    rotated at _LOG_MAX_BYTES to one `.1` file (checked once a process: a line or two may land in the
-    old file when two hooks rotate at once)."""
-    logger = logging.getLogger("otelguard")
-    if logger.handlers:
-        return
-    path = paths.log_path()
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            if path.stat().st_size > _LOG_MAX_BYTES:
-                os.replace(path, path.with_name(path.name + ".1"))
-        except FileNotFoundError:
-            pass
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600))
-        handler: logging.Handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-    except OSError:
-        handler = logging.StreamHandler(sys.stderr)  # the CLI shows a hook's stderr in its debug log
-    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if os.environ.get("OTELGUARD_DEBUG") else logging.INFO)
-    logger.propagate = False
-
-
-def main(argv: list[str]) -> int:
-    """`otelguard hook <cli>` read from the real stdin (the fast path `otelguard.cli` takes)."""
-    if len(argv) != 1 or argv[0] not in CLIS:
-        raise ValueError(f"usage: otelguard hook {{{','.join(CLIS)}}}")
-    return run(argv[0], sys.stdin.buffer, sys.stdout)

@@ -20,7 +20,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .payload import HookEvent
@@ -76,7 +75,7 @@ class StoredEvent:
 
 
 class HookHistory:
-    def __init__(self, path: Path):
+    def __init__(self, path: str):
         self.path = path
         _make_private(path)
         self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -164,8 +163,8 @@ class HookHistory:
                          " (SELECT key FROM config_cache ORDER BY at DESC LIMIT ?)", (MAX_CACHED_CONFIGS,))
 
 
-def _make_private(path: Path) -> None:
+def _make_private(path: str) -> None:
     """The directory (made if missing) and the file readable by the user alone."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not path.exists():
+    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+    if not os.path.exists(path):
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))

@@ -11,7 +11,7 @@ so each hook reports it at once (and allows the call) instead of validating agai
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._version import __version__
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..config import GuardConfig
 
 HOOK_STOP_AFTER = 8
-_CONFIG_MODULE = Path(__file__).resolve().parent.parent / "config.py"  # where the defaults live
+_CONFIG_MODULE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config.py")  # the defaults
 
 
 class HookConfigError(Exception):
@@ -34,7 +34,7 @@ class ConfigCache(Protocol):
     def cache_config(self, key: str, dump: dict[str, Any]) -> None: ...
 
 
-def load(cache: ConfigCache, path: Path | None) -> ValidatedConfig:
+def load(cache: ConfigCache, path: str | None) -> ValidatedConfig:
     """The validated hooks config for `path` (None: the defaults). Raises HookConfigError."""
     key = cache_key(path)
     dump = cache.cached_config(key)
@@ -46,20 +46,20 @@ def load(cache: ConfigCache, path: Path | None) -> ValidatedConfig:
     return ValidatedConfig.from_dump(dump)
 
 
-def cache_key(path: Path | None) -> str:
-    source = "defaults" if path is None else f"{path.resolve()}@{_stamp(path)}"
+def cache_key(path: str | None) -> str:
+    source = "defaults" if path is None else f"{os.path.realpath(path)}@{_stamp(path)}"
     return f"{__version__}|{_stamp(_CONFIG_MODULE)}|{source}"
 
 
-def _stamp(path: Path) -> str:
+def _stamp(path: str) -> str:
     try:
-        stat = path.stat()
+        stat = os.stat(path)
     except OSError:
         return "missing"
     return f"{stat.st_mtime_ns}:{stat.st_size}"
 
 
-def _validate(path: Path | None) -> dict[str, Any]:
+def _validate(path: str | None) -> dict[str, Any]:
     from ..config import GuardConfig  # pydantic: only when the config changed
     from ..errors import ConfigError
     from ..validated_config import to_dump
