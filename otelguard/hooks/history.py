@@ -8,7 +8,9 @@ is allowed and the wait logged).
 Bounded: a session keeps its last `WINDOW` events (what a hook replays); the file keeps at most
 `MAX_EVENTS` events in all, none older than `MAX_AGE_S`, pruned every `PRUNE_EVERY` events; values
 are bounded on the way in (`payload.bounded`). Tool arguments and results are the user's data: the
-file and its directory are private to the user.
+file and its directory are private to the user. Writes are not synced (`synchronous = OFF`: a sync
+costs a hook more than the rest of its work): an OS crash may lose the last calls or damage the file,
+which the next hook then sets aside (`set_aside`) and starts anew.
 """
 
 from __future__ import annotations
@@ -58,6 +60,24 @@ class HistoryError(Exception):
     """The history file is of a newer otelguard, or cannot be opened."""
 
 
+def is_corrupt(error: sqlite3.DatabaseError) -> bool:
+    """The file is damaged (writes are not synced: an OS crash may leave it so) or not a database."""
+    text = str(error)
+    return "malformed" in text or "not a database" in text
+
+
+def set_aside(path: str) -> str:
+    """Move a damaged history out of the way (the next hook starts a new one); returns where it went."""
+    aside = f"{path}.corrupt"
+    for suffix in ("-wal", "-shm"):
+        try:
+            os.remove(path + suffix)
+        except FileNotFoundError:
+            pass
+    os.replace(path, aside)
+    return aside
+
+
 @dataclass(slots=True)
 class StoredEvent:
     """One event of a session's history, as the replay reads it."""
@@ -83,7 +103,7 @@ class HookHistory:
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:
             self._create(version)
-        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute("PRAGMA synchronous = OFF")  # a crash may lose recent history, never the CLI's work
 
     def _create(self, version: int) -> None:
         if version > SCHEMA_VERSION:
