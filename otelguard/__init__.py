@@ -38,7 +38,25 @@ _EXPORTS = {
     "watch_stream": ".streams",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "AgentCancelled",
+    "AgentControl",
+    "ConfigError",
+    "GuardConfig",
+    "GuardMessage",
+    "GuardSpanProcessor",
+    "Mailbox",
+    "OtelGuardError",
+    "RepetitiveOutputError",
+    "ToolSignal",
+    "ToolTimeoutError",
+    "Verdict",
+    "__version__",
+    "bind_control",
+    "budget",
+    "tool_signal",
+    "watch_stream",
+]
 
 
 def __getattr__(name: str) -> Any:

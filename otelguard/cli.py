@@ -84,6 +84,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
     _add_hook_parser(subparsers)
+    _add_install_hook_parsers(subparsers)
     return parser
 
 
@@ -333,6 +334,52 @@ def _run_hook(args: argparse.Namespace) -> int:
 
     removed = reset(args.session)
     print(f"{PROG} hook reset: {removed} event(s) of session {args.session!r} removed")
+    return EXIT_OK
+
+
+def _add_install_hook_parsers(subparsers: Any) -> None:
+    for name, install in (("install-hook", True), ("uninstall-hook", False)):
+        parser = subparsers.add_parser(
+            name,
+            help=("write" if install else "remove") + " the CLI's settings entry that runs `otelguard hook <cli>`",
+            description=(
+                "Merge into the CLI's settings (Claude Code, Gemini CLI, Codex CLI: their settings JSON, and "
+                "Codex's [features] hooks = true; opencode: a plugin file) the hook that runs this otelguard "
+                "by its absolute path, keeping everything else; installing twice changes nothing."
+                if install else
+                "Remove otelguard's hook entries (opencode: its plugin file) from the CLI's settings, and nothing else."
+            ),
+        )
+        parser.add_argument("cli", choices=HOOK_CLIS, metavar="CLI", help=", ".join(HOOK_CLIS))
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("--user", dest="scope", action="store_const", const="user",
+                           help="the user's settings, for every project (the default)")
+        where.add_argument("--project", dest="scope", action="store_const", const="project",
+                           help="the settings of the project in the current directory")
+        parser.add_argument("--dry-run", action="store_true", help="print the changes as a diff; write nothing")
+        parser.set_defaults(run=_run_install_hook, parser=parser, install=install, scope="user")
+
+
+def _run_install_hook(args: argparse.Namespace) -> int:
+    from .hooks.install import InstallError, changes
+
+    if args.extra:
+        args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    try:
+        planned = changes(args.cli, scope=args.scope, install=args.install)
+    except InstallError as error:
+        raise UsageError(str(error)) from None
+    changed = [change for change in planned if change.changed]
+    for change in changed:
+        if args.dry_run:
+            sys.stdout.write(change.diff())
+        else:
+            change.apply()
+            what = "removed" if change.after is None else "written"
+            print(f"{PROG} {args.command}: {change.path} {what}")
+    if not changed:
+        state = "already installed" if args.install else "not installed"
+        print(f"{PROG} {args.command}: {args.cli}: otelguard's hook is {state} ({args.scope} settings); nothing to change")
     return EXIT_OK
 
 

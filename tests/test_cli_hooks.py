@@ -17,8 +17,8 @@ import pytest
 from hook_support import CLIS, CliSession, answer, hook, hook_process, recorded
 
 from otelguard.cli import main as cli_main
-from otelguard.hooks.command import run
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
+from otelguard.hooks.command import run
 
 LS = {"command": "ls -la", "description": "List files"}
 
