@@ -5,7 +5,8 @@ streamGenerateContent (Gemini CLI), OpenAI Responses (Codex CLI) and Chat Comple
 streamed or not. It is stateless, as a model is: the next step is the number of tool calls already in
 the conversation the CLI sends, so a call the hook denied counts as made (the CLI shows the model the
 denial as the call's result). A request that offers none of the scripted tools (a title, a summary)
-gets `side_text`. Every request body is kept (`requests`), so a test can read what the model was shown.
+gets `side_text`. Every scripted request is kept with the number of calls before it (`requests`), so a
+test can read what the model was shown at each step.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class Script:
 @dataclass
 class FakeLLM:
     script: Script
-    requests: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (calls made before, body)
 
     def __post_init__(self) -> None:
         handler = type("Handler", (_Handler,), {"llm": self})
@@ -46,9 +47,10 @@ class FakeLLM:
         self._server.shutdown()
         self._server.server_close()
 
-    def shown(self) -> str:
-        """Every scripted request's body as text: what the model was shown, turn by turn."""
-        return "\n".join(json.dumps(body, ensure_ascii=False) for body in self.requests)
+    def first_step_showing(self, text: str) -> int | None:
+        """The number of calls made before the first request whose conversation holds `text`."""
+        quoted = json.dumps(text, ensure_ascii=False)[1:-1]  # as it appears inside a JSON string
+        return next((step for step, body in self.requests if quoted in json.dumps(body, ensure_ascii=False)), None)
 
     def decide(self, prior_calls: int, offered: list[str]) -> tuple[str, Any, int | None]:
         names = {name for name, _ in self.script.calls}
@@ -166,9 +168,10 @@ class _Handler(BaseHTTPRequestHandler):
                 state, reply = _chat_state, self._chat
             else:
                 return self._json(404, {"error": {"message": f"not found: {path}", "type": "not_found_error"}})
-            decision = self.llm.decide(*state(body))
+            prior_calls, offered = state(body)
+            decision = self.llm.decide(prior_calls, offered)
             if decision[0] != "side":
-                self.llm.requests.append(body)
+                self.llm.requests.append((prior_calls, body))
             reply(body, decision, path)
         except (BrokenPipeError, ConnectionResetError):
             pass

@@ -41,7 +41,6 @@ class Cli:
     binary: str
     loop_call: Callable[[Path], tuple[str, dict[str, Any]]]  # what the model repeats
     a_b: Callable[[Path], list[tuple[str, dict[str, Any]]]]  # the alternation
-    hook_tool: str  # the tool name the hook sees for the repeated call
 
 
 CLIS = {
@@ -49,8 +48,21 @@ CLIS = {
         "claude-code", "claude",
         lambda work: ("Bash", {"command": "ls -la", "description": "List files in current directory"}),
         lambda work: [("Read", {"file_path": str(work / "notes.txt")}),
-                      ("Bash", {"command": "wc -l notes.txt", "description": "Count lines in notes.txt"})],
-        "Bash"),
+                      ("Bash", {"command": "wc -l notes.txt", "description": "Count lines in notes.txt"})]),
+    "gemini-cli": Cli(
+        "gemini-cli", "gemini",
+        lambda work: ("run_shell_command", {"command": "ls -la", "description": "List files in current directory"}),
+        lambda work: [("read_file", {"file_path": str(work / "notes.txt")}),
+                      ("run_shell_command", {"command": "wc -l notes.txt", "description": "Count lines"})]),
+    "codex": Cli(
+        "codex", "codex",
+        lambda work: ("exec_command", {"cmd": "ls -la"}),
+        lambda work: [("exec_command", {"cmd": "cat notes.txt"}), ("exec_command", {"cmd": "wc -l notes.txt"})]),
+    "opencode": Cli(
+        "opencode", "opencode",
+        lambda work: ("bash", {"command": "ls -la", "description": "List files"}),
+        lambda work: [("read", {"filePath": str(work / "notes.txt")}),
+                      ("bash", {"command": "wc -l notes.txt", "description": "Count lines"})]),
 }
 
 
@@ -65,6 +77,8 @@ def sandbox(tmp_path, monkeypatch):
         "HOME": str(home),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]),
         "OTELGUARD_HOOK_DB": str(state / "hooks.sqlite3"),
+        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local" / "state"),
         "LANG": "C.UTF-8",
         "TERM": "dumb",
         "NO_COLOR": "1",
@@ -72,21 +86,69 @@ def sandbox(tmp_path, monkeypatch):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("OTELGUARD_CONFIG", raising=False)
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("CODEX_HOME", raising=False)
     monkeypatch.chdir(work)
     return home, work, state, env
 
 
-def run_claude_code(cli_path: str, llm: FakeLLM, env: dict[str, str], work: Path) -> subprocess.CompletedProcess:
+def run(command: list[str], env: dict[str, str], work: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+
+
+def run_claude_code(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
     env = {**env, "ANTHROPIC_BASE_URL": llm.url, "ANTHROPIC_API_KEY": "sk-test",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
-    return subprocess.run([cli_path, "-p", "list the files", "--output-format", "stream-json", "--verbose",
-                           "--allowedTools", "Bash,Read"],
-                          cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    return run([cli_path, "-p", "list the files", "--output-format", "stream-json", "--verbose",
+                "--allowedTools", "Bash,Read"], env, work)
 
 
-RUNNERS = {"claude-code": run_claude_code}
+def run_gemini_cli(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
+    settings = home / ".gemini" / "settings.json"
+    # Gemini CLI's own loop detector would end the run at the 5th identical call: otelguard's test turns it off.
+    write_json(settings, {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "model": {"disableLoopDetection": True},
+        "hooks": json.loads(settings.read_text())["hooks"],
+    })
+    env = {**env, "GEMINI_API_KEY": "sk-test", "GOOGLE_GEMINI_BASE_URL": llm.url, "GEMINI_CLI_TRUST_WORKSPACE": "true",
+           "NO_BROWSER": "1"}
+    return run([cli_path, "-p", "list the files", "-m", "gemini-2.5-pro", "--output-format", "stream-json",
+                "--approval-mode", "yolo"], env, work)
+
+
+def run_codex(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
+    config = home / ".codex" / "config.toml"
+    config.write_text(
+        'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "never"\n'
+        'sandbox_mode = "danger-full-access"\n\n' + config.read_text() + "\n[model_providers.fake]\n"
+        f'name = "Fake"\nbase_url = "{llm.url}/v1"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n')
+    env = {**env, "FAKE_API_KEY": "sk-test"}
+    return run([cli_path, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+                "list the files"], env, work)
+
+
+def run_opencode(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
+    write_json(work / "opencode.json", {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+                              "options": {"baseURL": f"{llm.url}/v1", "apiKey": "sk-test"},
+                              "models": {"fake-model": {"name": "Fake Model", "tool_call": True}}}},
+        "model": "fake/fake-model", "small_model": "fake/fake-model", "autoupdate": False, "share": "disabled",
+        "permission": {"bash": "allow", "read": "allow", "edit": "allow"},
+    })
+    env = {**env, "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+    return run([cli_path, "run", "--print-logs", "--format", "json", "list the files"], env, work)
+
+
+RUNNERS = {"claude-code": run_claude_code, "gemini-cli": run_gemini_cli, "codex": run_codex, "opencode": run_opencode}
+
+
+def write_json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2))
 
 
 def hook_log_lines(state: Path) -> list[str]:
@@ -103,7 +165,7 @@ def test_a_looping_cli_is_reminded_then_blocked_and_its_session_ends_normally(sa
     loop_call = cli.loop_call(work)
     llm = FakeLLM(Script(calls=[loop_call] * IDENTICAL_CALLS + cli.a_b(work) * 3, final=FINAL))
     try:
-        done = RUNNERS[name](cli_path, llm, env, work)
+        done = RUNNERS[name](cli_path, llm, env, home, work)
     finally:
         llm.close()
     assert done.returncode == 0, done.stderr[-3000:]
@@ -115,11 +177,10 @@ def test_a_looping_cli_is_reminded_then_blocked_and_its_session_ends_normally(sa
     assert [re.search(r"(remind|block) at call (\d+)", line).groups() for line in acted] == [
         ("remind", "3"), ("remind", "5"), ("block", "8"), ("block", "9"), ("block", "10")]
 
-    requests = llm.requests
-    assert len(requests) == IDENTICAL_CALLS + 6 + 1  # one model turn per call, and the final one
-    shown = [json.dumps(body, ensure_ascii=False) for body in requests]
-    first_reminded = next(i for i, text in enumerate(shown) if json.dumps(SHORT_TEXT)[1:-1] in text)
-    assert first_reminded == 3  # the turn after the third call: the reminder reached the model
-    assert any("Repeated tool call detected:" in text and "consecutive_calls: 5" in text for text in shown[5:])
-    blocked = next(i for i, text in enumerate(shown) if "Repeated tool call blocked:" in text)
-    assert blocked == 8 and "consecutive_calls: 8" in shown[8]
+    steps = [step for step, _ in llm.requests]
+    assert max(steps) == IDENTICAL_CALLS + 6  # every scripted call made (or denied), then the final turn
+    assert llm.first_step_showing(SHORT_TEXT) == 3  # the reminder reached the model right after the 3rd call
+    assert llm.first_step_showing("- consecutive_calls: 5") == 5
+    assert llm.first_step_showing("Repeated tool call blocked:") == 8  # the 8th call denied, its reason shown
+    # Codex shows a hook's context as a developer message: no model-controlled arguments in it
+    assert llm.first_step_showing("- arguments: ") == (None if name == "codex" else 5)

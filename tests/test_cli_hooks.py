@@ -186,6 +186,19 @@ def test_model_controlled_arguments_are_quoted_escaped():
     assert "<" not in calls[7][1].denied
 
 
+@pytest.mark.parametrize("cli", CLIS)
+def test_context_shown_in_a_system_level_role_quotes_no_arguments(cli, tmp_path, monkeypatch):
+    """Codex hands a hook's context to the model as a developer message: model-controlled arguments stay
+    out of the guard's messages there, even when the config asks for them."""
+    config = tmp_path / "config.yaml"
+    config.write_text("guards:\n  - id: repeat-tool-reminder\n    config: {include_arguments: true}\n")
+    monkeypatch.setenv("OTELGUARD_CONFIG", str(config))
+    calls = loop(CliSession(cli), 8)
+    detailed, denied = calls[4][2].context, calls[7][1].denied
+    assert "- consecutive_calls: 5" in detailed and "- consecutive_calls: 8" in denied
+    assert ("- arguments: " in detailed) is ("- arguments: " in denied) is (cli != "codex")
+
+
 def test_tool_durations_are_recorded_and_never_judged():
     session = CliSession("claude-code")
     for n in range(2):

@@ -93,7 +93,7 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
     """The local path: judge `event` against its session's history."""
     history = HookHistory(paths.db_path())
     try:
-        engine = GuardEngine(hook_config.load(history, paths.config_path()), **_ENGINE_BOUNDS)
+        engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), **_ENGINE_BOUNDS)
         with history.locked():
             events = history.events(event.cli, event.session)
             call_id = event.call_id or _paired(events, event) or f"otelguard-{os.urandom(8).hex()}"

@@ -3,7 +3,9 @@ and cached.
 
 The CLIs declare no budgets, and a loop that ignores the reminders should end: for hooks,
 `repeat-tool-reminder` gets `stop_after: 8` unless the user's row sets `stop_after` itself (null
-turns the block off). Validation is `GuardConfig.load`'s, run only when the config file, otelguard or
+turns the block off). Codex CLI hands a hook's added context to the model as a `developer` message (a
+system-level role), where model-controlled text must not go: for Codex the guard's messages quote no
+arguments (`include_arguments: false`, whatever the config says). Validation is `GuardConfig.load`'s, run only when the config file, otelguard or
 its config module changed since the last hook; every other hook rebuilds the validated values from
 the cache without importing pydantic (`ValidatedConfig`). An invalid config is cached as its error,
 so each hook reports it at once (and allows the call) instead of validating again.
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from ..config import GuardConfig
 
 HOOK_STOP_AFTER = 8
+CONTEXT_AS_DEVELOPER_MESSAGE = frozenset({"codex"})  # CLIs that show a hook's context in a system-level role
 _CONFIG_MODULE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config.py")  # the defaults
 
 
@@ -34,21 +37,21 @@ class ConfigCache(Protocol):
     def cache_config(self, key: str, dump: dict[str, Any]) -> None: ...
 
 
-def load(cache: ConfigCache, path: str | None) -> ValidatedConfig:
-    """The validated hooks config for `path` (None: the defaults). Raises HookConfigError."""
-    key = cache_key(path)
+def load(cache: ConfigCache, path: str | None, cli: str) -> ValidatedConfig:
+    """The validated hooks config of `cli` for `path` (None: the defaults). Raises HookConfigError."""
+    key = cache_key(path, cli)
     dump = cache.cached_config(key)
     if dump is None:
-        dump = _validate(path)
+        dump = _validate(path, cli)
         cache.cache_config(key, dump)
     if "error" in dump:
         raise HookConfigError(str(dump["error"]))
     return ValidatedConfig.from_dump(dump)
 
 
-def cache_key(path: str | None) -> str:
+def cache_key(path: str | None, cli: str) -> str:
     source = "defaults" if path is None else f"{os.path.realpath(path)}@{_stamp(path)}"
-    return f"{__version__}|{_stamp(_CONFIG_MODULE)}|{source}"
+    return f"{__version__}|{_stamp(_CONFIG_MODULE)}|{_stamp(__file__)}|{cli}|{source}"
 
 
 def _stamp(path: str) -> str:
@@ -59,7 +62,7 @@ def _stamp(path: str) -> str:
     return f"{stat.st_mtime_ns}:{stat.st_size}"
 
 
-def _validate(path: str | None) -> dict[str, Any]:
+def _validate(path: str | None, cli: str) -> dict[str, Any]:
     from ..config import GuardConfig  # pydantic: only when the config changed
     from ..errors import ConfigError
     from ..validated_config import to_dump
@@ -68,16 +71,21 @@ def _validate(path: str | None) -> dict[str, Any]:
         config = GuardConfig.load(path)
     except ConfigError as error:
         return {"error": f"{path}: {error}"}
-    return to_dump(with_hook_defaults(config))
+    return to_dump(with_hook_defaults(config, cli))
 
 
-def with_hook_defaults(config: GuardConfig) -> GuardConfig:
-    """`config` with `stop_after: 8` on a repeat-tool-reminder row that does not set stop_after."""
+def with_hook_defaults(config: GuardConfig, cli: str) -> GuardConfig:
+    """`config` with the hooks' own settings of repeat-tool-reminder (see the module doc)."""
     from ..guard_ids import REPEAT_TOOL_REMINDER
 
     rows = []
     for row in config.guards:
-        if row.id == REPEAT_TOOL_REMINDER and "stop_after" not in row.config.model_fields_set:
-            row = row.model_copy(update={"config": row.config.model_copy(update={"stop_after": HOOK_STOP_AFTER})})
+        if row.id == REPEAT_TOOL_REMINDER:
+            update: dict[str, Any] = {}
+            if "stop_after" not in row.config.model_fields_set:
+                update["stop_after"] = HOOK_STOP_AFTER
+            if cli in CONTEXT_AS_DEVELOPER_MESSAGE:
+                update["include_arguments"] = False
+            row = row.model_copy(update={"config": row.config.model_copy(update=update)})
         rows.append(row)
     return config.model_copy(update={"guards": tuple(rows)})
