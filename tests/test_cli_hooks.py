@@ -12,9 +12,12 @@ import os
 import subprocess
 import sys
 import threading
+import time
+from typing import Iterator
 
 import pytest
 from hook_support import CLIS, CliSession, answer, hook, hook_process, recorded
+from otlp_collector_support import Collector, running_collector, wait_for
 
 from otelguard.cli import main as cli_main
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
@@ -266,3 +269,57 @@ def test_the_hook_process_loads_neither_pydantic_nor_opentelemetry(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", probe, payload.decode()], capture_output=True, text=True, timeout=60)
     assert "LOADED []" in done.stderr, done.stderr
+
+
+@pytest.fixture
+def collector() -> Iterator[Collector]:
+    yield from running_collector()
+
+
+def test_verdicts_go_out_as_otlp_metrics_and_logs_when_an_endpoint_is_set(collector, monkeypatch):
+    """Sent by a detached process after the hook answered, to OTELGUARD_OTLP_ENDPOINT only: the CLI's
+    own OTEL_* settings, which the hook inherits, are not used."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+    monkeypatch.setenv("OTELGUARD_OTLP_ENDPOINT", collector.url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")  # the CLI's: never used
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-cli-secret=1")
+    session = CliSession("claude-code")
+    hook("claude-code", session.post("Bash", LS))
+    assert collector.received == {}  # a first call: no verdict, nothing sent
+    hook("claude-code", session.post("Bash", LS))
+    hook("claude-code", session.post("Bash", LS))
+
+    def log_records() -> dict[str, dict]:
+        return {record.body.string_value: {a.key: a.value.string_value or a.value.int_value for a in record.attributes}
+                for body in collector.received.get("/v1/logs", [])
+                for resource in ExportLogsServiceRequest.FromString(body).resource_logs
+                for scope in resource.scope_logs for record in scope.log_records}
+
+    def verdict_actions() -> list[str]:
+        return sorted(
+            {a.key: a.value.string_value for a in point.attributes}["otelguard.action"]
+            for body in collector.received.get("/v1/metrics", [])
+            for resource in ExportMetricsServiceRequest.FromString(body).resource_metrics
+            for scope in resource.scope_metrics for metric in scope.metrics if metric.name == "otelguard.verdicts"
+            for point in metric.sum.data_points if point.as_int)
+
+    records = eventually(log_records, lambda found: len(found) == 2)
+    reminder = records[SHORT_TEXT]
+    assert reminder["otelguard.action"] == "remind" and reminder["otelguard.repeat.count"] == 3
+    assert reminder["otelguard.hook.cli"] == "claude-code" and reminder["session.id"] == session.session
+    assert eventually(verdict_actions, lambda found: len(found) == 2) == ["none", "remind"]
+    metrics = [ExportMetricsServiceRequest.FromString(body) for body in wait_for(collector, "/v1/metrics")]
+    service = {a.key: a.value.string_value for a in metrics[0].resource_metrics[0].resource.attributes}
+    assert service["service.name"] == "otelguard-hook"
+
+
+def eventually(read, done, timeout_s: float = 30.0):
+    """`read()` once `done` says so, or when the time is up (what a detached sender has sent by then)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = read()
+        if done(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)

@@ -41,7 +41,7 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     log_path = paths.log_path()
     stderr, sys.stderr = sys.stderr, io.StringIO()
     try:
-        answer = _answer(cli, stdin, log_path)
+        answer, event, verdicts = _answer(cli, stdin, log_path)
     finally:
         written, sys.stderr = sys.stderr.getvalue(), stderr
     if written:
@@ -51,27 +51,35 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
         stdout.flush()
     except OSError:
         pass
+    if verdicts and os.environ.get("OTELGUARD_OTLP_ENDPOINT"):
+        try:
+            from .export import send_later
+
+            send_later(event, verdicts)
+        except Exception as error:  # the call is answered already: telemetry is no reason to fail it
+            log.write(log_path, "ERROR", f"could not start the OTLP sender: {type(error).__name__}: {error}")
     if os.environ.get("OTELGUARD_DEBUG"):
         log.write(log_path, "DEBUG", f"{cli} hook took {(time.perf_counter() - began) * 1000:.1f} ms")
     return 0
 
 
-def _answer(cli: str, stdin: BinaryIO, log_path: str) -> str:
+def _answer(cli: str, stdin: BinaryIO, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
+    """(what to print, the call, its verdicts)."""
     try:
         event = parse(cli, fastjson.loads(stdin.read()))
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
         log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {escape_quoted(str(error))}")
-        return ""
+        return "", None, ()
     try:
         decision, verdicts = decide(event)
     except hook_config.HookConfigError as error:
         log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
-        return ""
+        return "", event, ()
     except Exception as error:
         if isinstance(error, sqlite3.DatabaseError) and is_corrupt(error):
             aside = set_aside(paths.db_path())
             log.write(log_path, "ERROR", f"the history was damaged ({error}), set aside as {aside}; call allowed")
-            return ""
+            return "", event, ()
         import traceback
 
         from ..containment import raise_internal_errors
@@ -79,14 +87,14 @@ def _answer(cli: str, stdin: BinaryIO, log_path: str) -> str:
         if raise_internal_errors():  # the project's own tests: a bug fails them
             raise
         log.write(log_path, "ERROR", f"internal error, call allowed ({cli} {event.phase}):\n" + traceback.format_exc())
-        return ""
+        return "", event, ()
     acted = [verdict for verdict in verdicts if verdict.action != Action.NONE]
     if acted:
         log.write(log_path, "INFO", f"{cli} session {escape_quoted(event.session)}, {event.phase} "
                   f"{escape_quoted(event.tool)}: " + "; ".join(
                       f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
                       for v in acted))
-    return render(event, decision)
+    return render(event, decision), event, verdicts
 
 
 def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
