@@ -12,8 +12,10 @@ with PYTHONDONTWRITEBYTECODE=1 would otherwise compile every module in every pro
 Printed: wall p50 / p95 / max, the processes' CPU time (user + system, which the machine's load
 changes far less than the wall time), the same for a bare `python -c pass` of the same interpreter,
 and the load average before and after: on a shared machine the wall figures move with the load.
+`--instructions` adds one hook's and one bare interpreter's instruction counts (valgrind callgrind),
+which no load changes.
 
-Run: .venv/bin/python benchmarks/hook_latency.py [--runs 200] [--history 100] [--otelguard PATH]
+Run: .venv/bin/python benchmarks/hook_latency.py [--runs 200] [--history 100] [--otelguard PATH] [--instructions]
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ def main() -> int:
     parser.add_argument("--history", type=int, default=100, help="calls already in the session's history")
     parser.add_argument("--otelguard", default=str(Path(sys.executable).with_name("otelguard")),
                         help="the otelguard command to spawn (default: beside this Python)")
+    parser.add_argument("--instructions", action="store_true", help="also count instructions (needs valgrind)")
     args = parser.parse_args()
     command = shutil.which(args.otelguard) or args.otelguard
     python = _interpreter_of(command)
@@ -68,6 +71,10 @@ def main() -> int:
             answered += bool(stdout)
         bare_walls, bare_cpus = zip(*[_spawn_bare(python) for _ in range(min(args.runs, 50))])
         load_after = os.getloadavg()
+        if args.instructions:
+            payload = dict(records[1], session_id=session, tool_use_id="counted")
+            hook_ir = _instructions([command, "hook", "claude-code"], json.dumps(payload).encode(), env)
+            bare_ir = _instructions([python, "-c", "pass"], b"", env)
 
     p50, p95 = _percentile(walls, 50), _percentile(walls, 95)
     print(f"otelguard hook claude-code: {command}")
@@ -78,6 +85,8 @@ def main() -> int:
     print(f"  bare `python -c pass`: wall p50 {_percentile(list(bare_walls), 50):.1f} ms, "
           f"cpu p50 {_percentile(list(bare_cpus), 50):.1f} ms")
     print(f"  load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
+    if args.instructions:
+        print(f"  instructions: hook {hook_ir / 1e6:.0f} M, bare interpreter {bare_ir / 1e6:.0f} M (callgrind)")
     verdict = "PASS" if p95 <= BAR_P95_MS else "FAIL"
     print(f"  {verdict}: wall p95 {p95:.1f} ms against the bar of {BAR_P95_MS:.0f} ms")
     return 0 if verdict == "PASS" else 1
@@ -101,6 +110,13 @@ def _spawn_bare(python: str) -> tuple[float, float]:
     wall = (time.perf_counter() - began) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+
+
+def _instructions(command: list[str], data: bytes, env: dict[str, str]) -> int:
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command], input=data,
+                          capture_output=True, env=env, check=True)
+    collected = [line for line in done.stderr.decode().splitlines() if "Collected :" in line]
+    return int(collected[-1].split()[-1])
 
 
 def _interpreter_of(command: str) -> str:

@@ -1,7 +1,7 @@
 """End to end: the real coding-agent CLIs (npm, pinned in agent_clis.json), guarded by `otelguard hook`.
 
-Each CLI runs offline against a scripted fake model (tests/fake_llm.py: the only fake part) with the
-hook installed by `otelguard install-hook` into a temporary home. The script is a loop a model falls
+Each CLI runs offline against a scripted fake model (tests/support/fake_llm.py: the only fake part)
+with the hook installed by `otelguard install-hook` into a temporary home. The script is a loop a model falls
 into: the same call ten times, then an A/B alternation three times, then a final answer. The test
 reads what the model was shown (the requests it got) and the hook log: the reminders at the 3rd and
 5th identical call reach the model as context, the 8th, 9th and 10th are denied before they run with
@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import pytest
 from external_support import binary
-from fake_llm import FakeLLM, Script
+from support.fake_llm import FakeLLM, Script
 
 from otelguard.cli import main as otelguard_main
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT

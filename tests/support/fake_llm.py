@@ -16,8 +16,10 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
+
+from support.http_replies import ReplyingHandler
 
 
 @dataclass
@@ -94,12 +96,8 @@ def _id(prefix: str) -> str:
     return prefix + uuid.uuid4().hex[:24]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(ReplyingHandler):
     llm: FakeLLM
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
     def _body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
@@ -114,22 +112,6 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
-
-    def _json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _sse_start(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
 
     def _sse(self, payload: Any, event: str | None = None) -> None:
         text = (f"event: {event}\n" if event else "") + "data: " + json.dumps(payload) + "\n\n"
