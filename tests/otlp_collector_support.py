@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
+
+T = TypeVar("T")
 
 
 class Collector:
@@ -13,7 +14,8 @@ class Collector:
 
     def __init__(self) -> None:
         self.received: dict[str, list[bytes]] = {}
-        received = self.received
+        self._arrived = threading.Condition()
+        received, arrived = self.received, self._arrived
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
@@ -21,7 +23,9 @@ class Collector:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                received.setdefault(self.path, []).append(body)
+                with arrived:
+                    received.setdefault(self.path, []).append(body)
+                    arrived.notify_all()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
@@ -34,6 +38,14 @@ class Collector:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
+    def wait_until(self, read: Callable[[dict[str, list[bytes]]], T], done: Callable[[T], bool],
+                   timeout_s: float = 30.0) -> T:
+        """`read(received)` once `done` holds of it, or when the time is up (a detached sender may take
+        a while): woken by each request that arrives."""
+        with self._arrived:
+            self._arrived.wait_for(lambda: done(read(self.received)), timeout_s)
+            return read(self.received)
+
 
 def running_collector() -> Iterator[Collector]:
     """A started collector, stopped after (a test module's fixture: `yield from running_collector()`)."""
@@ -43,11 +55,3 @@ def running_collector() -> Iterator[Collector]:
     stand_in.server.shutdown()
     stand_in.server.server_close()
     stand_in.thread.join(5)
-
-
-def wait_for(collector: Collector, path: str, timeout_s: float = 30.0) -> list[bytes]:
-    """The bodies received on `path`, waiting until one arrives (a detached sender may take a while)."""
-    deadline = time.monotonic() + timeout_s
-    while not collector.received.get(path) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return collector.received.get(path, [])

@@ -12,12 +12,11 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from typing import Iterator
 
 import pytest
 from hook_support import CLIS, CliSession, answer, hook, hook_process, recorded
-from otlp_collector_support import Collector, running_collector, wait_for
+from otlp_collector_support import Collector, running_collector
 
 from otelguard.cli import main as cli_main
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
@@ -291,35 +290,26 @@ def test_verdicts_go_out_as_otlp_metrics_and_logs_when_an_endpoint_is_set(collec
     hook("claude-code", session.post("Bash", LS))
     hook("claude-code", session.post("Bash", LS))
 
-    def log_records() -> dict[str, dict]:
+    def log_records(received: dict[str, list[bytes]]) -> dict[str, dict]:
         return {record.body.string_value: {a.key: a.value.string_value or a.value.int_value for a in record.attributes}
-                for body in collector.received.get("/v1/logs", [])
+                for body in received.get("/v1/logs", [])
                 for resource in ExportLogsServiceRequest.FromString(body).resource_logs
                 for scope in resource.scope_logs for record in scope.log_records}
 
-    def verdict_actions() -> list[str]:
+    def verdict_actions(received: dict[str, list[bytes]]) -> list[str]:
         return sorted(
             {a.key: a.value.string_value for a in point.attributes}["otelguard.action"]
-            for body in collector.received.get("/v1/metrics", [])
+            for body in received.get("/v1/metrics", [])
             for resource in ExportMetricsServiceRequest.FromString(body).resource_metrics
             for scope in resource.scope_metrics for metric in scope.metrics if metric.name == "otelguard.verdicts"
             for point in metric.sum.data_points if point.as_int)
 
-    records = eventually(log_records, lambda found: len(found) == 2)
+    records = collector.wait_until(log_records, lambda found: len(found) == 2)
     reminder = records[SHORT_TEXT]
     assert reminder["otelguard.action"] == "remind" and reminder["otelguard.repeat.count"] == 3
     assert reminder["otelguard.hook.cli"] == "claude-code" and reminder["session.id"] == session.session
-    assert eventually(verdict_actions, lambda found: len(found) == 2) == ["none", "remind"]
-    metrics = [ExportMetricsServiceRequest.FromString(body) for body in wait_for(collector, "/v1/metrics")]
-    service = {a.key: a.value.string_value for a in metrics[0].resource_metrics[0].resource.attributes}
+    assert collector.wait_until(verdict_actions, lambda found: len(found) == 2) == ["none", "remind"]
+    first = ExportMetricsServiceRequest.FromString(collector.received["/v1/metrics"][0])
+    service = {a.key: a.value.string_value for a in first.resource_metrics[0].resource.attributes}
     assert service["service.name"] == "otelguard-hook"
 
-
-def eventually(read, done, timeout_s: float = 30.0):
-    """`read()` once `done` says so, or when the time is up (what a detached sender has sent by then)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = read()
-        if done(value) or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
