@@ -91,11 +91,12 @@ class Delivery:
         self.dispatcher = dispatcher
         self.default_control = default_control
 
-    def judged(self, judged: Judged) -> None:
-        """A span's verdicts: each counted, each reaction delivered; a loop's tokens counted once read."""
+    def judged(self, judged: Judged, service_name: str | None = None) -> None:
+        """A span's verdicts: each counted, each reaction delivered; a loop's tokens counted once read.
+        `service_name`: the sender's, labelling the verdicts (`otelguard serve`)."""
         usage = None
         for verdict in judged.verdicts:
-            self.metrics.verdict(verdict, judged.agent.name)
+            self.metrics.verdict(verdict, judged.agent.name, service_name)
             if verdict.repeat_count is not None:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
             if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and judged.span is not None:
