@@ -26,16 +26,16 @@ from ..records import (
     ToolCall,
 )
 from ._values import (
+    UNREAD_OUTPUT,
     Output,
     OutputFloor,
+    UsageKeys,
     as_name,
     as_text,
     attributes_of,
     error_message,
     first_present,
     load_json,
-    UNREAD_OUTPUT,
-    UsageKeys,
     model_call,
     model_usage_of,
     read_arguments,

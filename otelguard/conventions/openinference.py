@@ -30,6 +30,7 @@ from . import genai
 from ._values import (
     Output,
     OutputFloor,
+    UsageKeys,
     as_name,
     as_text,
     attributes_of,
@@ -38,7 +39,6 @@ from ._values import (
     group_indexed,
     iter_mappings,
     load_json,
-    UsageKeys,
     model_call,
     model_usage_of,
     read_arguments,
