@@ -6,8 +6,8 @@ test is skipped with the command that installs it, so a developer without it can
 suite; under CI (CI=true, as CI services set it) a missing binary fails the test instead, so a CI run
 never passes by skipping a tier. `.ci/run` installs every component listed here.
 
-Markers registered for tiers still to come (`alertmanager`, `agent_cli`) get an entry here when their
-first test lands.
+The marker registered for a tier still to come (`agent_cli`) gets an entry here when its first test
+lands.
 """
 
 from __future__ import annotations
@@ -28,11 +28,18 @@ class Component:
 COMPONENTS: dict[str, Component] = {
     # Debian's prometheus package ships both the server and promtool.
     "prometheus": Component(binaries=("prometheus", "promtool"), install="apt-get install -y prometheus"),
+    # Debian's package names the server prometheus-alertmanager (upstream: alertmanager) and ships amtool.
+    "alertmanager": Component(
+        binaries=("prometheus-alertmanager", "amtool"), install="apt-get install -y prometheus-alertmanager"
+    ),
 }
 
 
 # Fixtures that hand a test a component's binary: a test using one must carry the component's marker.
-COMPONENT_FIXTURES: dict[str, str] = {"promtool": "prometheus", "prometheus_binary": "prometheus"}
+COMPONENT_FIXTURES: dict[str, str] = {
+    "promtool": "prometheus", "prometheus_binary": "prometheus",
+    "alertmanager_binary": "alertmanager", "amtool": "alertmanager",
+}
 
 
 def in_ci() -> bool:
