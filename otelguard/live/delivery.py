@@ -1,4 +1,5 @@
-"""Verdicts out: metrics for every verdict, and the control hook for those that ask for a reaction.
+"""Verdicts out: metrics and an evaluation event for every verdict, and the control hook for those
+that ask for a reaction.
 
 Control hooks run off the span thread (`ControlDispatcher`); the span thread waits at most
 `hook_wait_s`. The control of an agent run is the one bound when its span started
@@ -19,6 +20,7 @@ from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
+from .evaluation_events import EvaluationEvents
 from .metrics import GuardMetrics
 
 _INJECTED = frozenset({Action.REMIND, Action.WARN, Action.BLOCK})
@@ -82,20 +84,26 @@ class AgentRuns:
 
 
 class Delivery:
-    """Records verdicts in metrics and delivers reactions to the agent's control."""
+    """Records verdicts in metrics and evaluation events, and delivers reactions to the agent's control."""
 
     def __init__(self, metrics: GuardMetrics, runs: AgentRuns, dispatcher: ControlDispatcher,
-                 default_control: AgentControl | None):
+                 default_control: AgentControl | None, evaluations: EvaluationEvents):
         self.metrics = metrics
         self.runs = runs
         self.dispatcher = dispatcher
         self.default_control = default_control
+        self.evaluations = evaluations
 
     def judged(self, judged: Judged) -> None:
-        """A span's verdicts: each counted, each reaction delivered; a loop's tokens counted once read."""
+        """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's
+        tokens counted once read."""
         usage = None
+        span = judged.span
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name)
+            if span is not None and self.evaluations.wants(verdict):
+                self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
+                                      response_id=span.attributes.get("gen_ai.response.id"))
             if verdict.repeat_count is not None:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
             if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and judged.span is not None:
@@ -105,9 +113,12 @@ class Delivery:
             if needs_delivery(verdict):
                 self._deliver(judged.agent, verdict)
 
-    def now(self, agent: AgentRef | None, verdict: Verdict) -> None:
-        """A verdict reached outside a span's end (a stream cut mid-call)."""
+    def now(self, agent: AgentRef | None, verdict: Verdict, span_context: Any) -> None:
+        """A verdict reached outside a span's end (a stream cut mid-call) in the span of `span_context`."""
         self.metrics.verdict(verdict, agent.name if agent else None)
+        if self.evaluations.wants(verdict):
+            self.evaluations.emit(verdict, span_context.trace_id, span_context.span_id,
+                                  agent_name=agent.name if agent else None, trace_flags=span_context.trace_flags)
         if needs_delivery(verdict):
             self._deliver(agent, verdict)
 

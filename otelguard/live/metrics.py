@@ -17,7 +17,7 @@ MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) be
 LABEL_GENERATION_S = 600.0  # a capped label value not seen for two of these frees its slot
 MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
 INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_ending", "downstream.on_end",
-                         "control_hook", "watchdog", "deliver", "dispatch.worker_died")
+                         "control_hook", "watchdog", "deliver", "dispatch.worker_died", "evaluation_events")
 CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
 EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
