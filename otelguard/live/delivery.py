@@ -15,17 +15,18 @@ from typing import Any
 from ..actions import Action
 from ..control import AgentControl, GuardMessage, bound_control
 from ..conventions import model_usage
-from ..engine import AgentRef, Judged
+from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
 from .evaluation_events import EvaluationEvents
+from .loop_spend import REPETITIVE_OUTPUT, THINKING_LOOP, LoopLedger
 from .metrics import GuardMetrics
 
 _INJECTED = frozenset({Action.REMIND, Action.WARN, Action.BLOCK})
 _STEERED = frozenset({Action.STEER, Action.BREAK})
-_LOOP_VERDICTS = ("thinking_loop", "repetitive_output")  # model calls whose tokens were spent in a loop
+_LOOP_VERDICTS = (THINKING_LOOP, REPETITIVE_OUTPUT)  # model calls whose tokens were spent in a loop
 
 
 def deliver(control: Any, verdict: Verdict) -> Action | None:
@@ -87,29 +88,36 @@ class Delivery:
     """Records verdicts in metrics and evaluation events, and delivers reactions to the agent's control."""
 
     def __init__(self, metrics: GuardMetrics, runs: AgentRuns, dispatcher: ControlDispatcher,
-                 default_control: AgentControl | None, evaluations: EvaluationEvents):
+                 default_control: AgentControl | None, evaluations: EvaluationEvents,
+                 max_loops: int = DEFAULT_MAX_AGENTS):
         self.metrics = metrics
         self.runs = runs
         self.dispatcher = dispatcher
         self.default_control = default_control
         self.evaluations = evaluations
+        self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
 
     def judged(self, judged: Judged) -> None:
         """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's
-        tokens counted once read."""
+        tokens and their price counted once read."""
         usage = None
         span = judged.span
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name)
-            if span is not None and self.evaluations.wants(verdict):
-                self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
-                                      response_id=span.attributes.get("gen_ai.response.id"))
             if verdict.repeat_count is not None:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
-            if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and judged.span is not None:
-                usage = usage or model_usage(judged.span, judged.classification)
+            spend = None
+            if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and span is not None:
+                usage = usage or model_usage(span, judged.classification)
                 if usage.output_tokens:
                     self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
+                spend, step_cost = self.loops.step(judged.agent.key, verdict, usage)
+                if step_cost:
+                    self.metrics.loop_cost(verdict, judged.agent.name, usage.model, step_cost)
+            if span is not None and self.evaluations.wants(verdict):
+                self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
+                                      response_id=span.attributes.get("gen_ai.response.id"),
+                                      extra=spend.attributes() if spend is not None else None)
             if needs_delivery(verdict):
                 self._deliver(judged.agent, verdict)
 

@@ -12,7 +12,9 @@ judges. Backends that know the conventions show these without knowing otelguard.
     gen_ai.evaluation.explanation  the message the agent got (when it got one)
     gen_ai.response.id             the judged model response's id (when the span has one)
 
-plus the span's own `otelguard.*` verdict attributes and `gen_ai.agent.name`. The record's trace and
+plus the span's own `otelguard.*` verdict attributes and `gen_ai.agent.name`, and for a loop of
+model calls what it has spent so far (`otelguard.loop.input_tokens`, `otelguard.loop.output_tokens`,
+`otelguard.loop.cost_usd`; see loop_spend). The record's trace and
 span ids are the judged span's. Only verdicts cost anything here: spans without one never reach it.
 """
 
@@ -71,9 +73,11 @@ class EvaluationEvents:
         return self._logger is not None and (self._all or verdict.action != Action.NONE)
 
     def emit(self, verdict: Verdict, trace_id: int, span_id: int, *, agent_name: str | None,
-             response_id: Any = None, trace_flags: trace.TraceFlags = _SAMPLED) -> None:
-        """One event for `verdict`, parented to the span (trace_id, span_id). The guard judges spans
-        that record, so unless told otherwise the span counts as sampled."""
+             response_id: Any = None, trace_flags: trace.TraceFlags = _SAMPLED,
+             extra: dict[str, Any] | None = None) -> None:
+        """One event for `verdict`, parented to the span (trace_id, span_id), with `extra` attributes
+        (a loop's spend). The guard judges spans that record, so unless told otherwise the span counts
+        as sampled."""
         if self._logger is None:
             return
         with self._containment.contained("evaluation_events"):
@@ -83,5 +87,5 @@ class EvaluationEvents:
                 context=trace.set_span_in_context(judged),
                 severity_number=SeverityNumber.INFO if verdict.action == Action.NONE else SeverityNumber.WARN,
                 event_name=EVENT_NAME,
-                attributes=evaluation_attributes(verdict, agent_name, response_id),
+                attributes={**evaluation_attributes(verdict, agent_name, response_id), **(extra or {})},
             )

@@ -1,0 +1,104 @@
+"""What a loop cost: the tokens since the loop's first repeated step, and their price in USD from
+genai-prices' bundled table (the real package, no network), on the evaluation events and in the
+`otelguard.loop.cost` metric."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from genai_prices import Usage, calc_price
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from otel_support import Guarded, metric_points, output_messages
+
+from otelguard.pricing import price_usd
+
+THINKING = {"guards": [{"id": "thinking-loop-guard"}]}
+PRICED_MODEL = "gpt-4o"
+
+
+@pytest.fixture
+def log_exporter() -> InMemoryLogRecordExporter:
+    return InMemoryLogRecordExporter()
+
+
+@pytest.fixture
+def logger_provider(log_exporter: InMemoryLogRecordExporter) -> Iterator[LoggerProvider]:
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    yield provider
+    provider.shutdown()
+
+
+def test_a_known_model_is_priced_from_the_bundled_table_without_the_network(monkeypatch):
+    """The price is genai-prices' own, computed with every connection refused."""
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("pricing tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    expected = float(calc_price(Usage(input_tokens=1200, output_tokens=700), model_ref=PRICED_MODEL).total_price)
+    assert expected > 0
+    assert price_usd(PRICED_MODEL, 1200, 700) == pytest.approx(expected)
+
+
+def test_an_unknown_model_has_no_price():
+    assert price_usd("scripted-planner", 1200, 700) is None
+    assert price_usd(None, 1200, 700) is None
+
+
+def stalled_calls(g: Guarded, model: str, calls: int, *, input_tokens: int = 1200, output_tokens: int = 700) -> None:
+    """An agent making `calls` long reasoning-only model calls (each a stalled step)."""
+    with g.tracer.start_as_current_span("invoke_agent planner", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}):
+        for index in range(calls):
+            reasoning = " ".join(f"angle {index} thought {i} about the bug" for i in range(120))
+            with g.tracer.start_as_current_span(f"chat {model}", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                "gen_ai.output.messages": output_messages(reasoning=reasoning),
+                "gen_ai.usage.input_tokens": input_tokens, "gen_ai.usage.output_tokens": output_tokens,
+            }):
+                pass
+
+
+def loop_events(exporter: InMemoryLogRecordExporter) -> list[dict[str, Any]]:
+    return [dict(readable.log_record.attributes) for readable in exporter.get_finished_logs()]
+
+
+def test_each_stalled_step_carries_the_loop_spend_so_far(logger_provider, log_exporter):
+    """Three stalled calls of a priced model: the events carry the running totals since the first
+    stalled call, and the cost metric their sum, labelled like the verdicts."""
+    step_price = price_usd(PRICED_MODEL, 1200, 700)
+    with Guarded(THINKING, logger_provider=logger_provider, evaluation_events="all") as g:
+        stalled_calls(g, PRICED_MODEL, 3)
+        cost = metric_points(g.metric_reader, "otelguard.loop.cost")
+    events = loop_events(log_exporter)
+    assert [e["gen_ai.evaluation.score.label"] for e in events] == ["none", "none", "steer"]
+    assert [(e["otelguard.loop.input_tokens"], e["otelguard.loop.output_tokens"]) for e in events] == [
+        (1200, 700), (2400, 1400), (3600, 2100)]
+    assert [e["otelguard.loop.cost_usd"] for e in events] == pytest.approx([step_price, 2 * step_price, 3 * step_price])
+    ((labels, total),) = cost
+    assert labels == {"otelguard.guard": "thinking-loop-guard", "otelguard.rule": "reasoning-only",
+                      "gen_ai.agent.name": "planner", "gen_ai.request.model": PRICED_MODEL}
+    assert total == pytest.approx(3 * step_price)
+
+
+def test_a_new_loop_starts_its_own_total(logger_provider, log_exporter):
+    """After the guard reacted, the next stalled call starts a new loop: its total restarts."""
+    with Guarded(THINKING, logger_provider=logger_provider, evaluation_events="all") as g:
+        stalled_calls(g, PRICED_MODEL, 4)
+    events = loop_events(log_exporter)
+    assert [e["otelguard.loop.output_tokens"] for e in events] == [700, 1400, 2100, 700]
+
+
+def test_an_unknown_model_reports_tokens_only(logger_provider, log_exporter):
+    """A model genai-prices does not know: the events carry the tokens and no price; no cost is counted."""
+    with Guarded(THINKING, logger_provider=logger_provider) as g:
+        stalled_calls(g, "scripted-planner", 3)
+        cost = metric_points(g.metric_reader, "otelguard.loop.cost")
+    (event,) = loop_events(log_exporter)  # the steer (action none is left out by default)
+    assert (event["otelguard.loop.input_tokens"], event["otelguard.loop.output_tokens"]) == (3600, 2100)
+    assert "otelguard.loop.cost_usd" not in event
+    assert cost == []
