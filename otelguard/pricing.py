@@ -4,28 +4,58 @@ genai-prices (the `pricing` extra) is a maintained table of model prices; this m
 the copy installed with it: its updater (`genai_prices.UpdatePrices`) is never started, so nothing is
 fetched at run time. A model the table does not know, or no genai-prices installed, has no price:
 callers report tokens only and say so.
+
+Loading the table takes about a second, so it is loaded on a background thread (`load_in_background`,
+started by the live guard) and never on an agent's thread: until it is loaded, calls have no price.
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any
+import threading
+from typing import Any, Callable
+
+_loaded = threading.Event()
+_start_lock = threading.Lock()
+_started = False
+_calculate: Callable[[str, int, int], Any] | None = None
 
 
-@functools.cache
-def _calc_price() -> Any:
-    """genai-prices' calculator, imported on first use (its data module is large); None when absent."""
+def _load() -> None:
+    global _calculate
     try:
         from genai_prices import Usage, calc_price
-    except ImportError:
-        return None
-    return lambda model, input_tokens, output_tokens: calc_price(
-        Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=model)
+
+        def calculate(model: str, input_tokens: int, output_tokens: int) -> Any:
+            return calc_price(Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=model)
+
+        calculate("gpt-4o", 1, 1)  # the first calculation reads the table in: done here, off the agent's threads
+        _calculate = calculate
+    except Exception:  # not installed, or a broken install: no prices
+        _calculate = None
+    finally:
+        _loaded.set()
+
+
+def load_in_background() -> None:
+    """Start loading the price table on a daemon thread (once per process)."""
+    global _started
+    with _start_lock:
+        if _started:
+            return
+        _started = True
+    threading.Thread(target=_load, name="otelguard-pricing", daemon=True).start()
+
+
+def wait_until_loaded(timeout: float | None = None) -> bool:
+    """Start loading if nobody has, and wait for it (for tools and tests, not for an agent's thread)."""
+    load_in_background()
+    return _loaded.wait(timeout)
 
 
 def price_usd(model: str | None, input_tokens: int, output_tokens: int) -> float | None:
-    """The price in USD of `input_tokens` and `output_tokens` of `model`; None when it has none."""
-    calculate = _calc_price()
+    """The price in USD of `input_tokens` and `output_tokens` of `model`; None when it has none (or the
+    table is not loaded yet). Never waits."""
+    calculate = _calculate
     if calculate is None or not model:
         return None
     try:
@@ -35,5 +65,5 @@ def price_usd(model: str | None, input_tokens: int, output_tokens: int) -> float
 
 
 def pricing_available() -> bool:
-    """Whether genai-prices is installed (else every price is None)."""
-    return _calc_price() is not None
+    """Whether the price table is loaded (genai-prices installed and read)."""
+    return _calculate is not None

@@ -14,10 +14,16 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from otel_support import Guarded, metric_points, output_messages
 
-from otelguard.pricing import price_usd
+from otelguard.pricing import price_usd, wait_until_loaded
 
 THINKING = {"guards": [{"id": "thinking-loop-guard"}]}
 PRICED_MODEL = "gpt-4o"
+
+
+@pytest.fixture(autouse=True)
+def price_table() -> None:
+    """The table loads in the background (never on an agent's thread); these tests need it in."""
+    assert wait_until_loaded(timeout=30)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .. import pricing
 from ..actions import Action
 from ..control import AgentControl, GuardMessage, bound_control
 from ..conventions import model_usage
@@ -96,6 +97,7 @@ class Delivery:
         self.default_control = default_control
         self.evaluations = evaluations
         self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
+        pricing.load_in_background()  # the loop ledger prices calls once the table is in
 
     def judged(self, judged: Judged) -> None:
         """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's

@@ -370,6 +370,9 @@ METRIC_LABELS: dict[str, frozenset[str]] = {
     "otelguard_spans_total": frozenset({"otelguard_span_kind", "otelguard_convention"}),
     "otelguard_repeat_run_length_bucket": frozenset({"le"}),
     "otelguard_loop_tokens_total": frozenset({"otelguard_guard", "gen_ai_request_model"}),
+    "otelguard_loop_cost_usd_total": frozenset(
+        {"otelguard_guard", "otelguard_rule", "gen_ai_agent_name", "gen_ai_request_model"}
+    ),
     "otelguard_control_calls_total": frozenset({"otelguard_action", "outcome"}),
     "otelguard_internal_errors_total": frozenset({"where"}),
     "otelguard_state_evictions_total": frozenset(),
