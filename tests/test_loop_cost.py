@@ -80,7 +80,12 @@ def test_each_stalled_step_carries_the_loop_spend_so_far(logger_provider, log_ex
     with Guarded(THINKING, logger_provider=logger_provider, evaluation_events="all") as g:
         stalled_calls(g, PRICED_MODEL, 3)
         cost = metric_points(g.metric_reader, "otelguard.loop.cost")
+        judged = [s for s in g.exporter.get_finished_spans() if s.name.startswith("chat")]
     events = loop_events(log_exporter)
+    # The judged spans carry the same running totals as their events.
+    assert [{key: value for key, value in span.attributes.items() if key.startswith("otelguard.loop.")}
+            for span in judged] == [{key: value for key, value in e.items() if key.startswith("otelguard.loop.")}
+                                    for e in events]
     assert [e["gen_ai.evaluation.score.label"] for e in events] == ["none", "none", "steer"]
     assert [(e["otelguard.loop.input_tokens"], e["otelguard.loop.output_tokens"]) for e in events] == [
         (1200, 700), (2400, 1400), (3600, 2100)]

@@ -99,11 +99,13 @@ class Delivery:
         self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
         pricing.load_in_background()  # the loop ledger prices calls once the table is in
 
-    def judged(self, judged: Judged) -> None:
+    def judged(self, judged: Judged) -> dict[str, Any] | None:
         """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's
-        tokens and their price counted once read."""
+        tokens and their price counted once read. Returns the loop's spend so far as span attributes
+        (None when the span is no step of a loop of model calls)."""
         usage = None
         span = judged.span
+        spent: dict[str, Any] | None = None
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name)
             if verdict.repeat_count is not None:
@@ -114,14 +116,16 @@ class Delivery:
                 if usage.output_tokens:
                     self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
                 spend, step_cost = self.loops.step(judged.agent.key, verdict, usage)
+                spent = spend.attributes()
                 if step_cost:
                     self.metrics.loop_cost(verdict, judged.agent.name, usage.model, step_cost)
             if span is not None and self.evaluations.wants(verdict):
                 self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
                                       response_id=span.attributes.get("gen_ai.response.id"),
-                                      extra=spend.attributes() if spend is not None else None)
+                                      extra=spent if spend is not None else None)
             if needs_delivery(verdict):
                 self._deliver(judged.agent, verdict)
+        return spent
 
     def now(self, agent: AgentRef | None, verdict: Verdict, span_context: Any) -> None:
         """A verdict reached outside a span's end (a stream cut mid-call) in the span of `span_context`."""

@@ -208,15 +208,14 @@ class GuardSpanProcessor(SpanProcessor):
         if kind is SpanKind.AGENT:
             self._runs.ended(judged.agent.run_span_id)
             return span
-        if judged.verdicts:
-            self._delivery.judged(judged)
+        spent = self._delivery.judged(judged) if judged.verdicts else None  # a loop's spend, for the span
         shown = judged.verdicts if judged.stream_verdict is None else (*judged.verdicts, judged.stream_verdict)
         if not shown:
             return span
         if not self._downstream:
-            mark_run(self._runs.span(judged.agent), shown, span.get_span_context().span_id)
+            mark_run(self._runs.span(judged.agent), shown, span.get_span_context().span_id, spent)
             return span
-        return enriched(span, shown)
+        return enriched(span, shown, spent)
 
     # --- for the user-facing API -----------------------------------------------------------------
     def holds(self, span_id: int) -> bool:
