@@ -1,9 +1,10 @@
 """What a loop cost: the tokens since the loop's first repeated step, and their price in USD from
-genai-prices' bundled table (the real package, no network), on the evaluation events and in the
-`otelguard.loop.cost` metric."""
+genai-prices' bundled table (the real package, no network), on the judged spans, the evaluation
+events, the `otelguard.loop.cost` metric, and in `otelguard analyze`'s report."""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -12,8 +13,10 @@ import pytest
 from genai_prices import Usage, calc_price
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
-from otel_support import Guarded, metric_points, output_messages
+from otel_support import FIXTURES, Guarded, metric_points, output_messages
 
+from otelguard.analyzer import analyze
+from otelguard.cli import main
 from otelguard.pricing import price_usd, wait_until_loaded
 
 THINKING = {"guards": [{"id": "thinking-loop-guard"}]}
@@ -113,3 +116,36 @@ def test_an_unknown_model_reports_tokens_only(logger_provider, log_exporter):
     assert (event["otelguard.loop.input_tokens"], event["otelguard.loop.output_tokens"]) == (3600, 2100)
     assert "otelguard.loop.cost_usd" not in event
     assert cost == []
+
+
+# ---------------------------------------------------------------------------------------------
+# `otelguard analyze`: each loop's cost, per agent and in total
+# ---------------------------------------------------------------------------------------------
+
+RECORDED_LOOP = FIXTURES / "pydantic-ai-v5-reasoning-only-loop.otlp.jsonl"  # a captured pydantic-ai run
+
+
+def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path, capsys):
+    """The captured run's two loops of stalled reasoning, its model renamed to a priced one: each
+    loop's tokens from its first stalled step, priced, per agent and in the summary."""
+    recorded = tmp_path / "loop.otlp.jsonl"
+    recorded.write_text(RECORDED_LOOP.read_text().replace('"fake-reasoner-1"', f'"{PRICED_MODEL}"'))
+    (agent,) = analyze([recorded]).findings.agents.values()
+    assert [loop.kind for loop in agent.loops] == ["thinking_loop", "thinking_loop"]
+    for loop in agent.loops:
+        expected = price_usd(PRICED_MODEL, loop.spend.input_tokens, loop.spend.output_tokens)
+        assert loop.spend.output_tokens > 0 and loop.spend.cost_usd == pytest.approx(expected)
+    assert main(["analyze", "--json", str(recorded)]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]["loops"]
+    assert summary["count"] == 2 and summary["unpriced"] == 0
+    assert summary["cost_usd"] == pytest.approx(sum(loop.spend.cost_usd for loop in agent.loops), abs=1e-6)
+    assert main(["analyze", str(recorded)]) == 0
+    text = capsys.readouterr().out
+    assert f"loops: 2 loops of model calls, {summary['input_tokens']:,} tokens in" in text
+    assert f"{agent.label}: 2 loops" in text
+
+
+def test_analyze_says_when_a_loop_has_no_price(capsys):
+    """The captured model is in no price table: tokens only, said so."""
+    assert main(["analyze", str(RECORDED_LOOP)]) == 0
+    assert "cost unknown (2 not priced: model not in genai-prices' table)" in capsys.readouterr().out

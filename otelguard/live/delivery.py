@@ -19,15 +19,14 @@ from ..conventions import model_usage
 from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
+from ..loop_spend import LOOP_VERDICTS, LoopLedger
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
 from .evaluation_events import EvaluationEvents
-from .loop_spend import REPETITIVE_OUTPUT, THINKING_LOOP, LoopLedger
 from .metrics import GuardMetrics
 
 _INJECTED = frozenset({Action.REMIND, Action.WARN, Action.BLOCK})
 _STEERED = frozenset({Action.STEER, Action.BREAK})
-_LOOP_VERDICTS = (THINKING_LOOP, REPETITIVE_OUTPUT)  # model calls whose tokens were spent in a loop
 
 
 def deliver(control: Any, verdict: Verdict) -> Action | None:
@@ -111,11 +110,11 @@ class Delivery:
             if verdict.repeat_count is not None:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
             spend = None
-            if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and span is not None:
+            if type(judged.record) is ModelCall and verdict.verdict in LOOP_VERDICTS and span is not None:
                 usage = usage or model_usage(span, judged.classification)
                 if usage.output_tokens:
                     self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
-                spend, step_cost = self.loops.step(judged.agent.key, verdict, usage)
+                spend, step_cost, _ = self.loops.step(judged.agent.key, verdict, usage)
                 spent = spend.attributes()
                 if step_cost:
                     self.metrics.loop_cost(verdict, judged.agent.name, usage.model, step_cost)
