@@ -5,8 +5,10 @@ the copy installed with it: its updater (`genai_prices.UpdatePrices`) is never s
 fetched at run time. A model the table does not know, or no genai-prices installed, has no price:
 callers report tokens only and say so.
 
-Loading the table takes about a second, so it is loaded on a background thread (`load_in_background`,
-started by the live guard) and never on an agent's thread: until it is loaded, calls have no price.
+Loading the table takes about a second of CPU and some memory, so it is loaded only when a price is
+first asked for, on a background thread, never on an agent's thread: until it is in, calls have no
+price (the loop ledger prices a loop's earlier steps once it is). `load_in_background()` at start-up
+has prices from the first loop on; `wait_until_loaded()` is for tools that may wait.
 """
 
 from __future__ import annotations
@@ -54,9 +56,13 @@ def wait_until_loaded(timeout: float | None = None) -> bool:
 
 def price_usd(model: str | None, input_tokens: int, output_tokens: int) -> float | None:
     """The price in USD of `input_tokens` and `output_tokens` of `model`; None when it has none (or the
-    table is not loaded yet). Never waits."""
+    table is not loaded yet: this starts loading it). Never waits."""
     calculate = _calculate
-    if calculate is None or not model:
+    if calculate is None:
+        if not _started:
+            load_in_background()
+        return None
+    if not model:
         return None
     try:
         return float(calculate(model, input_tokens, output_tokens).total_price)

@@ -15,9 +15,13 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from otel_support import FIXTURES, Guarded, metric_points, output_messages
 
+import otelguard.pricing
+from otelguard.actions import Action
 from otelguard.analyzer import analyze
 from otelguard.cli import main
+from otelguard.loop_spend import LoopLedger
 from otelguard.pricing import price_usd, wait_until_loaded
+from otelguard.records import ModelUsage, Verdict
 
 THINKING = {"guards": [{"id": "thinking-loop-guard"}]}
 PRICED_MODEL = "gpt-4o"
@@ -149,3 +153,24 @@ def test_analyze_says_when_a_loop_has_no_price(capsys):
     """The captured model is in no price table: tokens only, said so."""
     assert main(["analyze", str(RECORDED_LOOP)]) == 0
     assert "cost unknown (2 not priced: model not in genai-prices' table)" in capsys.readouterr().out
+
+
+def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):
+    """A loop whose first step came before the price table was in: the next step prices the whole
+    loop, and what is newly counted covers the earlier step too."""
+    ledger = LoopLedger(10, on_evict=lambda reason, n: None)
+    usage = ModelUsage(PRICED_MODEL, output_tokens=700, input_tokens=1200)
+
+    def stalled(n: int) -> Verdict:
+        return Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE, thinking_stalled=n)
+
+    loaded = otelguard.pricing._calculate
+    monkeypatch.setattr(otelguard.pricing, "_calculate", None)  # the state before the table is in (a test seam)
+    first = ledger.step("agent", stalled(1), usage)
+    assert (first.spend.cost_usd, first.new_cost_usd) == (None, 0.0)
+    monkeypatch.setattr(otelguard.pricing, "_calculate", loaded)
+    second = ledger.step("agent", stalled(2), usage)
+    whole = price_usd(PRICED_MODEL, 2400, 1400)
+    assert second.spend.cost_usd == pytest.approx(whole) == pytest.approx(second.new_cost_usd)
+    third = ledger.step("agent", stalled(3), usage)
+    assert third.new_cost_usd == pytest.approx(price_usd(PRICED_MODEL, 1200, 700))

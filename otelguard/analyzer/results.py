@@ -235,12 +235,12 @@ class Findings:
     def _loop_step(self, agent: AgentSummary, step: Step, verdict: Verdict, span: SpanView, judged: Judged) -> None:
         """A model call judged part of a loop: its tokens (and price) count into the agent's loop."""
         pricing.wait_until_loaded(timeout=30)  # a report may wait for the price table
-        spend, _, started = self._ledger.step(agent.key, verdict, model_usage(span, judged.classification))
-        loop = None if started else next((l for l in reversed(agent.loops) if l.kind == verdict.verdict), None)
+        loop_step = self._ledger.step(agent.key, verdict, model_usage(span, judged.classification))
+        loop = None if loop_step.started else next((l for l in reversed(agent.loops) if l.kind == verdict.verdict), None)
         if loop is None:
-            agent.loops.append(Loop(verdict.verdict, step.number, step.number, spend))
+            agent.loops.append(Loop(verdict.verdict, step.number, step.number, loop_step.spend))
         else:
-            loop.last_step, loop.spend = step.number, spend
+            loop.last_step, loop.spend = step.number, loop_step.spend
 
     def _agent(self, ref: AgentRef) -> AgentSummary:
         agent = self.agents.get(ref.key)

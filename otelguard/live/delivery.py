@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import pricing
 from ..actions import Action
 from ..control import AgentControl, GuardMessage, bound_control
 from ..conventions import model_usage
@@ -96,7 +95,6 @@ class Delivery:
         self.default_control = default_control
         self.evaluations = evaluations
         self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
-        pricing.load_in_background()  # the loop ledger prices calls once the table is in
 
     def judged(self, judged: Judged) -> dict[str, Any] | None:
         """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's
@@ -114,10 +112,10 @@ class Delivery:
                 usage = usage or model_usage(span, judged.classification)
                 if usage.output_tokens:
                     self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
-                spend, step_cost, _ = self.loops.step(judged.agent.key, verdict, usage)
-                spent = spend.attributes()
-                if step_cost:
-                    self.metrics.loop_cost(verdict, judged.agent.name, usage.model, step_cost)
+                step = self.loops.step(judged.agent.key, verdict, usage)
+                spend, spent = step.spend, step.spend.attributes()
+                if step.new_cost_usd:
+                    self.metrics.loop_cost(verdict, judged.agent.name, usage.model, step.new_cost_usd)
             if span is not None and self.evaluations.wants(verdict):
                 self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
                                       response_id=span.attributes.get("gen_ai.response.id"),
