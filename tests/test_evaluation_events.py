@@ -6,9 +6,7 @@ OTLPLogExporter over HTTP to a receiver in the test that decodes the protobuf.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from loopback_support import LoopbackServer
 from otel_support import Guarded, metric_points, tool_span
 from stream_support import ending_in_a_chant
 
@@ -25,19 +24,6 @@ from otelguard.errors import ConfigError
 
 REPEAT_ONLY = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
 EVENT = "gen_ai.evaluation.result"
-
-
-@pytest.fixture
-def log_exporter() -> InMemoryLogRecordExporter:
-    return InMemoryLogRecordExporter()
-
-
-@pytest.fixture
-def logger_provider(log_exporter: InMemoryLogRecordExporter) -> Iterator[LoggerProvider]:
-    provider = LoggerProvider()
-    provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
-    yield provider
-    provider.shutdown()
 
 
 def agent_run(tracer: Any, name: str = "support-agent"):
@@ -162,49 +148,31 @@ def test_a_failing_log_pipeline_is_contained_and_counted(monkeypatch):
 # ---------------------------------------------------------------------------------------------
 
 
-class OtlpLogsReceiver:
+class OtlpLogsReceiver(LoopbackServer):
     """A loopback OTLP/HTTP endpoint for logs: keeps each decoded ExportLogsServiceRequest."""
 
     def __init__(self) -> None:
         self.requests: list[ExportLogsServiceRequest] = []
         self.paths: list[str] = []
-        receiver = self
+        super().__init__(self._posted)
+        self.endpoint = f"{self.base}/v1/logs"
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                request = ExportLogsServiceRequest()
-                request.ParseFromString(self.rfile.read(int(self.headers["Content-Length"])))
-                receiver.requests.append(request)
-                receiver.paths.append(self.path)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}/v1/logs"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+    def _posted(self, path: str, body: bytes) -> tuple[int, str, bytes]:
+        request = ExportLogsServiceRequest()
+        request.ParseFromString(body)
+        self.requests.append(request)
+        self.paths.append(path)
+        return 200, "application/x-protobuf", b""
 
     def records(self) -> list[Any]:
         return [record for request in self.requests for resource in request.resource_logs
                 for scope in resource.scope_logs for record in scope.log_records]
 
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
 
 @pytest.fixture
 def otlp_logs_receiver() -> Iterator[OtlpLogsReceiver]:
-    receiver = OtlpLogsReceiver()
-    try:
+    with OtlpLogsReceiver() as receiver:
         yield receiver
-    finally:
-        receiver.close()
 
 
 def test_events_reach_an_otlp_receiver_correlated_with_the_judged_span(otlp_logs_receiver):

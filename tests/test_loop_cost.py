@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from genai_prices import Usage, calc_price
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from otel_support import FIXTURES, Guarded, metric_points, output_messages
 
 import otelguard.pricing
@@ -31,19 +29,6 @@ PRICED_MODEL = "gpt-4o"
 def price_table() -> None:
     """The table loads in the background (never on an agent's thread); these tests need it in."""
     assert wait_until_loaded(timeout=30)
-
-
-@pytest.fixture
-def log_exporter() -> InMemoryLogRecordExporter:
-    return InMemoryLogRecordExporter()
-
-
-@pytest.fixture
-def logger_provider(log_exporter: InMemoryLogRecordExporter) -> Iterator[LoggerProvider]:
-    provider = LoggerProvider()
-    provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
-    yield provider
-    provider.shutdown()
 
 
 def test_a_known_model_is_priced_from_the_bundled_table_without_the_network(monkeypatch):

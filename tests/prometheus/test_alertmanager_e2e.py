@@ -14,12 +14,12 @@ import json
 import subprocess
 import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 import yaml
+from loopback_support import LoopbackServer
 
 REPO = Path(__file__).resolve().parents[2]
 ALERTMANAGER_CONFIG = REPO / "dashboards" / "alerts" / "otelguard-alertmanager.yaml"
@@ -83,32 +83,19 @@ def test_shipped_routes_send_critical_alerts_to_slack_as_well(
 # ---------------------------------------------------------------------------------------------
 
 
-class WebhookSink:
+class WebhookSink(LoopbackServer):
     """A loopback HTTP server that keeps every JSON body posted to it, by path."""
 
     def __init__(self) -> None:
         self._received: list[tuple[str, Any]] = []
         self._changed = threading.Condition()
-        sink = self
+        super().__init__(self._posted)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with sink._changed:
-                    sink._received.append((self.path, json.loads(body)))
-                    sink._changed.notify_all()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain")
-                self.end_headers()
-                self.wfile.write(b"ok")  # what Slack answers
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+    def _posted(self, path: str, body: bytes) -> tuple[int, str, bytes]:
+        with self._changed:
+            self._received.append((path, json.loads(body)))
+            self._changed.notify_all()
+        return 200, "text/plain", b"ok"  # what Slack answers
 
     def posts(self, path: str) -> list[Any]:
         with self._changed:
@@ -124,19 +111,11 @@ class WebhookSink:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; {path} got {self.posts(path)}")
         return found
 
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join()
-
 
 @pytest.fixture
 def webhook_sink() -> Iterator[WebhookSink]:
-    sink = WebhookSink()
-    try:
+    with WebhookSink() as sink:
         yield sink
-    finally:
-        sink.close()
 
 
 def fast_overlay(config: dict[str, Any], sink_base: str) -> dict[str, Any]:
