@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from genai_prices import Usage, calc_price
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_support import FIXTURES, Guarded, metric_points, output_messages
 
 import otelguard.pricing
@@ -159,3 +161,15 @@ def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):
     assert second.spend.cost_usd == pytest.approx(whole) == pytest.approx(second.new_cost_usd)
     third = ledger.step("agent", stalled(3), usage)
     assert third.new_cost_usd == pytest.approx(price_usd(PRICED_MODEL, 1200, 700))
+
+
+def test_without_a_downstream_the_run_s_verdict_events_carry_the_spend():
+    """Beside other processors (no downstream to enrich), the verdict events on the agent-run span
+    carry the loop's spend so far."""
+    with Guarded(THINKING, export=False, siblings=[SimpleSpanProcessor(exporter := InMemorySpanExporter())]) as g:
+        stalled_calls(g, PRICED_MODEL, 3)
+    (run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    spends = [(e.attributes["otelguard.loop.output_tokens"], e.attributes["otelguard.loop.cost_usd"])
+              for e in run.events if e.name == "otelguard.verdict"]
+    assert [tokens for tokens, _ in spends] == [700, 1400, 2100]
+    assert spends[-1][1] == pytest.approx(price_usd(PRICED_MODEL, 3600, 2100))
