@@ -121,7 +121,7 @@ def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path,
     loop's tokens from its first stalled step, priced, per agent and in the summary."""
     recorded = tmp_path / "loop.otlp.jsonl"
     recorded.write_text(RECORDED_LOOP.read_text().replace('"fake-reasoner-1"', f'"{PRICED_MODEL}"'))
-    (agent,) = analyze([recorded]).findings.agents.values()
+    (agent,) = analyze([recorded]).findings.agents()
     assert [loop.kind for loop in agent.loops] == ["thinking_loop", "thinking_loop"]
     for loop in agent.loops:
         expected = price_usd(PRICED_MODEL, loop.spend.input_tokens, loop.spend.output_tokens)

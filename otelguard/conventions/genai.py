@@ -158,7 +158,7 @@ def read_model_usage(span: SpanView) -> ModelUsage:
 def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     """Whether `read_model` with this floor leaves the output unread, by the same tests, without
     making a record: the live guard then needs none of the span. (Output that may reach the floor is
-    parsed here and again by the read that follows.)"""
+    parsed here once: the read that follows gets the same decoded value from `load_json`.)"""
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False

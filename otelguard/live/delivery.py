@@ -87,24 +87,26 @@ class Delivery:
     """Records verdicts in metrics and evaluation events, and delivers reactions to the agent's control."""
 
     def __init__(self, metrics: GuardMetrics, runs: AgentRuns, dispatcher: ControlDispatcher,
-                 default_control: AgentControl | None, evaluations: EvaluationEvents,
+                 default_control: AgentControl | None, evaluations: EvaluationEvents | None = None,
                  max_loops: int = DEFAULT_MAX_AGENTS):
         self.metrics = metrics
         self.runs = runs
         self.dispatcher = dispatcher
         self.default_control = default_control
-        self.evaluations = evaluations
+        # None: no evaluation events (`otelguard serve` judges remote agents and emits none yet).
+        self.evaluations = evaluations if evaluations is not None else EvaluationEvents.off()
         self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
 
-    def judged(self, judged: Judged) -> dict[str, Any] | None:
+    def judged(self, judged: Judged, service_name: str | None = None) -> dict[str, Any] | None:
         """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's
-        tokens and their price counted once read. Returns the loop's spend so far as span attributes
-        (None when the span is no step of a loop of model calls)."""
+        tokens and their price counted once read. `service_name`: the sender's, labelling the verdicts
+        (`otelguard serve`). Returns the loop's spend so far as span attributes (None when the span is
+        no step of a loop of model calls)."""
         usage = None
         span = judged.span
         spent: dict[str, Any] | None = None
         for verdict in judged.verdicts:
-            self.metrics.verdict(verdict, judged.agent.name)
+            self.metrics.verdict(verdict, judged.agent.name, service_name)
             if verdict.repeat_count is not None:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
             spend = None

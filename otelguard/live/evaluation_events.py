@@ -69,6 +69,11 @@ class EvaluationEvents:
         self._containment = containment
         self._logger = None if mode == "off" else get_logger("otelguard", __version__, logger_provider=logger_provider)
 
+    @classmethod
+    def off(cls) -> EvaluationEvents:
+        """An emitter that emits nothing."""
+        return cls(None, "off", Containment(lambda where: None))
+
     def wants(self, verdict: Verdict) -> bool:
         return self._logger is not None and (self._all or verdict.action != Action.NONE)
 
