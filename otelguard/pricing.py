@@ -13,6 +13,7 @@ has prices from the first loop on; `wait_until_loaded()` is for tools that may w
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any, Callable
 
@@ -32,8 +33,12 @@ def _load() -> None:
 
         calculate("gpt-4o", 1, 1)  # the first calculation reads the table in: done here, off the agent's threads
         _calculate = calculate
-    except Exception:  # not installed, or a broken install: no prices
+    except ImportError:  # the `pricing` extra is not installed: tokens only, as documented
         _calculate = None
+    except Exception:  # a broken install: no prices, said once
+        _calculate = None
+        logging.getLogger("otelguard").warning("otelguard could not load genai-prices' table: loops are "
+                                               "reported in tokens only", exc_info=True)
     finally:
         _loaded.set()
 
