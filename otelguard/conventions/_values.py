@@ -579,6 +579,7 @@ class UsageKeys:
     output_tokens: tuple[str, ...]
     reasoning_tokens: tuple[str, ...]
     finish_reasons: tuple[str, ...]
+    input_tokens: tuple[str, ...] = ()
 
 
 def model_name_of(span: Any, keys: UsageKeys) -> str | None:
@@ -592,4 +593,5 @@ def model_usage_of(span: Any, keys: UsageKeys) -> ModelUsage:
         first_int(attributes, *keys.output_tokens),
         first_int(attributes, *keys.reasoning_tokens),
         as_str_tuple(first_present(attributes, *keys.finish_reasons)),
+        first_int(attributes, *keys.input_tokens),
     )

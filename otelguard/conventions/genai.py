@@ -147,6 +147,7 @@ USAGE_KEYS = UsageKeys(
     reasoning_tokens=(sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS, sc.GEN_AI_USAGE_REASONING_TOKENS,
                       sc.LLM_USAGE_REASONING_TOKENS),
     finish_reasons=(sc.GEN_AI_RESPONSE_FINISH_REASONS,),
+    input_tokens=(sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS),
 )
 
 
