@@ -3,6 +3,8 @@
     otelguard analyze FILE... [--config F] [--json] [--fail-on ACTION] [knobs]
     otelguard demo [ARGS...]
     otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
+    otelguard hook {claude-code,gemini-cli,codex,opencode} | otelguard hook reset SESSION
+    otelguard install-hook CLI [--user|--project] [--dry-run] / otelguard uninstall-hook CLI ...
 
 One function per subcommand: `_add_<name>_parser` declares it, `_run_<name>` runs it. `main` never
 lets a traceback out: usage errors and unreadable inputs print one line and return 2.
@@ -26,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .hooks import CLIS as HOOK_CLIS
 from .terminal import printable, short_repr
 
 PROG = "otelguard"
@@ -88,6 +91,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
     _add_serve_parser(subparsers)
+    _add_hook_parser(subparsers)
+    _add_install_hook_parsers(subparsers)
     return parser
 
 
@@ -349,6 +354,91 @@ def _run_serve(args: argparse.Namespace) -> int:
         return run(args)
     except ServeError as error:
         raise UsageError(str(error)) from None
+
+
+# --- hook ------------------------------------------------------------------------------------------
+
+def _add_hook_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "hook",
+        help="judge one tool call of a coding-agent CLI (run by the CLI's hook; see install-hook)",
+        description=(
+            "Run by a coding-agent CLI before and after every tool call: reads the hook's JSON on stdin, "
+            "judges the call with the guards against the session's recent calls (kept in a local SQLite "
+            "history), and answers in the CLI's JSON: a reminder as context for the model, a blocked call "
+            "as denied. Always exits 0; any error allows the call and is logged beside the history. "
+            "`otelguard hook reset SESSION` forgets one session."
+        ),
+        epilog="environment: OTELGUARD_CONFIG (default ~/.config/otelguard/config.yaml), OTELGUARD_HOOK_DB "
+               "(default ${XDG_STATE_HOME:-~/.local/state}/otelguard/hooks.sqlite3), OTELGUARD_OTLP_ENDPOINT "
+               "(send verdicts as OTLP metrics and logs).",
+    )
+    parser.add_argument("cli", choices=[*HOOK_CLIS, "reset"], metavar="CLI",
+                        help=f"the CLI whose hook this is ({', '.join(HOOK_CLIS)}), or reset")
+    parser.add_argument("session", nargs="?", metavar="SESSION", help="with reset: the session id to forget")
+    parser.set_defaults(run=_run_hook, parser=parser)
+
+
+def _run_hook(args: argparse.Namespace) -> int:
+    if args.cli != "reset":
+        if args.session is not None or args.extra:
+            args.parser.error("a hook takes no arguments besides the CLI (its input comes on stdin)")
+        from .hooks.command import run as run_hook
+
+        return run_hook(args.cli, sys.stdin.buffer, sys.stdout)
+    if not args.session or args.extra:
+        args.parser.error("usage: otelguard hook reset SESSION")
+    from .hooks.command import reset
+
+    removed = reset(args.session)
+    print(f"{PROG} hook reset: {removed} event(s) of session {args.session!r} removed")
+    return EXIT_OK
+
+
+def _add_install_hook_parsers(subparsers: Any) -> None:
+    for name, install in (("install-hook", True), ("uninstall-hook", False)):
+        parser = subparsers.add_parser(
+            name,
+            help=("write" if install else "remove") + " the CLI's settings entry that runs `otelguard hook <cli>`",
+            description=(
+                "Merge into the CLI's settings (Claude Code, Gemini CLI, Codex CLI: their settings JSON, and "
+                "Codex's [features] hooks = true; opencode: a plugin file) the hook that runs this otelguard "
+                "by its absolute path, keeping everything else; installing twice changes nothing."
+                if install else
+                "Remove otelguard's hook entries (opencode: its plugin file) from the CLI's settings, and nothing else."
+            ),
+        )
+        parser.add_argument("cli", choices=HOOK_CLIS, metavar="CLI", help=", ".join(HOOK_CLIS))
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("--user", dest="scope", action="store_const", const="user",
+                           help="the user's settings, for every project (the default)")
+        where.add_argument("--project", dest="scope", action="store_const", const="project",
+                           help="the settings of the project in the current directory")
+        parser.add_argument("--dry-run", action="store_true", help="print the changes as a diff; write nothing")
+        parser.set_defaults(run=_run_install_hook, parser=parser, install=install, scope="user")
+
+
+def _run_install_hook(args: argparse.Namespace) -> int:
+    from .hooks.install import InstallError, changes
+
+    if args.extra:
+        args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    try:
+        planned = changes(args.cli, scope=args.scope, install=args.install)
+    except InstallError as error:
+        raise UsageError(str(error)) from None
+    changed = [change for change in planned if change.changed]
+    for change in changed:
+        if args.dry_run:
+            sys.stdout.write(change.diff())
+        else:
+            change.apply()
+            what = "removed" if change.after is None else "written"
+            print(f"{PROG} {args.command}: {change.path} {what}")
+    if not changed:
+        state = "already installed" if args.install else "not installed"
+        print(f"{PROG} {args.command}: {args.cli}: otelguard's hook is {state} ({args.scope} settings); nothing to change")
+    return EXIT_OK
 
 
 # --- output ---

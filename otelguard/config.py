@@ -24,12 +24,8 @@ from pydantic.alias_generators import to_camel
 
 from .conventions import READ_LIMITS
 from .errors import ConfigError
+from .guard_ids import GUARD_IDS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
 from .terminal import printable, short_repr
-
-TIMEOUT_POLICY = "timeout-policy"
-REPEAT_TOOL_REMINDER = "repeat-tool-reminder"
-THINKING_LOOP_GUARD = "thinking-loop-guard"
-GUARD_IDS = (TIMEOUT_POLICY, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD)
 
 StrictInt = Annotated[int, Field(strict=True)]
 

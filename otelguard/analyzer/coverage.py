@@ -24,6 +24,7 @@ from .otlp_json import (
 from ..conventions import READ_LIMITS
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
 from .cli_calls import CliCalls, missing_arguments_hint
+from .event_outputs import EventOutputs
 from .replay import IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
@@ -47,12 +48,17 @@ class FileCoverage:
     log_records: int = 0
     log_records_with_genai: int = 0
     cli_tool_records: int = 0  # log records read as a coding-agent CLI's tool call (in log_records)
+    genai_event_records: int = 0  # log records read as GenAI events (in log_records)
     metrics_lines: int = 0
     other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
     unparsable: Counter = field(default_factory=Counter)  # reason -> lines
     bad_spans: int = 0  # spans on readable lines that could not be read (no ids, wrong types)
     duplicate_keys: int = 0  # records with a key given twice in one object (the earlier copies not read)
     spans: int = 0
+
+    @property
+    def log_records_read(self) -> int:
+        return self.cli_tool_records + self.genai_event_records
 
     @property
     def otlp_records(self) -> int:
@@ -108,6 +114,7 @@ class Coverage:
         # The engine's evictions: (what, reason) -> count; what is "agent", "span" or "stream".
         self.evictions: Counter = Counter()
         self.cli_calls: CliCalls | None = None
+        self.event_outputs: EventOutputs | None = None
 
     # --- reading ---------------------------------------------------------------------------------
     def problem(self, file: FileCoverage, problem: ReadProblem, line_text: str | None) -> None:
@@ -217,7 +224,7 @@ class Coverage:
                 skipped["line: blank"] += file.blank_lines
             if file.duplicate_keys:
                 skipped[DUPLICATED_KEY] += file.duplicate_keys
-            if file.log_lines and file.log_records > file.cli_tool_records:
+            if file.log_lines and file.log_records > file.log_records_read:
                 skipped["line: OTLP log records (not read)"] += file.log_lines
             if file.metrics_lines:
                 skipped["line: OTLP metrics (not read)"] += file.metrics_lines
@@ -311,7 +318,8 @@ class Coverage:
                 "spans under them were judged as their trace's, not their agent's",
                 True,
             ))
-        genai_logs = sum(f.log_records_with_genai for f in self.files)
+        # (records read as GenAI events carry gen_ai content: the rest of such records was not read)
+        genai_logs = sum(max(0, f.log_records_with_genai - f.genai_event_records) for f in self.files)
         logs = sum(f.log_records for f in self.files)
         calls = self.cli_calls
         for cli, missing in sorted(calls.without_arguments.items()) if calls is not None else ():
@@ -321,8 +329,16 @@ class Coverage:
                 f"({missing_arguments_hint(cli)}): repeated calls among them cannot be told apart",
                 True,
             ))
+        outputs = self.event_outputs
+        if outputs is not None and (outputs.unmatched or outputs.evicted):
+            found.append(Warning_(
+                "genai-events-without-span",
+                f"{outputs.unmatched + outputs.evicted} span(s) named by GenAI output events were not found "
+                f"({outputs.evicted} held past the bound of {outputs.max_spans:,}): that output is NOT in the verdict",
+                True,
+            ))
         if genai_logs:
-            names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai)
+            names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai > f.genai_event_records)
             found.append(Warning_(
                 "log-records-not-read",
                 f"{genai_logs} of {logs} OTLP log record(s) carry gen_ai content ({names}) and are NOT in the "
@@ -448,9 +464,12 @@ class Coverage:
                 for reason, problems in self.examples.items() for p in problems
             ],
             "skipped": self.skipped(),
-            "log_records_not_read": sum(f.log_records - f.cli_tool_records for f in self.files),
+            "log_records_not_read": sum(f.log_records - f.log_records_read for f in self.files),
+            "genai_event_records": sum(f.genai_event_records for f in self.files),
+            "spans_given_output_from_events": self.event_outputs.merged if self.event_outputs is not None else 0,
             "cli_tool_calls": self._cli_tool_calls(),
-            "log_records_with_genai_content": sum(f.log_records_with_genai for f in self.files),
+            "log_records_with_genai_content": sum(max(0, f.log_records_with_genai - f.genai_event_records)
+                                                  for f in self.files),
             "model_output_not_captured": self.model_output_not_captured,
             "oversized_spans": self.oversized_spans,
             "judged_in_part": self.judged_in_part,

@@ -9,7 +9,9 @@ in flight at once, not the file nor the number of verdicts.
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +20,8 @@ from ..actions import reaches
 from ..config import GuardConfig
 from ..containment import Containment
 from ..engine import DEFAULT_MAX_AGENTS, GuardEngine, Judged
-from .cli_calls import CliCalls, log_line_calls
+from .cli_calls import CliCalls, read_log_line
+from .event_outputs import EventOutputs
 from .otlp_json import (
     BAD_SPAN,
     BLANK,
@@ -116,7 +119,9 @@ def analyze(
                              judged.record, late)
         findings.add(span, judged)
 
-    replayer = Replayer(engine, on_judged, clock, contain=containment)
+    event_outputs = EventOutputs()
+    coverage.event_outputs = event_outputs
+    replayer = Replayer(engine, on_judged, clock, contain=containment, event_outputs=event_outputs)
     # Coding-agent CLIs' tool calls (log records, spans): one record per call, joined within as many
     # records as a trace may wait for its root.
     cli_calls = CliCalls(engine, lambda span, judged, _: on_judged(span, judged), clock,
@@ -130,18 +135,42 @@ def analyze(
             replayer.replay(batch)
 
     record = 0
-    for path in paths:
-        record = _read_file(path, record, coverage, buffer, replay, cli_calls, options)
+    for path in _log_files_first(paths):  # GenAI events then wait for the spans they name
+        record = _read_file(path, record, coverage, buffer, replay, cli_calls, event_outputs, options)
     replay(buffer.drain())
     cli_calls.drain()
+    event_outputs.drain()
     coverage.verdicts_from_live_record = replayer.recorded_used
     coverage.not_ours = replayer.not_ours
     return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings)
 
 
+def _log_files_first(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    """The inputs, those whose first record is OTLP logs first (otherwise in the order given)."""
+    return sorted(paths, key=lambda path: not _starts_with_logs(path))
+
+
+def _starts_with_logs(path: str | os.PathLike[str]) -> bool:
+    """Whether the file's first record is OTLP logs, from its first 64 KiB (gzip or not; standard
+    input is not looked into: it can be read once)."""
+    if os.fspath(path) == "-":
+        return False
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(2)
+            raw.seek(0)
+            data = gzip.GzipFile(fileobj=raw).read(_PEEK_BYTES) if head == b"\x1f\x8b" else raw.read(_PEEK_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return False  # read in its turn, where the problem is reported
+    return b'"resourceLogs"' in data.lstrip()[:256]
+
+
+_PEEK_BYTES = 65_536
+
+
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
                replay: Callable[[list[Batch] | tuple[()]], None], cli_calls: CliCalls,
-               options: AnalyzerOptions) -> int:
+               event_outputs: EventOutputs, options: AnalyzerOptions) -> int:
     """Read one input file into the trace buffer, replaying what becomes ready; count what it held.
     `record` is the number of records (lines) read before it; returns the number after it."""
     source = open_input(path, max_line_bytes=options.max_line_bytes,
@@ -183,7 +212,9 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                 lines_with_items += problem.lines
                 record += 1
             if problem.reason == LOG_RECORDS and line == source.lines:
-                file.cli_tool_records += log_line_calls(source.last, cli_calls, record)
+                cli_records, event_records = read_log_line(source.last, cli_calls, event_outputs, record)
+                file.cli_tool_records += cli_records
+                file.genai_event_records += event_records
             # A line with a span too broken to read was a trace request all the same.
             if line != record_line and problem.reason == BAD_SPAN:
                 record_line = line

@@ -19,10 +19,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .. import conventions
-from ..config import GuardConfig
 from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, looks_at
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
@@ -37,9 +36,13 @@ from ..records import (
     ToolCall,
     Verdict,
 )
+from ..validated_config import ValidatedConfig
 from .agents import UNMADE, AgentRef, Agents, agent_of_run, trace_agent
 from .bounded import OpenSpans
 from .source import SpanSource
+
+if TYPE_CHECKING:
+    from ..config import GuardConfig
 
 DEFAULT_MAX_AGENTS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
@@ -80,6 +83,13 @@ def _as_started(source: SpanSource) -> SpanView:
     return SpanView(source.name, source.trace_id, source.span_id, source.parent_span_id, source.attributes)
 
 
+def _validated(config: GuardConfig | dict | str | None) -> GuardConfig:
+    # pydantic, imported here only: a driver that hands a ValidatedConfig (the CLI hooks) never needs it
+    from ..config import GuardConfig
+
+    return GuardConfig.load(config)
+
+
 def _hooked(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
     """(index, guard) of the guards whose class overrides `hook`, in composition order: most guards
     leave most hooks as the base no-op, and every agent, model or tool span would call them."""
@@ -97,7 +107,7 @@ class GuardEngine:
 
     def __init__(
         self,
-        config: GuardConfig | dict | str | None = None,
+        config: GuardConfig | ValidatedConfig | dict | str | None = None,
         *,
         max_agents: int = DEFAULT_MAX_AGENTS,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
@@ -106,7 +116,7 @@ class GuardEngine:
         on_evict: Callable[[str, str, int], None] | None = None,
         full_records: bool = True,
     ):
-        self.config = GuardConfig.load(config)
+        self.config = config if isinstance(config, ValidatedConfig) else _validated(config)
         self.guards: list[Guard] = build_guards(self.config)
         self._output_floor = None if full_records else conventions.OutputFloor(
             text_chars=min((guard.judged_text_chars for guard in self.guards), default=math.inf),
