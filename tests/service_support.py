@@ -18,9 +18,11 @@ ANY_PORT = ("127.0.0.1", 0)
 @contextmanager
 def running_service(config: Any = None, *, grpc: bool = False, forward: str | None = None,
                     judge: JudgeOptions | None = None, **kwargs: Any) -> Iterator[GuardService]:
-    """A started service on free ports (gRPC only when asked), stopped on exit."""
+    """A started service on free ports (gRPC only when asked), stopped on exit. Keyword arguments
+    naming a `ServiceOptions` field (token, tls, ...) set it; the others go to `GuardService`."""
+    fields = {key: kwargs.pop(key) for key in list(kwargs) if key in ServiceOptions.__dataclass_fields__}
     options = ServiceOptions(http=ANY_PORT, grpc=ANY_PORT if grpc else None, metrics=ANY_PORT, forward=forward,
-                             judge=judge or JudgeOptions(tick_s=0.05))
+                             judge=judge or JudgeOptions(tick_s=0.05), **fields)
     service = GuardService(config, options, **kwargs)
     service.start()
     try:
