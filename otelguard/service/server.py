@@ -1,4 +1,4 @@
-"""`GuardService`: the receivers, the judge, the metrics endpoint and forwarding, as one object.
+"""`GuardService`: the receivers, the judge, the metrics endpoint, forwarding and the webhook, as one object.
 
     service = GuardService(config, ServiceOptions(http=("127.0.0.1", 0), grpc=None))
     service.start()            # binds now (a taken port fails here), serves on a thread of its own
@@ -35,11 +35,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from ..config import GuardConfig
 from ..containment import Containment
+from ..engine import Judged
+from ..live.delivery import needs_delivery
 from ..live.metrics import GuardMetrics
+from ..records import Verdict
 from .access import TlsFiles
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import log_calls_of, parse_json, parse_protobuf, spans_of
+from .sessions import RecentVerdicts, verdict_event
+from .webhook import Webhook
 
 Address = tuple[str, int]
 DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
@@ -66,6 +71,8 @@ class ServiceOptions:
     token: str | None = None
     tls: TlsFiles | None = None
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    webhook: str | None = None  # verdicts that ask for something are POSTed here, signed with:
+    webhook_secret: bytes = field(default=b"", repr=False)
 
 
 class GuardService:
@@ -84,9 +91,13 @@ class GuardService:
             "otelguard.service.log_records", unit="{record}",
             description="Log records received: read as a CLI's tool call, or not read")
         self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
+        self.webhook = (Webhook(options.webhook, options.webhook_secret, self.meter_provider)
+                        if options.webhook else None)
+        self.recent = RecentVerdicts()
+        self._on_verdict = on_verdict
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
-                               on_verdict=on_verdict)
+                               on_verdict=self._told)
         self.config = self.judge.config
         meter = self.meter_provider.get_meter("otelguard")
         self.rejected_spans = meter.create_counter(
@@ -144,6 +155,16 @@ class GuardService:
         if self.forwarder is not None:
             self.forwarder.send(signal, request)
         return ExportLogsServiceResponse() if signal == "logs" else ExportMetricsServiceResponse()
+
+    def _told(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
+        """Each verdict, on the judge's thread: kept for its session, sent to the webhook when it
+        asks the agent for something, and handed to the caller's `on_verdict`."""
+        event = verdict_event(service, judged, verdict)
+        self.recent.add(event)
+        if self.webhook is not None and needs_delivery(verdict):
+            self.webhook.send(event)
+        if self._on_verdict is not None:
+            self._on_verdict(service, judged, verdict)
 
     def refused(self, reason: str) -> None:
         """A request refused whole (one of `REFUSALS`); its sender is told and may retry."""
@@ -265,6 +286,8 @@ class GuardService:
         self.judge.close()
         if self.forwarder is not None:
             self.forwarder.close()
+        if self.webhook is not None:
+            self.webhook.close()
         self.meter_provider.shutdown()
 
     async def _close_receivers(self, grace_s: float) -> None:
@@ -280,6 +303,8 @@ class GuardService:
         judged = self.judge.flush(timeout_s)
         if self.forwarder is not None:
             self.forwarder.flush()
+        if self.webhook is not None:
+            self.webhook.flush()
         return judged
 
 
