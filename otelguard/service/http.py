@@ -7,7 +7,8 @@ bodies, plain or gzip. Answers, as the OTLP/HTTP specification says: 200 with th
 body past `max_request_bytes`, counted after decompression (read no further: a gzip bomb costs at
 most that much); 415 for another content type or encoding; 503 with `Retry-After` while the judge's
 queue is full; 404 and 405 (Starlette's own) for other paths and methods. With a token, every route
-first asks for it (`access.RequireToken`: 401).
+first asks for it (`access.RequireToken`: 401). `GET /v1/verdicts?session=ID` answers a session's
+recent verdicts as JSON (the decision API, for clients that ask rather than listen).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from .access import RequireToken
 from .judge import QueueFull
 from .received import MalformedRequest
+from .sessions import MAX_SESSION_CHARS
 
 if TYPE_CHECKING:
     from .server import GuardService
@@ -76,8 +78,17 @@ def receiver_app(service: GuardService) -> Starlette:
 
         return receive
 
+    async def verdicts(request: Request) -> Response:
+        """`GET /v1/verdicts?session=ID`: the session's recent verdicts, oldest first (the decision API)."""
+        session = request.query_params.get("session", "")
+        if not session or len(session) > MAX_SESSION_CHARS:
+            return JSONResponse({"error": f"give ?session=ID (1 to {MAX_SESSION_CHARS} characters)"}, 400)
+        return JSONResponse({"session": session, "verdicts": service.recent.of(session)},
+                            headers={"Cache-Control": "no-store"})
+
     return _guarded(Starlette(routes=[
-        Route(f"/v1/{signal}", endpoint(signal), methods=["POST"]) for signal in ("traces", "logs", "metrics")
+        *(Route(f"/v1/{signal}", endpoint(signal), methods=["POST"]) for signal in ("traces", "logs", "metrics")),
+        Route("/v1/verdicts", verdicts, methods=["GET"]),
     ]), service.options.token, service.refused)
 
 
