@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -29,6 +34,38 @@ def running_service(config: Any = None, *, grpc: bool = False, forward: str | No
         yield service
     finally:
         service.stop()
+
+
+@contextmanager
+def serving(server: Any) -> Iterator[Any]:
+    """A `socketserver` server (a test's own HTTP endpoint) serving on a thread until the block ends."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def serve_command(*args: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`otelguard serve ARGS` as a process: yields it and the first line it printed (what it listens
+    on); `stopped(process)` ends it as SIGTERM does. Killed on exit if still running."""
+    process = subprocess.Popen([sys.executable, "-m", "otelguard", "serve", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        yield process, process.stdout.readline()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def stopped(process: subprocess.Popen) -> tuple[str, str]:
+    """SIGTERM, then what the process printed (stdout, stderr) once it exited."""
+    process.send_signal(signal.SIGTERM)
+    return process.communicate(timeout=30)
 
 
 def scrape(service: GuardService) -> dict[str, list[Any]]:

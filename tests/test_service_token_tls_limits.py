@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import gzip
 import http.client
-import os
 import re
-import signal
 import ssl
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections import Counter
@@ -27,7 +23,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from prometheus_client.parser import text_string_to_metric_families
 
 from otelguard.cli import main
-from service_support import post, running_service
+from service_support import post, running_service, serve_command, stopped
 from test_service_otlp_http import COUNTING, REMIND, send_with
 from tls_support import SelfSigned, self_signed
 
@@ -172,13 +168,9 @@ def test_the_default_limit_is_twenty_mebibytes() -> None:
 def test_serve_command_takes_the_token_file_and_tls_files(certificate, tmp_path) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "otelguard", "serve", "--http", "127.0.0.1:0", "--grpc", "off", "--metrics", "off",
-         "--token-file", str(token_file), "--tls-cert", str(certificate.cert), "--tls-key", str(certificate.key),
-         "--max-request-bytes", "1000", "--queue", "4"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        first = process.stdout.readline()
+    with serve_command("--http", "127.0.0.1:0", "--grpc", "off", "--metrics", "off", "--token-file", str(token_file),
+                       "--tls-cert", str(certificate.cert), "--tls-key", str(certificate.key),
+                       "--max-request-bytes", "1000", "--queue", "4") as (process, first):
         url = re.search(r"OTLP/HTTP (https://[0-9.:]+)", first)
         assert url and "bearer token required" in first, first
         context = ssl.create_default_context(cafile=str(certificate.cert))
@@ -193,11 +185,7 @@ def test_serve_command_takes_the_token_file_and_tls_files(certificate, tmp_path)
                 statuses.append(error.code)
                 error.close()
         assert statuses == [401, 200, 413]
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
+        out, err = stopped(process)
     assert process.returncode == 0, err
 
 

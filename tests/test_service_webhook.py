@@ -18,7 +18,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otelguard.service.webhook import Webhook
-from service_support import running_service, scrape
+from service_support import running_service, scrape, serving
 from test_service_otlp_http import send_with
 
 SECRET = b"webhook-secret"
@@ -72,13 +72,8 @@ class Receiver:
 @contextmanager
 def receiving(statuses: list[int] = (), hold: threading.Event | None = None) -> Iterator[Receiver]:
     receiver = Receiver(statuses, hold)
-    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(receiver.server):
         yield receiver
-    finally:
-        receiver.server.shutdown()
-        receiver.server.server_close()
 
 
 def _webhook_counts(service) -> dict[str, float]:
