@@ -33,6 +33,7 @@ from ..containment import Containment
 from ..actions import Action
 from ..conventions import classify, read
 from ..engine import GuardEngine, Judged
+from .event_outputs import EventOutputs
 from .otlp_json import LazySpan
 from ..records import Classification, ModelCall, SpanView, Verdict
 from ..semconv import (
@@ -280,8 +281,9 @@ class Replayer:
     """
 
     def __init__(self, engine: GuardEngine, on_judged: OnJudged, clock: ReplayClock, *,
-                 contain: Containment | None = None):
+                 contain: Containment | None = None, event_outputs: EventOutputs | None = None):
         self.engine = engine
+        self.event_outputs = event_outputs  # model output told in log events, added to its span when it ends
         self.on_judged = on_judged
         self.clock = clock
         self.contain = contain or Containment(lambda where: None)
@@ -320,6 +322,8 @@ class Replayer:
                     continue
                 parent_id = span.parent_span_id
                 span.parent = traces[span.trace_id].get(parent_id) if parent_id is not None else None
+                if self.event_outputs:
+                    self.event_outputs.merge_into(span)
                 judged = engine.end(span, timed_out_ms=self._recorded_facts(span))
                 if judged is None:
                     self.not_ours += 1

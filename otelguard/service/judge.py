@@ -28,10 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..analyzer.cli_calls import CliCalls
+from ..analyzer.event_outputs import EventOutputs
 from ..analyzer.replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from ..config import GuardConfig
 from ..containment import Containment
 from ..conventions.agent_clis import CliToolCall
+from ..conventions.genai_events import EventOutput
 from ..engine import GuardEngine, Judged
 from ..live.delivery import AgentRuns, Delivery
 from ..live.dispatch import ControlDispatcher
@@ -71,10 +73,12 @@ class JudgeOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class CliRecords:
-    """A logs request's CLI tool calls, each with its sender's service.name."""
+class LogRecords:
+    """What a logs request held for the guard: CLI tool calls, each with its sender's service.name,
+    and GenAI events' output with the span each names."""
 
     calls: list[tuple[CliToolCall, str]]
+    events: list[tuple[int, int, EventOutput]]
 
 
 class QueueFull(Exception):
@@ -92,7 +96,9 @@ class SpanJudge:
         self.config = self.engine.config
         self.buffer = TraceBuffer(options.limits())
         self._contain = Containment(metrics.internal_error)
-        self._replayer = Replayer(self.engine, self._judged_span, self._clock, contain=self._contain)
+        self.event_outputs = EventOutputs()  # GenAI events' output, held until the span each names is judged
+        self._replayer = Replayer(self.engine, self._judged_span, self._clock, contain=self._contain,
+                                  event_outputs=self.event_outputs)
         self.cli_calls = CliCalls(self.engine, self._judged, self._clock, wait=options.join_wait_s,
                                   contain=self._contain)
         # No control is bound to a remote agent yet: reactions are counted as `unbound`.
@@ -122,10 +128,10 @@ class SpanJudge:
         if spans:
             self._put(spans)
 
-    def submit_calls(self, calls: list[tuple[CliToolCall, str]]) -> None:
-        """Queue one request's CLI tool calls read from log records, each with its sender's service.name."""
-        if calls:
-            self._put(CliRecords(calls))
+    def submit_logs(self, calls: list[tuple[CliToolCall, str]], events: list[tuple[int, int, EventOutput]]) -> None:
+        """Queue one logs request's CLI tool calls (each with its sender's service.name) and GenAI events."""
+        if calls or events:
+            self._put(LogRecords(calls, events))
 
     def _put(self, item: object) -> None:
         if self._closed:
@@ -180,9 +186,11 @@ class SpanJudge:
         if type(item) is tuple:  # flush(): drain, then say so
             self._drain()
             item[0].set()
-        elif type(item) is CliRecords:
+        elif type(item) is LogRecords:
             for call, service in item.calls:
                 self.cli_calls.add(call, service, now)
+            for trace_id, span_id, event in item.events:
+                self.event_outputs.add(trace_id, span_id, event.messages)
         else:
             self._add(item, now)  # type: ignore[arg-type]
 

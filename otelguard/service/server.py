@@ -149,8 +149,9 @@ class GuardService:
                 rejected_spans=received.rejected, error_message=received.reason))
         if signal == "logs":
             logs = log_calls_of(request)
-            self.judge.submit_calls(logs.calls)
+            self.judge.submit_logs(logs.calls, logs.events)
             self.log_records.add(len(logs.calls), {"read": "cli_tool_call"})
+            self.log_records.add(len(logs.events), {"read": "genai_event"})
             self.log_records.add(logs.not_read, {"read": "not_read"})
         if self.forwarder is not None:
             self.forwarder.send(signal, request)
