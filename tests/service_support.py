@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import threading
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -18,15 +23,49 @@ ANY_PORT = ("127.0.0.1", 0)
 @contextmanager
 def running_service(config: Any = None, *, grpc: bool = False, forward: str | None = None,
                     judge: JudgeOptions | None = None, **kwargs: Any) -> Iterator[GuardService]:
-    """A started service on free ports (gRPC only when asked), stopped on exit."""
+    """A started service on free ports (gRPC only when asked), stopped on exit. Keyword arguments
+    naming a `ServiceOptions` field (token, tls, ...) set it; the others go to `GuardService`."""
+    fields = {key: kwargs.pop(key) for key in list(kwargs) if key in ServiceOptions.__dataclass_fields__}
     options = ServiceOptions(http=ANY_PORT, grpc=ANY_PORT if grpc else None, metrics=ANY_PORT, forward=forward,
-                             judge=judge or JudgeOptions(tick_s=0.05))
+                             judge=judge or JudgeOptions(tick_s=0.05), **fields)
     service = GuardService(config, options, **kwargs)
     service.start()
     try:
         yield service
     finally:
         service.stop()
+
+
+@contextmanager
+def serving(server: Any) -> Iterator[Any]:
+    """A `socketserver` server (a test's own HTTP endpoint) serving on a thread until the block ends."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def serve_command(*args: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`otelguard serve ARGS` as a process: yields it and the first line it printed (what it listens
+    on); `stopped(process)` ends it as SIGTERM does. Killed on exit if still running."""
+    process = subprocess.Popen([sys.executable, "-m", "otelguard", "serve", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        yield process, process.stdout.readline()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def stopped(process: subprocess.Popen) -> tuple[str, str]:
+    """SIGTERM, then what the process printed (stdout, stderr) once it exited."""
+    process.send_signal(signal.SIGTERM)
+    return process.communicate(timeout=30)
 
 
 def scrape(service: GuardService) -> dict[str, list[Any]]:

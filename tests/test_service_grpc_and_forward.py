@@ -26,7 +26,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
-from service_support import running_service, verdict_counts
+from service_support import running_service, serving, verdict_counts
 from test_service_otlp_http import COUNTING, REMIND, send_with
 
 AGENT = Resource.create({"service.name": "grpc-agent"})
@@ -90,13 +90,8 @@ class Recorder:
 @contextmanager
 def recording() -> Iterator[Recorder]:
     recorder = Recorder()
-    thread = threading.Thread(target=recorder.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serving(recorder.server):
         yield recorder
-    finally:
-        recorder.server.shutdown()
-        recorder.server.server_close()
 
 
 def test_forward_sends_spans_with_verdicts_and_logs_and_metrics_as_received() -> None:

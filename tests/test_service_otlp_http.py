@@ -6,9 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -35,7 +33,7 @@ from hypothesis import strategies as st
 from hypothesis_support import examples
 from otelguard.service import JudgeOptions
 from otelguard.service.command import AlertLine
-from service_support import post, running_service, scrape, verdict_counts
+from service_support import post, running_service, scrape, serve_command, stopped, verdict_counts
 
 REMIND = ("repeat-tool-reminder", "repeat-threshold", "remind")
 COUNTING = ("repeat-tool-reminder", "repeat-threshold", "none")
@@ -189,22 +187,14 @@ def test_gzip_json_is_read(shared) -> None:
 def test_sigterm_judges_what_was_accepted(tmp_path) -> None:
     """`otelguard serve` stopped by SIGTERM judges the spans it holds: here tool calls whose agent run
     never arrives, which a running service would only judge after `flush_after_s` of quiet."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "otelguard", "serve", "--http", "127.0.0.1:0", "--grpc", "off", "--metrics", "off"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        first = process.stdout.readline()
+    with serve_command("--http", "127.0.0.1:0", "--grpc", "off", "--metrics", "off") as (process, first):
         url = re.search(r"OTLP/HTTP (http://[0-9.:]+)", first)
         assert url, first
         request = urllib.request.Request(url.group(1) + "/v1/traces", data=_rootless_tool_calls(0, 5), method="POST",
                           headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=5) as answer:
             assert answer.status == 200
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
+        out, err = stopped(process)
     assert process.returncode == 0, err
     assert out.count("ALERT  repeat-tool-reminder  rule=repeat-threshold  action=remind") == 2, out
     assert "5 spans received, 4 verdicts" in out

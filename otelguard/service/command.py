@@ -1,6 +1,8 @@
 """`otelguard serve`: run a `GuardService` until SIGTERM or SIGINT, printing each alert as it fires.
 
     otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
+                    [--token-file F] [--tls-cert F --tls-key F] [--max-request-bytes N] [--queue N]
+                    [--webhook URL]   (its secret in OTELGUARD_WEBHOOK_SECRET)
 
 `off` for a listener turns it off. On SIGTERM or SIGINT the receivers stop, what was accepted is
 judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config or an
@@ -10,6 +12,7 @@ address that cannot be bound (one line on stderr).
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -22,7 +25,10 @@ from ..engine import Judged
 from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
 from ..semconv import GEN_AI_CONVERSATION_ID
-from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_METRICS, Address
+from .access import AccessError, TlsFiles, read_token
+from .judge import DEFAULT_QUEUE, JudgeOptions
+from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
+from .webhook import SECRET_ENV
 
 OFF = "off"
 
@@ -43,10 +49,24 @@ def address(text: str) -> Address | None:
 
 
 def forward_url(text: str) -> str:
+    return _http_url(text, "an OTLP/HTTP base URL, e.g. http://127.0.0.1:4318").rstrip("/")
+
+
+def webhook_url(text: str) -> str:
+    return _http_url(text, "an http(s) URL, e.g. https://hooks.example/otelguard")
+
+
+def _http_url(text: str, expected: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise argparse.ArgumentTypeError(f"expected an OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (got {text!r})")
-    return text.rstrip("/")
+        raise argparse.ArgumentTypeError(f"expected {expected} (got {text!r})")
+    return text
+
+
+def positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0 (got {text!r})")
+    return int(text)
 
 
 def _shown(value: Address) -> str:
@@ -63,6 +83,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="F", help="guard config (YAML or JSON); default: all guards")
     parser.add_argument("--forward", type=forward_url, metavar="URL",
                         help="send what is received on to this OTLP/HTTP endpoint, spans with their verdicts")
+    parser.add_argument("--token-file", metavar="F",
+                        help="require 'Authorization: Bearer <the token in F>' on every HTTP route and gRPC call")
+    parser.add_argument("--tls-cert", metavar="F", help="PEM certificate chain: serve HTTP, gRPC and metrics over TLS")
+    parser.add_argument("--tls-key", metavar="F", help="the PEM private key of --tls-cert")
+    parser.add_argument("--max-request-bytes", type=positive, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
+                        help=f"refuse a request larger than this once decompressed: HTTP 413, gRPC "
+                             f"RESOURCE_EXHAUSTED (default {DEFAULT_MAX_REQUEST_BYTES})")
+    parser.add_argument("--webhook", type=webhook_url, metavar="URL",
+                        help=f"POST each verdict that asks the agent for something here, as JSON signed with "
+                             f"HMAC-SHA256 (the secret in ${SECRET_ENV})")
+    parser.add_argument("--queue", type=positive, default=DEFAULT_QUEUE, metavar="N",
+                        help=f"requests waiting for the judge; when full: HTTP 503 with Retry-After, gRPC "
+                             f"UNAVAILABLE, which OTLP exporters retry (default {DEFAULT_QUEUE})")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -75,10 +108,25 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         config = GuardConfig.load(args.config)
     except ConfigError as error:
         raise ServeError(f"--config {args.config}: {error}") from None
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise ServeError("--tls-cert and --tls-key go together")
+    try:
+        token = read_token(args.token_file) if args.token_file else None
+        tls = TlsFiles(args.tls_cert, args.tls_key) if args.tls_cert else None
+        if tls is not None:
+            tls.check()
+    except AccessError as error:
+        raise ServeError(str(error)) from None
+    secret = os.environ.get(SECRET_ENV, "")
+    if args.webhook and not secret:
+        raise ServeError(f"--webhook needs its signing secret in ${SECRET_ENV}")
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward)
+        options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward,
+                                 judge=JudgeOptions(queue=args.queue), token=token, tls=tls,
+                                 max_request_bytes=args.max_request_bytes, webhook=args.webhook,
+                                 webhook_secret=secret.encode())
         service = GuardService(config, options, on_verdict=AlertLine(out))
         try:
             service.start()
@@ -88,7 +136,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         listening = [f"OTLP/HTTP {service.http_url}" if args.http else "",
                      f"OTLP/gRPC {service.grpc_target}" if args.grpc else "",
                      f"metrics {service.metrics_url}" if args.metrics else "",
-                     f"forwarding to {args.forward}" if args.forward else ""]
+                     f"forwarding to {args.forward}" if args.forward else "",
+                     f"webhook {args.webhook}" if args.webhook else "",
+                     "bearer token required" if token else ""]
         print("otelguard serve: " + ", ".join(item for item in listening if item), file=out, flush=True)
         while not stop.wait(0.5):
             pass

@@ -9,14 +9,9 @@ Retryable answers (429, 502-504, no connection) are retried with backoff, as OTL
 
 from __future__ import annotations
 
-import logging
-import queue
-import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
-import requests
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -27,93 +22,46 @@ from ..actions import strongest
 from ..live.enrichment import VERDICT_EVENT
 from ..records import Verdict
 from .received import ReceivedSpan
-
-logger = logging.getLogger("otelguard")
+from .sending import QueuedSender
 
 DEFAULT_QUEUE = 256
 _RETRYABLE = frozenset({429, 502, 503, 504})
 _ATTEMPTS = 4
-_STOP = object()
+_PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 
-class Forwarder:
+class Forwarder(QueuedSender):
     def __init__(self, base_url: str, meter_provider: MeterProvider, *, max_queue: int = DEFAULT_QUEUE,
                  timeout_s: float = 10.0, backoff_s: float = 0.5):
         self.base_url = base_url.rstrip("/")
-        self._timeout_s = timeout_s
-        self._backoff_s = backoff_s
-        self._queue: queue.Queue[Any] = queue.Queue(max_queue)
         self._requests = meter_provider.get_meter("otelguard", __version__).create_counter(
             "otelguard.forward.requests", unit="{request}", description="Requests forwarded, by signal and outcome")
         for signal in ("traces", "logs", "metrics"):
             for outcome in ("dropped", "failed"):
                 self._requests.add(0, {"signal": signal, "outcome": outcome})
-        self._session = requests.Session()
-        self._thread = threading.Thread(target=self._run, name="otelguard-forward", daemon=True)
-        self._thread.start()
+        super().__init__("otelguard-forward", max_queue=max_queue, attempts=_ATTEMPTS, backoff_s=backoff_s,
+                         timeout_s=timeout_s, retryable=_RETRYABLE)
 
     def send(self, signal: str, message: Any) -> None:
         """Queue one request's message (logs or metrics) as received."""
-        self._put(signal, message.SerializeToString())
+        self._queue_body(signal, message.SerializeToString())
 
     def spans(self, spans: Sequence[ReceivedSpan], shown: dict[int, tuple[Verdict, ...]]) -> None:
         """Queue judged spans, with their verdicts, as one request grouped by resource and scope."""
         if spans:
-            self._put("traces", enriched_request(spans, shown).SerializeToString())
+            self._queue_body("traces", enriched_request(spans, shown).SerializeToString())
 
-    def flush(self) -> None:
-        """Wait until every queued request has been sent (or given up on)."""
-        self._queue.join()
-
-    def close(self, timeout_s: float = 10.0) -> None:
-        """Send what is queued (for up to `timeout_s`), then stop."""
-        try:
-            self._queue.put(_STOP, timeout=timeout_s)
-        except queue.Full:
-            pass
-        self._thread.join(timeout_s)
-        self._session.close()
-
-    def _put(self, signal: str, body: bytes) -> None:
-        try:
-            self._queue.put_nowait((signal, body))
-        except queue.Full:
+    def _queue_body(self, signal: str, body: bytes) -> None:
+        if not self.put((signal, body)):
             self._requests.add(1, {"signal": signal, "outcome": "dropped"})
 
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            try:
-                if item is _STOP:
-                    return
-                signal, body = item
-                try:
-                    outcome = self._post(signal, body)
-                except Exception:  # a bug: logged; the thread goes on (flush waits on it)
-                    logger.exception("otelguard serve: forwarding %s failed", signal)
-                    outcome = "failed"
-                self._requests.add(1, {"signal": signal, "outcome": outcome})
-            finally:
-                self._queue.task_done()
+    def deliver(self, item: tuple[str, bytes]) -> None:
+        signal, body = item
+        ok = self.post(f"{self.base_url}/v1/{signal}", body, lambda: _PROTOBUF)
+        self._requests.add(1, {"signal": signal, "outcome": "ok" if ok else "failed"})
 
-    def _post(self, signal: str, body: bytes) -> str:
-        url = f"{self.base_url}/v1/{signal}"
-        for attempt in range(_ATTEMPTS):
-            if attempt:
-                time.sleep(self._backoff_s * 2 ** (attempt - 1))
-            try:
-                answer = self._session.post(url, data=body, timeout=self._timeout_s,
-                                            headers={"Content-Type": "application/x-protobuf"})
-            except requests.RequestException as error:
-                problem = str(error)
-                continue
-            if answer.ok:
-                return "ok"
-            problem = f"HTTP {answer.status_code}"
-            if answer.status_code not in _RETRYABLE:
-                break
-        logger.warning("otelguard serve: forwarding %s to %s failed: %s", signal, url, problem)
-        return "failed"
+    def failed(self, item: tuple[str, bytes]) -> None:
+        self._requests.add(1, {"signal": item[0], "outcome": "failed"})
 
 
 def enriched_request(spans: Sequence[ReceivedSpan], shown: dict[int, tuple[Verdict, ...]]) -> ExportTraceServiceRequest:

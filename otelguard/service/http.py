@@ -3,15 +3,18 @@
 `/v1/traces`, `/v1/logs` and `/v1/metrics` take `application/x-protobuf` or `application/json`
 bodies, plain or gzip. Answers, as the OTLP/HTTP specification says: 200 with the signal's
 `Export*ServiceResponse` in the request's encoding (a partial success names what was rejected);
-400 with a `google.rpc.Status` for a body that cannot be decoded (nothing of it is kept); 415 for
-another content type or encoding; 503 with `Retry-After` while the judge's queue is full; 404 and
-405 (Starlette's own) for other paths and methods.
+400 with a `google.rpc.Status` for a body that cannot be decoded (nothing of it is kept); 413 for a
+body past `max_request_bytes`, counted after decompression (read no further: a gzip bomb costs at
+most that much); 415 for another content type or encoding; 503 with `Retry-After` while the judge's
+queue is full; 404 and 405 (Starlette's own) for other paths and methods. With a token, every route
+first asks for it (`access.RequireToken`: 401). `GET /v1/verdicts?session=ID` answers a session's
+recent verdicts as JSON (the decision API, for clients that ask rather than listen).
 """
 
 from __future__ import annotations
 
-import gzip
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from google.protobuf.json_format import MessageToJson
@@ -19,11 +22,13 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
-from .received import MalformedRequest
+from .access import RequireToken
 from .judge import QueueFull
+from .received import MalformedRequest
+from .sessions import MAX_SESSION_CHARS
 
 if TYPE_CHECKING:
     from .server import GuardService
@@ -37,6 +42,10 @@ class UnsupportedMedia(Exception):
     """A content type or encoding the receiver does not speak (answered with 415)."""
 
 
+class TooLarge(Exception):
+    """A body past the size limit, compressed or not (answered with 413)."""
+
+
 def receiver_app(service: GuardService) -> Starlette:
     """The OTLP/HTTP receiver's routes; issue-23 routes (decision API, hooks) join this app."""
 
@@ -47,13 +56,18 @@ def receiver_app(service: GuardService) -> Starlette:
                 if _media_type(request) not in (PROTOBUF, JSON):
                     raise UnsupportedMedia(f"content type {request.headers.get('content-type')!r}: "
                                            f"send {PROTOBUF} or {JSON}")
-                body = _decoded_body(await request.body(), request)
+                limit = service.options.max_request_bytes
+                body = _decoded_body(await _body(request, limit), request, limit)
                 answer = service.accept(signal, body, encoding)
             except UnsupportedMedia as error:
                 return _status(415, code_pb2.INVALID_ARGUMENT, str(error), encoding)
+            except TooLarge as error:
+                service.refused("too_large")
+                return _status(413, code_pb2.RESOURCE_EXHAUSTED, str(error), encoding)
             except MalformedRequest as error:
                 return _status(400, code_pb2.INVALID_ARGUMENT, str(error), encoding)
             except QueueFull as error:
+                service.refused("busy")
                 response = _status(503, code_pb2.UNAVAILABLE, f"busy: {error}", encoding)
                 response.headers["Retry-After"] = str(RETRY_AFTER_S)
                 return response
@@ -64,32 +78,78 @@ def receiver_app(service: GuardService) -> Starlette:
 
         return receive
 
-    return Starlette(routes=[
-        Route(f"/v1/{signal}", endpoint(signal), methods=["POST"]) for signal in ("traces", "logs", "metrics")
-    ])
+    async def verdicts(request: Request) -> Response:
+        """`GET /v1/verdicts?session=ID`: the session's recent verdicts, oldest first (the decision API)."""
+        session = request.query_params.get("session", "")
+        if not session or len(session) > MAX_SESSION_CHARS:
+            return JSONResponse({"error": f"give ?session=ID (1 to {MAX_SESSION_CHARS} characters)"}, 400)
+        return JSONResponse({"session": session, "verdicts": service.recent.of(session)},
+                            headers={"Cache-Control": "no-store"})
+
+    return _guarded(Starlette(routes=[
+        *(Route(f"/v1/{signal}", endpoint(signal), methods=["POST"]) for signal in ("traces", "logs", "metrics")),
+        Route("/v1/verdicts", verdicts, methods=["GET"]),
+    ]), service.options.token, service.refused)
 
 
-def metrics_app(registry: object) -> Starlette:
+def metrics_app(registry: object, token: str | None = None,
+                refused: Callable[[str], None] | None = None) -> Starlette:
     """Prometheus text at `/metrics` (prometheus_client's own ASGI app over the service's registry)."""
     from prometheus_client import make_asgi_app
 
-    return Starlette(routes=[Mount("/metrics", make_asgi_app(registry))])  # type: ignore[arg-type]
+    return _guarded(Starlette(routes=[Mount("/metrics", make_asgi_app(registry))]), token, refused)  # type: ignore[arg-type]
+
+
+def _guarded(app: Starlette, token: str | None, refused: Callable[[str], None] | None) -> Starlette:
+    if token is not None:
+        app.add_middleware(RequireToken, token=token, on_refused=refused)
+    return app
 
 
 def _media_type(request: Request) -> str:
     return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
-def _decoded_body(body: bytes, request: Request) -> bytes:
+async def _body(request: Request, limit: int) -> bytes:
+    """The body as sent, read no further than `limit` bytes."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise TooLarge(f"{length} bytes sent; at most {limit} taken")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(f"more than {limit} bytes sent; at most {limit} taken")
+    return bytes(body)
+
+
+def _decoded_body(body: bytes, request: Request, limit: int) -> bytes:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
         return body
     if encoding != "gzip":
         raise UnsupportedMedia(f"content encoding {encoding!r}: send gzip or none")
     try:
-        return gzip.decompress(body)
-    except (OSError, EOFError, zlib.error) as error:
+        return gunzip(body, limit)
+    except zlib.error as error:
         raise MalformedRequest(f"not valid gzip data: {error}") from None
+
+
+def gunzip(body: bytes, limit: int) -> bytes:
+    """`body` (one or more gzip members) decompressed, never more than `limit` bytes of it: past
+    that, `TooLarge` (a small bomb costs no more than the limit)."""
+    out = bytearray()
+    rest = body
+    while True:
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out += decompressor.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit or decompressor.unconsumed_tail:
+            raise TooLarge(f"more than {limit} bytes once decompressed; at most {limit} taken")
+        if not decompressor.eof:
+            raise MalformedRequest("not valid gzip data: cut short")
+        rest = decompressor.unused_data
+        if not rest.strip(b"\0"):  # gzip allows trailing zero padding
+            return bytes(out)
 
 
 def _status(http_status: int, code: int, message: str, encoding: str) -> Response:

@@ -1,4 +1,4 @@
-"""`GuardService`: the receivers, the judge, the metrics endpoint and forwarding, as one object.
+"""`GuardService`: the receivers, the judge, the metrics endpoint, forwarding and the webhook, as one object.
 
     service = GuardService(config, ServiceOptions(http=("127.0.0.1", 0), grpc=None))
     service.start()            # binds now (a taken port fails here), serves on a thread of its own
@@ -35,29 +35,44 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from ..config import GuardConfig
 from ..containment import Containment
+from ..engine import Judged
+from ..live.delivery import needs_delivery
 from ..live.metrics import GuardMetrics
+from ..records import Verdict
+from .access import TlsFiles
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import log_calls_of, parse_json, parse_protobuf, spans_of
+from .sessions import RecentVerdicts, verdict_event
+from .webhook import Webhook
 
 Address = tuple[str, int]
 DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
 DEFAULT_GRPC: Address = ("127.0.0.1", 4317)
 DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
+DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # a request's body once decompressed
 
+REFUSALS = ("busy", "too_large", "unauthenticated")
 REQUESTS = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
             "metrics": ExportMetricsServiceRequest}
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceOptions:
-    """Where to listen (None: not at all; port 0: any free port) and where to forward."""
+    """Where to listen (None: not at all; port 0: any free port) and where to forward; who may talk
+    to it (`token`: the bearer token every route asks for; `tls`: served on every listener) and how
+    much a request may hold (decompressed)."""
 
     http: Address | None = DEFAULT_HTTP
     grpc: Address | None = DEFAULT_GRPC
     metrics: Address | None = DEFAULT_METRICS
     forward: str | None = None
     judge: JudgeOptions = field(default_factory=JudgeOptions)
+    token: str | None = None
+    tls: TlsFiles | None = None
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    webhook: str | None = None  # verdicts that ask for something are POSTed here, signed with:
+    webhook_secret: bytes = field(default=b"", repr=False)
 
 
 class GuardService:
@@ -76,14 +91,24 @@ class GuardService:
             "otelguard.service.log_records", unit="{record}",
             description="Log records received: read as a CLI's tool call, or not read")
         self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
+        self.webhook = (Webhook(options.webhook, options.webhook_secret, self.meter_provider)
+                        if options.webhook else None)
+        self.recent = RecentVerdicts()
+        self._on_verdict = on_verdict
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
-                               on_verdict=on_verdict)
+                               on_verdict=self._told)
         self.config = self.judge.config
         meter = self.meter_provider.get_meter("otelguard")
         self.rejected_spans = meter.create_counter(
             "otelguard.service.rejected_spans", unit="{span}", description="Spans rejected (partial success)")
         self.rejected_spans.add(0)
+        self._refused = meter.create_counter(
+            "otelguard.service.refused_requests", unit="{request}",
+            description="Requests refused whole, by reason: busy (the judge's queue was full), too_large, "
+                        "unauthenticated")
+        for reason in REFUSALS:
+            self._refused.add(0, {"reason": reason})
         meter.create_observable_counter(
             "otelguard.service.spans", callbacks=[self._observe_spans], unit="{span}",
             description="Spans accepted, and of them: judged late (after their trace), duplicates skipped, "
@@ -132,6 +157,20 @@ class GuardService:
             self.forwarder.send(signal, request)
         return ExportLogsServiceResponse() if signal == "logs" else ExportMetricsServiceResponse()
 
+    def _told(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
+        """Each verdict, on the judge's thread: kept for its session, sent to the webhook when it
+        asks the agent for something, and handed to the caller's `on_verdict`."""
+        event = verdict_event(service, judged, verdict)
+        self.recent.add(event)
+        if self.webhook is not None and needs_delivery(verdict):
+            self.webhook.send(event)
+        if self._on_verdict is not None:
+            self._on_verdict(service, judged, verdict)
+
+    def refused(self, reason: str) -> None:
+        """A request refused whole (one of `REFUSALS`); its sender is told and may retry."""
+        self._refused.add(1, {"reason": reason})
+
     def _observe_spans(self, options: Any) -> Iterable[Observation]:
         judge = self.judge
         yield Observation(judge.received, {"outcome": "accepted"})
@@ -150,12 +189,16 @@ class GuardService:
     @property
     def http_url(self) -> str:
         assert self.http_address is not None
-        return f"http://{_host(self.http_address)}"
+        return f"{self._scheme}://{_host(self.http_address)}"
 
     @property
     def metrics_url(self) -> str:
         assert self.metrics_address is not None
-        return f"http://{_host(self.metrics_address)}/metrics"
+        return f"{self._scheme}://{_host(self.metrics_address)}/metrics"
+
+    @property
+    def _scheme(self) -> str:
+        return "https" if self.options.tls is not None else "http"
 
     @property
     def grpc_target(self) -> str:
@@ -168,15 +211,19 @@ class GuardService:
 
         from .http import metrics_app, receiver_app
 
+        tls = self.options.tls
+        if tls is not None:
+            tls.check()
         listeners = []
         try:
-            for address, app in ((self.options.http, receiver_app(self)), (self.options.metrics,
-                                                                         metrics_app(self.registry))):
+            for address, app in ((self.options.http, receiver_app(self)),
+                                 (self.options.metrics, metrics_app(self.registry, self.options.token, self.refused))):
                 if address is None:
                     listeners.append(None)
                     continue
                 sock = _bound(address)
-                config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+                config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
+                                        ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None)
                 listeners.append((uvicorn.Server(config), sock))
         except OSError:
             for listener in listeners:
@@ -240,10 +287,14 @@ class GuardService:
         self.judge.close()
         if self.forwarder is not None:
             self.forwarder.close()
+        if self.webhook is not None:
+            self.webhook.close()
         self.meter_provider.shutdown()
 
     async def _close_receivers(self, grace_s: float) -> None:
         for server, _ in self._servers:
+            # Bounded: a TLS client that never answers the close would otherwise hold it for 30 s.
+            server.config.timeout_graceful_shutdown = max(1, round(grace_s))
             server.should_exit = True
         if self._grpc is not None:
             await self._grpc.stop(grace_s)  # in-flight calls finish within the grace period
@@ -253,6 +304,8 @@ class GuardService:
         judged = self.judge.flush(timeout_s)
         if self.forwarder is not None:
             self.forwarder.flush()
+        if self.webhook is not None:
+            self.webhook.flush()
         return judged
 
 

@@ -23,6 +23,7 @@ import yaml
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "collector-config"
 CONFIG_FILES = (
     "agent-metrics-only.yaml", "agent-to-prometheus.yaml", "fleet-tier1-loadbalancer.yaml", "fleet-tier2-backend.yaml",
+    "fleet-serve-sessions.yaml",
 )
 # The oldest otelcol-contrib that knows every component name the configs use (collector-config/README.md).
 MINIMUM_COLLECTOR = "otelcol-contrib >= v0.154.0"
@@ -236,6 +237,8 @@ def _check_load_balancing(cfg: dict[str, Any], path: str, errors: list[str]) -> 
     resolvers = set(cfg.get("resolver") or {})
     if len(resolvers) != 1:
         errors.append(f"{path}.resolver: exactly one of static, dns, k8s, aws_cloud_map must be set")
+    if cfg.get("routing_key") == "attributes" and not cfg.get("routing_attributes"):
+        errors.append(f"{path}.routing_attributes: routing_key 'attributes' needs at least one attribute")
 
 
 def _check_span_metrics(cfg: dict[str, Any], path: str, errors: list[str]) -> None:
@@ -277,6 +280,11 @@ _TAIL_POLICY = {
 }
 
 
+def _check_filter(cfg: dict[str, Any], path: str, errors: list[str]) -> None:
+    if not any(conditions for signal in ("traces", "metrics", "logs") for conditions in (cfg.get(signal) or {}).values()):
+        errors.append(f"{path}: at least one condition is required (traces, metrics or logs)")
+
+
 def _check_tail_sampling(cfg: dict[str, Any], path: str, errors: list[str]) -> None:
     policies = cfg.get("policies") or []
     if not policies:
@@ -308,6 +316,14 @@ PROCESSORS = {
     "batch": Component(
         {"timeout": DURATION, "send_batch_size": INT, "send_batch_max_size": INT,
          "metadata_keys": ListOf(STR), "metadata_cardinality_limit": INT},
+    ),
+    # Drops the telemetry matching any of its OTTL conditions.
+    "filter": Component(
+        {"error_mode": Enum(("ignore", "silent", "propagate")),
+         "traces": {"span": ListOf(STR), "spanevent": ListOf(STR)},
+         "metrics": {"metric": ListOf(STR), "datapoint": ListOf(STR)},
+         "logs": {"log_record": ListOf(STR)}},
+        check=_check_filter,
     ),
     "tail_sampling": Component(
         {"decision_wait": DURATION, "decision_wait_after_root_received": DURATION, "num_traces": INT,
@@ -826,6 +842,7 @@ def _append_to(pipeline: str, role: str, component_id: str) -> Mutation:
 AGENT = "agent-to-prometheus.yaml"
 TIER1 = "fleet-tier1-loadbalancer.yaml"
 TIER2 = "fleet-tier2-backend.yaml"
+SERVE_FLEET = "fleet-serve-sessions.yaml"
 
 NEGATIVE_CASES: list[tuple[str, str, Mutation, str]] = [
     ("unknown top-level key", AGENT, _set("servce", {}), "unknown top-level key 'servce'"),
@@ -902,6 +919,13 @@ NEGATIVE_CASES: list[tuple[str, str, Mutation, str]] = [
      "bare $VAR is not expanded"),
     ("undocumented env var", AGENT, _set("exporters|otlp_grpc/traces|endpoint", "${env:SOMEWHERE_ELSE}"),
      "${env:SOMEWHERE_ELSE} is not listed in the file header"),
+    ("attribute routing without attributes", SERVE_FLEET,
+     lambda c: c["exporters"]["load_balancing/sessions"].pop("routing_attributes"),
+     "routing_key 'attributes' needs at least one attribute"),
+    ("filter without conditions", SERVE_FLEET, _set("processors|filter/cli_sessions", {"error_mode": "ignore"}),
+     "at least one condition is required"),
+    ("filter with an unknown signal block", SERVE_FLEET, _set("processors|filter/cli_sessions|spans", {}),
+     "unknown key 'spans'"),
     ("tail sampling policy without its block", TIER2,
      _set("processors|tail_sampling|policies|2", {"name": "baseline", "type": "probabilistic"}),
      "type 'probabilistic' needs its 'probabilistic' block"),

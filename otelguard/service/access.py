@@ -1,0 +1,106 @@
+"""Who may talk to `otelguard serve`: a bearer token on every route (HTTP and gRPC), and TLS files.
+
+`--token-file F` holds one token; each HTTP request must carry `Authorization: Bearer <token>` and
+each gRPC call the same `authorization` metadata (what OTLP exporters send with
+`OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"`). A request without it is answered 401
+(gRPC `UNAUTHENTICATED`) before its body is read. Tokens are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+AUTHORIZATION = "authorization"
+UNAUTHENTICATED = "unauthenticated"  # what a refusal is counted as
+_SCHEME = "bearer "
+
+
+class AccessError(Exception):
+    """A token or TLS file that cannot be used (reported in one line at start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """A PEM certificate chain and its private key, served on HTTP and gRPC alike."""
+
+    cert: str
+    key: str
+
+    def check(self) -> None:
+        """Raises `AccessError` when the pair cannot be loaded (missing, unreadable, not matching)."""
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as error:
+            raise AccessError(f"--tls-cert {self.cert} / --tls-key {self.key}: {error}") from None
+
+    def grpc_credentials(self) -> grpc.ServerCredentials:
+        with open(self.key, "rb") as key, open(self.cert, "rb") as cert:
+            return grpc.ssl_server_credentials([(key.read(), cert.read())])
+
+
+def read_token(path: str) -> str:
+    """The token in `path` (surrounding whitespace ignored); raises `AccessError` if unreadable or empty."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            token = file.read().strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise AccessError(f"--token-file {path}: {getattr(error, 'strerror', None) or error}") from None
+    if not token or any(character.isspace() for character in token):
+        raise AccessError(f"--token-file {path}: expected one token (no spaces), got "
+                          f"{'nothing' if not token else 'several words'}")
+    return token
+
+
+def authorized(header: str | bytes | None, token: str) -> bool:
+    """Whether an `Authorization` value is `Bearer <token>` (the scheme in any case)."""
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")
+    if not header or header[:len(_SCHEME)].lower() != _SCHEME:
+        return False
+    return hmac.compare_digest(header[len(_SCHEME):].strip().encode(), token.encode())
+
+
+class RequireToken:
+    """ASGI middleware: an HTTP request without the bearer token is answered 401, its body unread."""
+
+    def __init__(self, app: Any, token: str, on_refused: Callable[[str], None] | None = None):
+        self.app = app
+        self.token = token
+        self.on_refused = on_refused
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            header = next((value for name, value in scope["headers"] if name == b"authorization"), None)
+            if not authorized(header, self.token):
+                if self.on_refused is not None:
+                    self.on_refused(UNAUTHENTICATED)
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"a bearer token is required\n"})
+                return
+        await self.app(scope, receive, send)
+
+
+class TokenInterceptor(grpc.aio.ServerInterceptor):
+    """gRPC: a call without the bearer token in its `authorization` metadata ends `UNAUTHENTICATED`."""
+
+    def __init__(self, token: str, on_refused: Callable[[str], None]):
+        self.token = token
+
+        async def deny(request: Any, context: grpc.aio.ServicerContext) -> None:
+            on_refused(UNAUTHENTICATED)
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "a bearer token is required")
+
+        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+
+    async def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        header = next((value for name, value in details.invocation_metadata or () if name == AUTHORIZATION), None)
+        if authorized(header, self.token):
+            return await continuation(details)
+        return self._deny

@@ -1,0 +1,136 @@
+"""`otelguard serve --webhook URL`: verdicts that ask the agent for something reach a local receiver
+as signed JSON; the receiver checks the HMAC and the timestamp on its own, and answers with errors
+first to see the retries; failures and drops are counted."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from otelguard.service.webhook import Webhook
+from service_support import running_service, scrape, serving
+from test_service_otlp_http import send_with
+
+SECRET = b"webhook-secret"
+SKEW_S = 300
+
+
+class Receiver:
+    """A webhook endpoint: verifies each request's signature and timestamp as a receiver should, and
+    answers `statuses` in turn (then 200)."""
+
+    def __init__(self, statuses: list[int] = (), hold: threading.Event | None = None) -> None:
+        self.statuses = list(statuses)
+        self.hold = hold
+        self.arrived = threading.Event()  # a first request came in
+        self.accepted: list[dict] = []
+        self.attempts = 0
+        self.bad_signatures = 0
+        self.got = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.arrived.set()
+                if receiver.hold is not None:
+                    receiver.hold.wait(10)
+                timestamp = self.headers["X-Otelguard-Timestamp"]
+                expected = "sha256=" + hmac.new(SECRET, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+                valid = (hmac.compare_digest(expected, self.headers["X-Otelguard-Signature"])
+                         and abs(time.time() - int(timestamp)) <= SKEW_S)
+                with receiver.got:
+                    receiver.attempts += 1
+                    status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    if not valid:
+                        receiver.bad_signatures += 1
+                        status = 401
+                    elif status == 200:
+                        receiver.accepted.append(json.loads(body))
+                    receiver.got.notify_all()
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/otelguard"
+
+
+@contextmanager
+def receiving(statuses: list[int] = (), hold: threading.Event | None = None) -> Iterator[Receiver]:
+    receiver = Receiver(statuses, hold)
+    with serving(receiver.server):
+        yield receiver
+
+
+def _webhook_counts(service) -> dict[str, float]:
+    families = scrape(service)
+    counts = {s.labels["outcome"]: s.value for s in families["otelguard_webhook_deliveries"]
+              if s.name.endswith("_total")}
+    counts["retries"] = sum(s.value for s in families["otelguard_webhook_retries"] if s.name.endswith("_total"))
+    return counts
+
+
+def test_reminders_are_posted_signed_and_retried_until_accepted() -> None:
+    """Five identical tool calls: reminders at the 3rd and 5th are posted (the counting verdicts
+    are not); the receiver's 503 is retried, each attempt signed afresh."""
+    with receiving(statuses=[503]) as receiver, \
+            running_service(webhook=receiver.url, webhook_secret=SECRET) as service:
+        send_with(OTLPSpanExporter(endpoint=service.http_url + "/v1/traces"), "hooked-agent")
+        assert service.flush()
+        assert receiver.bad_signatures == 0
+        assert receiver.attempts == 3
+        assert [event["action"] for event in receiver.accepted] == ["remind", "remind"]
+        assert [event["repeat_count"] for event in receiver.accepted] == [3, 5]
+        first = receiver.accepted[0]
+        assert first["guard"] == "repeat-tool-reminder" and first["rule"] == "repeat-threshold"
+        assert first["verdict"] == "repeated_tool_call" and first["tool"] == "lookup"
+        assert first["agent"] == "planner" and first["service"] == "hooked-agent"
+        assert len(first["trace_id"]) == 32 and len(first["span_id"]) == 16
+        assert first["message"].startswith("You are repeating the exact same tool call")
+        assert len({event["id"] for event in receiver.accepted}) == 2
+        assert _webhook_counts(service) == {"delivered": 2, "failed": 0, "dropped": 0, "retries": 1}
+
+
+def test_a_refusing_receiver_is_counted_failed_without_retries() -> None:
+    with receiving(statuses=[400, 400]) as receiver, \
+            running_service(webhook=receiver.url, webhook_secret=b"another secret") as service:
+        send_with(OTLPSpanExporter(endpoint=service.http_url + "/v1/traces"), "wrong-secret")
+        assert service.flush()
+        assert receiver.bad_signatures == 2 and receiver.accepted == []
+        assert _webhook_counts(service) == {"delivered": 0, "failed": 2, "dropped": 0, "retries": 0}
+
+
+def test_a_full_queue_drops_and_counts_without_waiting() -> None:
+    """The judge only enqueues: with the receiver stuck, verdicts past the queue are dropped at once."""
+    hold = threading.Event()
+    reader = InMemoryMetricReader()
+    with receiving(hold=hold) as receiver:
+        webhook = Webhook(receiver.url, SECRET, MeterProvider(metric_readers=[reader]), max_queue=2)
+        webhook.send({"verdict": "repeated_tool_call", "action": "remind", "repeat_count": 0})
+        assert receiver.arrived.wait(5)  # the sender is now held by the receiver
+        started = time.monotonic()
+        for index in range(1, 6):  # two queued, three dropped
+            webhook.send({"verdict": "repeated_tool_call", "action": "remind", "repeat_count": index})
+        assert time.monotonic() - started < 0.5
+        hold.set()
+        webhook.flush()
+        webhook.close()
+        assert [event["repeat_count"] for event in receiver.accepted] == [0, 1, 2]
+    counts = {point.attributes["outcome"]: point.value
+              for metric in reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics
+              if metric.name == "otelguard.webhook.deliveries" for point in metric.data.data_points}
+    assert counts == {"delivered": 3, "failed": 0, "dropped": 3}
