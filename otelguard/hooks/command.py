@@ -6,8 +6,9 @@ all under the history's write lock (parallel calls take turns). Harmless by cons
 CLI does not document, an invalid config, a locked or unreadable history, or any error of otelguard's
 own allows the call (nothing printed) and is written to the log beside the history.
 
-(With `OTELGUARD_URL` set, a later version asks a running `otelguard serve` first and falls back to
-this local path: `decide` is where that goes.)
+With `OTELGUARD_URL` set, the hook asks a running `otelguard serve` first (`POST /v1/hook/<cli>`,
+which answers by this same path on the service's host; `OTELGUARD_TOKEN` when the service wants a
+token) and, when it does not answer within 50 ms, falls back to the local path, saying so in the log.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     log_path = paths.log_path()
     stderr, sys.stderr = sys.stderr, io.StringIO()
     try:
-        answer, event, verdicts = _answer(cli, stdin, log_path)
+        data = stdin.read()
+        asked = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
+        answer, event, verdicts = (asked, None, ()) if asked is not None else _answer(cli, data, log_path)
     finally:
         written, sys.stderr = sys.stderr.getvalue(), stderr
     if written:
@@ -63,10 +66,37 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     return 0
 
 
-def _answer(cli: str, stdin: BinaryIO, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
+def answer(cli: str, data: bytes) -> str:
+    """What `otelguard hook <cli>` prints for this hook input (`otelguard serve`'s `POST /v1/hook/<cli>`)."""
+    return _answer(cli, data, paths.log_path())[0]
+
+
+_SERVICE_TIMEOUT_S = 0.05
+
+
+def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
+    """The answer of the `otelguard serve` at OTELGUARD_URL, or None (logged) when it gives none in time."""
+    import urllib.request
+
+    url = os.environ["OTELGUARD_URL"].rstrip("/") + f"/v1/hook/{cli}"
+    headers = {"Content-Type": "application/json"}
+    token = os.environ.get("OTELGUARD_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        request = urllib.request.Request(url, data=data, method="POST", headers=headers)
+        with urllib.request.urlopen(request, timeout=_SERVICE_TIMEOUT_S) as response:
+            return response.read().decode("utf-8")
+    except Exception as error:  # down, slow, refused: the local path answers
+        log.write(log_path, "WARNING", f"service fallback: {escape_quoted(url)} gave no answer "
+                  f"({type(error).__name__}: {escape_quoted(str(error))[:200]}); judged here")
+        return None
+
+
+def _answer(cli: str, data: bytes, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
     """(what to print, the call, its verdicts)."""
     try:
-        event = parse(cli, fastjson.loads(stdin.read()))
+        event = parse(cli, fastjson.loads(data))
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
         log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {escape_quoted(str(error))}")
         return "", None, ()

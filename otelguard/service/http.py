@@ -23,8 +23,11 @@ from google.rpc import code_pb2, status_pb2
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.routing import Mount, Route
 
+from ..hooks import CLIS as HOOK_CLIS
+from ..hooks.command import answer as answer_hook
 from .access import RequireToken
 from .judge import QueueFull
 from .received import MalformedRequest
@@ -86,9 +89,25 @@ def receiver_app(service: GuardService) -> Starlette:
         return JSONResponse({"session": session, "verdicts": service.recent.of(session)},
                             headers={"Cache-Control": "no-store"})
 
+    async def hook(request: Request) -> Response:
+        """`POST /v1/hook/<cli>`: a coding-agent CLI's hook input, answered as `otelguard hook <cli>`
+        answers it (the same local path, run here: `hooks.command.answer`), in the CLI's own JSON."""
+        cli = request.path_params["cli"]
+        if cli not in HOOK_CLIS:
+            return JSONResponse({"error": f"unknown CLI {cli[:40]!r}: one of {', '.join(HOOK_CLIS)}"}, 404)
+        try:
+            body = await _body(request, service.options.max_request_bytes)
+        except TooLarge as error:
+            service.refused("too_large")
+            return JSONResponse({"error": str(error)}, 413)
+        answer = await run_in_threadpool(answer_hook, cli, body)  # SQLite and the engine: off the loop
+        service.hook_calls.add(1, {"cli": cli})
+        return Response(answer, media_type=JSON)
+
     return _guarded(Starlette(routes=[
         *(Route(f"/v1/{signal}", endpoint(signal), methods=["POST"]) for signal in ("traces", "logs", "metrics")),
         Route("/v1/verdicts", verdicts, methods=["GET"]),
+        Route("/v1/hook/{cli}", hook, methods=["POST"]),
     ]), service.options.token, service.refused)
 
 

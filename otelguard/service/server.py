@@ -109,6 +109,9 @@ class GuardService:
                         "unauthenticated")
         for reason in REFUSALS:
             self._refused.add(0, {"reason": reason})
+        self.hook_calls = meter.create_counter(
+            "otelguard.service.hook_calls", unit="{call}",
+            description="Coding-agent CLI hook calls decided here (POST /v1/hook/<cli>), by CLI")
         meter.create_observable_counter(
             "otelguard.service.spans", callbacks=[self._observe_spans], unit="{span}",
             description="Spans accepted, and of them: judged late (after their trace), duplicates skipped, "

@@ -1,0 +1,63 @@
+"""`otelguard hook <cli>` with `OTELGUARD_URL`: a running `otelguard serve` decides the call
+(`POST /v1/hook/<cli>`), by the same path the hook runs locally; when the service does not answer in
+time, the hook decides locally and says so in its log."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from hook_support import CLIS, CliSession
+from service_support import running_service, scrape
+
+from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
+
+LS = {"command": "ls -la", "description": "List files"}
+
+
+@pytest.fixture(autouse=True)
+def hook_state(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    monkeypatch.setenv("OTELGUARD_HOOK_DB", str(state / "hooks.sqlite3"))
+    monkeypatch.delenv("OTELGUARD_CONFIG", raising=False)
+    monkeypatch.delenv("OTELGUARD_OTLP_ENDPOINT", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return state
+
+
+@pytest.fixture(scope="module")
+def service():
+    with running_service() as running:
+        yield running
+
+
+def hook_calls(service, cli: str) -> float:
+    return sum(sample.value for sample in scrape(service).get("otelguard_service_hook_calls", [])
+               if sample.name.endswith("_total") and sample.labels.get("cli") == cli)
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_the_service_decides_each_call_as_the_local_hook_would(cli, service, monkeypatch, hook_state):
+    monkeypatch.setenv("OTELGUARD_URL", service.http_url)
+    monkeypatch.setattr("otelguard.hooks.command._SERVICE_TIMEOUT_S", 5.0)  # the loaded test machine's pace
+    asked_before = hook_calls(service, cli)
+    session = CliSession(cli)
+    calls = [session.call("Bash", LS) for _ in range(8)]
+    reminded = [number for number, (before, after) in enumerate(calls, 1) if after.context]
+    denied = [number for number, (before, after) in enumerate(calls, 1) if before.denied]
+    assert (reminded, denied) == ([3, 5], [8])
+    assert calls[2][1].context == SHORT_TEXT
+    # every hook: before each call, and after each call not denied
+    assert hook_calls(service, cli) - asked_before == 2 * len(calls) - len(denied)
+    assert "service fallback" not in (hook_state / "hooks.log").read_text(encoding="utf-8")
+
+
+def test_a_service_that_does_not_answer_leaves_the_decision_to_the_local_hook(monkeypatch, hook_state):
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("OTELGUARD_URL", f"http://127.0.0.1:{port}")
+    session = CliSession("claude-code")
+    reminded = [number for number in range(1, 6) if session.call("Bash", LS)[1].context]
+    assert reminded == [3, 5]
+    assert (hook_state / "hooks.log").read_text(encoding="utf-8").count("service fallback") == 10  # 5 x 2 hooks
