@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
+from . import pricing
 from .config import GuardConfig
 from .errors import ConfigError
 
@@ -224,6 +225,7 @@ class _Demo:
 
                 downstream.append(BatchSpanProcessor(span_exporter))
             guard = GuardSpanProcessor(config, downstream=downstream, meter_provider=meter_provider)
+            pricing.wait_until_loaded(timeout=10)  # the planner's loop is priced: a demo may wait for the table
             tracer_provider = TracerProvider(resource=resource)
             tracer_provider.add_span_processor(guard)
             try:
@@ -283,8 +285,8 @@ class _Demo:
     def _metrics(self, registry: Any, *, serving: bool) -> None:
         from prometheus_client import generate_latest
 
-        shown = ("otelguard_verdicts_total", "otelguard_loop_tokens_total", "otelguard_control_calls_total",
-                 "otelguard_spans_total")
+        shown = ("otelguard_verdicts_total", "otelguard_loop_tokens_total", "otelguard_loop_cost_usd_total",
+                 "otelguard_control_calls_total", "otelguard_spans_total")
         samples = [line for line in generate_latest(registry).decode().splitlines()
                    if line.startswith(shown) and not line.endswith(" 0.0")]
         self.write()

@@ -162,7 +162,7 @@ class ModelCall:
 
 @dataclass(slots=True)
 class ModelUsage:
-    """What a model call was and what it spent, for reports and the loop-token metric. No guard judges
+    """What a model call was and what it spent, for reports and the loop-token and loop-cost metrics. No guard judges
     these, so they are not part of the `ModelCall` every model span makes: whoever needs them reads
     them from the span (`conventions.model_usage`, or `conventions.model_name` for the model alone)."""
 
@@ -170,6 +170,7 @@ class ModelUsage:
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     finish_reasons: tuple[str, ...] = ()
+    input_tokens: int | None = None  # for the loop cost (otelguard.pricing)
 
 
 Record = AgentRun | ToolCall | ModelCall

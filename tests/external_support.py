@@ -6,8 +6,7 @@ test is skipped with the command that installs it, so a developer without it can
 suite; under CI (CI=true, as CI services set it) a missing binary fails the test instead, so a CI run
 never passes by skipping a tier. `.ci/run` installs every component listed here.
 
-Markers registered for tiers still to come (`alertmanager`) get an entry here when their first test
-lands. The coding-agent CLIs (`agent_cli`) are npm packages at pinned versions, installed into the
+The coding-agent CLIs (`agent_cli`) are npm packages at pinned versions, installed into the
 repository's `.agent-clis/` (or the prefix `OTELGUARD_AGENT_CLIS` names) and found there or on PATH.
 """
 
@@ -37,6 +36,10 @@ AGENT_CLI_PREFIX = Path(os.environ.get("OTELGUARD_AGENT_CLIS") or Path(__file__)
 COMPONENTS: dict[str, Component] = {
     # Debian's prometheus package ships both the server and promtool.
     "prometheus": Component(binaries=("prometheus", "promtool"), install="apt-get install -y prometheus"),
+    # Debian's package names the server prometheus-alertmanager (upstream: alertmanager) and ships amtool.
+    "alertmanager": Component(
+        binaries=("prometheus-alertmanager", "amtool"), install="apt-get install -y prometheus-alertmanager"
+    ),
     "agent_cli": Component(
         binaries=("claude", "gemini", "codex", "opencode"),
         install=f"npm install --prefix {AGENT_CLI_PREFIX} {' '.join(AGENT_CLI_PACKAGES)}",
@@ -46,7 +49,10 @@ COMPONENTS: dict[str, Component] = {
 
 
 # Fixtures that hand a test a component's binary: a test using one must carry the component's marker.
-COMPONENT_FIXTURES: dict[str, str] = {"promtool": "prometheus", "prometheus_binary": "prometheus"}
+COMPONENT_FIXTURES: dict[str, str] = {
+    "promtool": "prometheus", "prometheus_binary": "prometheus",
+    "alertmanager_binary": "alertmanager", "amtool": "alertmanager",
+}
 
 
 def in_ci() -> bool:

@@ -77,6 +77,25 @@ def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
         "findings_by_action": dict(sorted(by_action.items())),
         "fail_on": fail_on,
         "failed": bool(fail_on and analysis.reached(fail_on)),
+        "loops": loop_totals(_looping(findings)),
+    }
+
+
+def _looping(findings: Any) -> list[Any]:
+    """The agents with a loop of model calls (few: each loop is a step with a verdict)."""
+    return [agent for agent in findings.agents() if agent.loops]
+
+
+def loop_totals(agents: Any) -> dict[str, Any]:
+    """The loops of model calls over `agents`: how many, their tokens, and their price where known."""
+    loops = [loop for agent in agents for loop in agent.loops]
+    priced = [loop.spend.cost_usd for loop in loops if loop.spend.cost_usd is not None]
+    return {
+        "count": len(loops),
+        "input_tokens": sum(loop.spend.input_tokens for loop in loops),
+        "output_tokens": sum(loop.spend.output_tokens for loop in loops),
+        "cost_usd": round(sum(priced), 6) if priced else None,
+        "unpriced": len(loops) - len(priced),  # model not in genai-prices' table (or it is not installed)
     }
 
 
@@ -191,6 +210,7 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
         stalls, reactions, cuts = findings.thinking_stalls, findings.thinking_reactions, findings.cuts
         lines.append(f"  thinking: {stalls}/{model} model call(s) stalled, {_n(reactions, 'reaction')} "
                      f"(over the {model} model call(s) read; see coverage); {cuts} cut mid-stream")
+        lines.extend(_loop_lines(_looping(findings)))
     if fail_on is not None:
         reached = analysis.reached(fail_on)
         if reached:
@@ -198,6 +218,27 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
             lines.append(f"  --fail-on {fail_on}: {_n(reached, 'verdict')} {verb} it: FAIL (exit 1)")
         else:
             lines.append(f"  --fail-on {fail_on}: no verdict reaches it: pass")
+    return lines
+
+
+def _loop_lines(agents: Any) -> list[str]:
+    """What the loops of model calls cost, in total and per agent (from their first stalled step up to
+    the step that broke them or the end of the input)."""
+    totals = loop_totals(agents)
+    if not totals["count"]:
+        return []
+    def cost(value: float | None) -> str:
+        return "cost unknown" if value is None else f"${value:,.2f}"
+    line = (f"  loops: {_n(totals['count'], 'loop')} of model calls, {totals['input_tokens']:,} tokens in, "
+            f"{totals['output_tokens']:,} out, {cost(totals['cost_usd'])}")
+    if totals["unpriced"]:
+        line += f" ({totals['unpriced']} not priced: model not in genai-prices' table)"
+    lines = [line]
+    for agent in agents:
+        if agent.loops:
+            mine = loop_totals([agent])
+            lines.append(f"    {agent.label}: {_n(mine['count'], 'loop')}, {mine['input_tokens']:,} in, "
+                         f"{mine['output_tokens']:,} out, {cost(mine['cost_usd'])}")
     return lines
 
 

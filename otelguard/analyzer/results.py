@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
 from ..actions import ACTION_ORDER, Action
 from ..canonical import arguments_preview
-from ..conventions import model_name
+from .. import pricing
+from ..conventions import model_name, model_usage
+from ..loop_spend import LOOP_VERDICTS, LoopLedger, LoopSpend
 from ..engine import AgentRef, Judged
 from .spool import Spool
 from ..records import (
@@ -37,6 +39,7 @@ _PREVIEW_CHARS = 60
 _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
+_MAX_OPEN_LOOPS = 100_000  # agents with a loop under way; one evicted starts its next step as a new loop
 _LIVE_AGENTS = 1024  # agent summaries held in memory (the most recently active); the others are spooled
 
 
@@ -82,6 +85,22 @@ class Step:
 
 
 @dataclass(slots=True)
+class Loop:
+    """One loop of model calls of an agent (stalled reasoning, or output that repeated itself): the
+    steps it spans and what it spent, up to the step that broke it or the end of the input."""
+
+    kind: str  # thinking_loop | repetitive_output
+    first_step: int
+    last_step: int
+    spend: LoopSpend
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "first_step": self.first_step, "last_step": self.last_step,
+                "input_tokens": self.spend.input_tokens, "output_tokens": self.spend.output_tokens,
+                "cost_usd": None if self.spend.cost_usd is None else round(self.spend.cost_usd, 6)}
+
+
+@dataclass(slots=True)
 class AgentSummary:
     key: str
     name: str | None
@@ -95,6 +114,7 @@ class AgentSummary:
     quiet_steps_not_listed: int = 0
     first_trace_id: int | None = None
     traces: int = 0
+    loops: list[Loop] = field(default_factory=list)
     _last_trace: int | None = None
 
     @property
@@ -120,6 +140,7 @@ class AgentSummary:
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
             "verdicts": self.verdicts,
+            "loops": [loop.to_json() for loop in self.loops],
         }
         if steps is not None:
             out["steps"] = [step.to_json() for step in steps]
@@ -191,6 +212,7 @@ class Findings:
         self.thinking_stalls = 0  # thinking_loop verdicts
         self.thinking_reactions = 0  # ... with an action
         self.cuts = 0  # `break` verdicts: streams cut
+        self._ledger = LoopLedger(_MAX_OPEN_LOOPS, on_evict=lambda reason, n: None)
 
     def add(self, span: SpanView, judged: Judged) -> None:
         self._settled = False
@@ -229,6 +251,18 @@ class Findings:
             self._count(verdict)
             if not is_counting(verdict):
                 agent.verdicts += 1
+            if kind is SpanKind.MODEL and verdict.verdict in LOOP_VERDICTS:
+                self._loop_step(agent, step, verdict, span, judged)
+
+    def _loop_step(self, agent: AgentSummary, step: Step, verdict: Verdict, span: SpanView, judged: Judged) -> None:
+        """A model call judged part of a loop: its tokens (and price) count into the agent's loop."""
+        pricing.wait_until_loaded(timeout=30)  # a report may wait for the price table
+        loop_step = self._ledger.step(agent.key, verdict, model_usage(span, judged.classification))
+        loop = None if loop_step.started else next((l for l in reversed(agent.loops) if l.kind == verdict.verdict), None)
+        if loop is None:
+            agent.loops.append(Loop(verdict.verdict, step.number, step.number, loop_step.spend))
+        else:
+            loop.last_step, loop.spend = step.number, loop_step.spend
 
     def _count(self, verdict: Verdict) -> None:
         action = verdict.action

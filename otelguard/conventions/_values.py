@@ -234,11 +234,30 @@ def group_indexed(items: Iterable[tuple[Any, Any]], prefix: str) -> dict[int, di
 # --- JSON ---------------------------------------------------------------------------------------
 
 
+# The last JSON text decoded, and how: a live model span's floor test that finds output to read is
+# followed by the read, which decodes the same text again (one parse a judged model output instead of
+# two: the bar on the time a span's end may take, benchmarks/span_end_by_size.py). Swapped whole.
+_last_decoded: tuple[Any, tuple[Any, Content]] = (None, (None, Content.ABSENT))
+
+
 def load_json(value: Any) -> tuple[Any, Content]:
     """Decode a JSON attribute. Already-decoded structures pass through; cut JSON is salvaged.
 
-    Returns (value, OK), (salvaged prefix, TRUNCATED), (None, MALFORMED) or (None, ABSENT).
+    Returns (value, OK), (salvaged prefix, TRUNCATED), (None, MALFORMED), (None, ABSENT) or, past
+    the read limit, (None, OVERSIZED). The decoded value is shared with the next caller that decodes
+    the very same text: read it, never change it.
     """
+    global _last_decoded
+    last_text, last = _last_decoded
+    if value is last_text:
+        return last
+    decoded = _decode_json(value)
+    if type(value) is str:
+        _last_decoded = (value, decoded)
+    return decoded
+
+
+def _decode_json(value: Any) -> tuple[Any, Content]:
     if value is None:
         return None, Content.ABSENT
     if type(value) is not str:  # JSON text is the usual case: it skips the ABC check
@@ -560,6 +579,7 @@ class UsageKeys:
     output_tokens: tuple[str, ...]
     reasoning_tokens: tuple[str, ...]
     finish_reasons: tuple[str, ...]
+    input_tokens: tuple[str, ...] = ()
 
 
 def model_name_of(span: Any, keys: UsageKeys) -> str | None:
@@ -573,4 +593,5 @@ def model_usage_of(span: Any, keys: UsageKeys) -> ModelUsage:
         first_int(attributes, *keys.output_tokens),
         first_int(attributes, *keys.reasoning_tokens),
         as_str_tuple(first_present(attributes, *keys.finish_reasons)),
+        first_int(attributes, *keys.input_tokens),
     )

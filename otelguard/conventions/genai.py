@@ -147,6 +147,7 @@ USAGE_KEYS = UsageKeys(
     reasoning_tokens=(sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS, sc.GEN_AI_USAGE_REASONING_TOKENS,
                       sc.LLM_USAGE_REASONING_TOKENS),
     finish_reasons=(sc.GEN_AI_RESPONSE_FINISH_REASONS,),
+    input_tokens=(sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS),
 )
 
 
@@ -157,31 +158,14 @@ def read_model_usage(span: SpanView) -> ModelUsage:
 def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     """Whether `read_model` with this floor leaves the output unread, by the same tests, without
     making a record: the live guard then needs none of the span. (Output that may reach the floor is
-    parsed here and again by the read that follows.)"""
+    parsed here once: the read that follows gets the same decoded value from `load_json`.)"""
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False
     if _too_short_to_read(messages, floor):
         return True
-    decoded, _ = _load_output(messages)
+    decoded, _ = load_json(messages)
     return decoded is not None and not _may_reach(decoded, floor)
-
-
-# The last output text decoded, and how: the read that follows a floor test that found output to read
-# decodes the same text again (one JSON parse a judged model span instead of two: the bar on the time
-# a span's end may take, benchmarks/span_end_by_size.py). One entry, swapped whole: safe across threads.
-_last_output: tuple[Any, tuple[Any, Content]] = (None, (None, Content.ABSENT))
-
-
-def _load_output(value: Any) -> tuple[Any, Content]:
-    global _last_output
-    text, loaded = _last_output
-    if value is text:
-        return loaded
-    loaded = load_json(value)
-    if type(value) is str:
-        _last_output = (value, loaded)
-    return loaded
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
@@ -192,7 +176,7 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     """
     if floor is not None and type(value) is str and _too_short_to_read(value, floor):
         return UNREAD_OUTPUT
-    decoded, content = _load_output(value)
+    decoded, content = load_json(value)
     if decoded is None:
         return Output(content=content)
     if floor is not None and not _may_reach(decoded, floor):

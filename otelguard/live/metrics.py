@@ -17,10 +17,10 @@ MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) be
 LABEL_GENERATION_S = 600.0  # a capped label value not seen for two of these frees its slot
 MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
 INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_ending", "downstream.on_end",
-                         "control_hook", "watchdog", "deliver", "dispatch.worker_died")
+                         "control_hook", "watchdog", "deliver", "dispatch.worker_died", "evaluation_events")
 CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
-EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
+EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream", "loop")
 # One in this many agent, model or tool span ends the guard handles (agent ends and model spans left
 # unread included) is timed for `otelguard.processing.duration`: with an SDK MeterProvider a
 # histogram record costs ~4 us, as much as judging a whole tool span.
@@ -94,6 +94,10 @@ class GuardMetrics:
         self.loop_tokens = meter.create_counter(
             "otelguard.loop.tokens", unit="{token}",
             description="Output tokens spent in model calls judged stalled or repetitive")
+        # Unit "usd": the Prometheus exporters append it, making `otelguard_loop_cost_usd_total`.
+        self.loop_cost_counter = meter.create_counter(
+            "otelguard.loop.cost", unit="usd",
+            description="Price in USD (genai-prices) of the model calls judged stalled or repetitive")
         self.control_calls = meter.create_counter(
             "otelguard.control.calls", unit="{call}", description="Control hook calls by outcome")
         self.internal_errors = meter.create_counter(
@@ -170,6 +174,14 @@ class GuardMetrics:
 
     def loop_token_spend(self, guard: str, model: str | None, tokens: int) -> None:
         self.loop_tokens.add(tokens, {"otelguard.guard": guard, "gen_ai.request.model": self._model_label(model)})
+
+    def loop_cost(self, verdict: Verdict, agent_name: str | None, model: str | None, usd: float) -> None:
+        self.loop_cost_counter.add(usd, {
+            "otelguard.guard": verdict.guard,
+            "otelguard.rule": verdict.rule,
+            "gen_ai.agent.name": self._agent_label(agent_name),
+            "gen_ai.request.model": self._model_label(model),
+        })
 
     def control(self, action: str, outcome: str) -> None:
         self.control_calls.add(1, {"otelguard.action": action, "outcome": outcome})
