@@ -1,9 +1,8 @@
-"""A CLI hook's whole wall time, interpreter start included: `otelguard hook claude-code` spawned as
-Claude Code spawns it, one process per hook, on recorded stdin. Bar: p95 <= 100 ms.
+"""A CLI hook's whole wall time, interpreter start included: `otelguard hook claude-code` (or `--cli`
+another) spawned as the CLI spawns it, one process per hook, on recorded stdin. Bar: p95 <= 100 ms.
 
-The stdin is a real Claude Code session's PreToolUse / PostToolUse records (tests/fixtures/
-agent_cli_hooks/claude-code.jsonl: six identical calls, then an A/B alternation), replayed in turn
-with fresh call ids, so the runs mix plain calls, reminders and (past the 8th identical call) denials,
+The stdin is a real session's pre- and post-tool hook records (tests/fixtures/agent_cli_hooks/
+<cli>.jsonl: six identical calls, then an A/B alternation), replayed in turn with fresh call ids, so the runs mix plain calls, reminders and (past the 8th identical call) denials,
 against a session history that already holds `--history` calls (the hook replays up to 256 events).
 The history is in a temporary directory; the config is validated once before timing (as after a
 user's first call). The package's bytecode is compiled first, as `pip install` does (a checkout run
@@ -15,7 +14,8 @@ and the load average before and after: on a shared machine the wall figures move
 `--instructions` adds one hook's and one bare interpreter's instruction counts (valgrind callgrind),
 which no load changes.
 
-Run: .venv/bin/python benchmarks/hook_latency.py [--runs 200] [--history 100] [--otelguard PATH] [--instructions]
+Run: .venv/bin/python benchmarks/hook_latency.py [--cli claude-code] [--runs 200] [--history 100]
+     [--otelguard PATH] [--instructions]
 """
 
 from __future__ import annotations
@@ -33,11 +33,30 @@ import time
 from pathlib import Path
 
 BAR_P95_MS = 100.0
-RECORDED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agent_cli_hooks" / "claude-code.jsonl"
+RECORDED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agent_cli_hooks"
+CLIS = ("claude-code", "gemini-cli", "codex", "opencode")
+
+
+def _as_call(cli: str, record: dict, session: str, call_id: str, arguments: dict | None = None) -> dict:
+    """`record` (a recorded hook input of `cli`) as a call of `session` with id `call_id` (Gemini CLI
+    sends none), with other arguments if given."""
+    record = json.loads(json.dumps(record))
+    if cli == "opencode":
+        record["input"].update(sessionID=session, callID=call_id)
+        if arguments is not None:
+            record["input"]["args"] = record["output"]["args"] = arguments
+        return record
+    record["session_id"] = session
+    if cli != "gemini-cli":
+        record["tool_use_id"] = call_id
+    if arguments is not None:
+        record["tool_input"] = arguments
+    return record
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cli", choices=CLIS, default="claude-code")
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--history", type=int, default=100, help="calls already in the session's history")
     parser.add_argument("--otelguard", default=str(Path(sys.executable).with_name("otelguard")),
@@ -47,7 +66,7 @@ def main() -> int:
     command = shutil.which(args.otelguard) or args.otelguard
     python = _interpreter_of(command)
     _compile_package(python)
-    records = [json.loads(line)["stdin"] for line in RECORDED.read_text().splitlines()]
+    records = [json.loads(line)["stdin"] for line in (RECORDED / f"{args.cli}.jsonl").read_text().splitlines()]
 
     with tempfile.TemporaryDirectory() as state:
         env = {key: value for key, value in os.environ.items()
@@ -56,28 +75,26 @@ def main() -> int:
         env["HOME"] = state  # no user config
         session = "bench-session"
         for n in range(args.history):  # earlier calls of the session, all different
-            for phase, record in (("PreToolUse", records[0]), ("PostToolUse", records[1])):
-                payload = dict(record, session_id=session, hook_event_name=phase, tool_use_id=f"history-{n}",
-                               tool_input={"command": f"echo {n}"})
-                _spawn(command, payload, env)
+            for record in records[:2]:  # the recorded first call's pre- and post-tool hooks
+                _spawn(command, args.cli, _as_call(args.cli, record, session, f"history-{n}", {"command": f"echo {n}"}),
+                       env)
         load_before = os.getloadavg()
         walls, cpus, answered = [], [], 0
         for n in range(args.runs):
-            record = records[n % len(records)]
-            payload = dict(record, session_id=session, tool_use_id=f"run-{n // 2}")
-            wall, cpu, stdout = _spawn(command, payload, env)
+            payload = _as_call(args.cli, records[n % len(records)], session, f"run-{n // 2}")
+            wall, cpu, stdout = _spawn(command, args.cli, payload, env)
             walls.append(wall)
             cpus.append(cpu)
             answered += bool(stdout)
         bare_walls, bare_cpus = zip(*[_spawn_bare(python) for _ in range(min(args.runs, 50))])
         load_after = os.getloadavg()
         if args.instructions:
-            payload = dict(records[1], session_id=session, tool_use_id="counted")
-            hook_ir = _instructions([command, "hook", "claude-code"], json.dumps(payload).encode(), env)
+            payload = _as_call(args.cli, records[1], session, "counted")
+            hook_ir = _instructions([command, "hook", args.cli], json.dumps(payload).encode(), env)
             bare_ir = _instructions([python, "-c", "pass"], b"", env)
 
     p50, p95 = _percentile(walls, 50), _percentile(walls, 95)
-    print(f"otelguard hook claude-code: {command}")
+    print(f"otelguard hook {args.cli}: {command}")
     print(f"  runs {args.runs} (of which {answered} answered: reminders or denials), session history "
           f"{args.history} calls, {os.cpu_count()} CPUs")
     print(f"  wall  p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   max {max(walls):6.1f} ms")
@@ -92,11 +109,11 @@ def main() -> int:
     return 0 if verdict == "PASS" else 1
 
 
-def _spawn(command: str, payload: dict, env: dict[str, str]) -> tuple[float, float, bytes]:
+def _spawn(command: str, cli: str, payload: dict, env: dict[str, str]) -> tuple[float, float, bytes]:
     data = json.dumps(payload).encode()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
-    done = subprocess.run([command, "hook", "claude-code"], input=data, capture_output=True, env=env, check=True)
+    done = subprocess.run([command, "hook", cli], input=data, capture_output=True, env=env, check=True)
     wall = (time.perf_counter() - began) * 1000
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000

@@ -15,7 +15,7 @@ import threading
 from typing import Iterator
 
 import pytest
-from hook_support import CLIS, CliSession, answer, hook, hook_process, recorded
+from hook_support import CLIS, Answer, CliSession, answer, hook, hook_process, recorded
 from otlp_collector_support import Collector, running_collector
 
 from otelguard.cli import main as cli_main
@@ -124,6 +124,21 @@ def test_reset_forgets_a_session(capsys):
     assert cli_main(["hook", "reset", session.session]) == 0
     assert "8 event(s)" in capsys.readouterr().out
     assert [n for n, before, after in loop(session, 3) if after.context] == [3]
+
+
+@pytest.mark.parametrize("cli", ["claude-code", "codex", "opencode"])
+def test_a_hook_installed_twice_counts_each_call_once(cli):
+    """User and project settings both running the hook: the second run of a hook for a call changes nothing."""
+    session = CliSession(cli)
+    told = []
+    for n in range(8):
+        for payload in (session.pre("Bash", LS, call_id=f"twice-{n}"), session.post("Bash", LS, call_id=f"twice-{n}")):
+            first, second = answer(cli, hook(cli, payload)), answer(cli, hook(cli, payload))
+            assert second == Answer()  # nothing more to say
+            told.append(first)
+            if first.denied:
+                break
+    assert [n for n, said in enumerate(told) if said.context or said.denied] == [5, 9, 14]
 
 
 def test_sessions_are_judged_apart():

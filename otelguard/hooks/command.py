@@ -134,6 +134,9 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
         engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), **_ENGINE_BOUNDS)
         with history.locked():
             events = history.events(event.cli, event.session)
+            if event.call_id is not None and any(stored.call_id == event.call_id and stored.phase == event.phase
+                                                 for stored in events):
+                return Decision(), ()  # the same hook again (installed in both user and project settings)
             call_id = event.call_id or _paired(events, event) or f"otelguard-{os.urandom(8).hex()}"
             replay = SessionReplay(engine, event.cli, event.session)
             replay.replay(events)
