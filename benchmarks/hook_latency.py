@@ -14,8 +14,11 @@ and the load average before and after: on a shared machine the wall figures move
 `--instructions` adds one hook's and one bare interpreter's instruction counts (valgrind callgrind),
 which no load changes.
 
+`--service` starts `otelguard serve` and sets OTELGUARD_URL, so each hook asks the warm service
+(`POST /v1/hook/<cli>`) instead of importing the engine and replaying the history itself.
+
 Run: .venv/bin/python benchmarks/hook_latency.py [--cli claude-code] [--runs 200] [--history 100]
-     [--otelguard PATH] [--instructions]
+     [--otelguard PATH] [--instructions] [--service]
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def main() -> int:
     parser.add_argument("--otelguard", default=str(Path(sys.executable).with_name("otelguard")),
                         help="the otelguard command to spawn (default: beside this Python)")
     parser.add_argument("--instructions", action="store_true", help="also count instructions (needs valgrind)")
+    parser.add_argument("--service", action="store_true",
+                        help="start `otelguard serve` and let each hook ask it (OTELGUARD_URL): the warm path")
     args = parser.parse_args()
     command = shutil.which(args.otelguard) or args.otelguard
     python = _interpreter_of(command)
@@ -73,6 +78,9 @@ def main() -> int:
                if not key.startswith(("OTELGUARD_", "OTEL_"))}
         env["OTELGUARD_HOOK_DB"] = os.path.join(state, "hooks.sqlite3")
         env["HOME"] = state  # no user config
+        service = _start_service(command, env) if args.service else None
+        if service is not None:
+            env["OTELGUARD_URL"] = service[1]
         session = "bench-session"
         for n in range(args.history):  # earlier calls of the session, all different
             for record in records[:2]:  # the recorded first call's pre- and post-tool hooks
@@ -88,13 +96,18 @@ def main() -> int:
             answered += bool(stdout)
         bare_walls, bare_cpus = zip(*[_spawn_bare(python) for _ in range(min(args.runs, 50))])
         load_after = os.getloadavg()
+        fallbacks = _fallbacks(os.path.join(state, "hooks.log"))
+        if service is not None:
+            service[0].terminate()
+            service[0].wait(timeout=30)
         if args.instructions:
             payload = _as_call(args.cli, records[1], session, "counted")
             hook_ir = _instructions([command, "hook", args.cli], json.dumps(payload).encode(), env)
             bare_ir = _instructions([python, "-c", "pass"], b"", env)
 
     p50, p95 = _percentile(walls, 50), _percentile(walls, 95)
-    print(f"otelguard hook {args.cli}: {command}")
+    print(f"otelguard hook {args.cli}: {command}" + (f" asking otelguard serve ({fallbacks} fell back to the "
+                                                      "local path)" if args.service else ""))
     print(f"  runs {args.runs} (of which {answered} answered: reminders or denials), session history "
           f"{args.history} calls, {os.cpu_count()} CPUs")
     print(f"  wall  p50 {p50:6.1f} ms   p95 {p95:6.1f} ms   max {max(walls):6.1f} ms")
@@ -107,6 +120,37 @@ def main() -> int:
     verdict = "PASS" if p95 <= BAR_P95_MS else "FAIL"
     print(f"  {verdict}: wall p95 {p95:.1f} ms against the bar of {BAR_P95_MS:.0f} ms")
     return 0 if verdict == "PASS" else 1
+
+
+def _start_service(command: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """`otelguard serve` on free ports (its hook history the benchmark's); (process, its HTTP URL)."""
+    import socket
+    import urllib.request
+
+    ports = []
+    for _ in range(3):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+    http, grpc, metrics = (f"127.0.0.1:{port}" for port in ports)
+    process = subprocess.Popen([command, "serve", "--http", http, "--grpc", grpc, "--metrics", metrics], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(f"http://{metrics}/metrics", timeout=1).close()
+            return process, f"http://{http}"
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit("hook_latency: otelguard serve did not start")
+
+
+def _fallbacks(log_path: str) -> int:
+    """Hooks that got no answer from the service and decided locally (the hook log says each)."""
+    try:
+        return Path(log_path).read_text(encoding="utf-8").count("service fallback")
+    except OSError:
+        return 0
 
 
 def _spawn(command: str, cli: str, payload: dict, env: dict[str, str]) -> tuple[float, float, bytes]:

@@ -388,7 +388,7 @@ def _run_hook(args: argparse.Namespace) -> int:
         return run_hook(args.cli, sys.stdin.buffer, sys.stdout)
     if not args.session or args.extra:
         args.parser.error("usage: otelguard hook reset SESSION")
-    from .hooks.command import reset
+    from .hooks.decision import reset
 
     removed = reset(args.session)
     print(f"{PROG} hook reset: {removed} event(s) of session {args.session!r} removed")

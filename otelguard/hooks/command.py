@@ -1,38 +1,28 @@
 """`otelguard hook <cli>`: one tool call's hook, from stdin to the CLI's answer on stdout, exit 0.
 
-The call is judged by the same engine and guards as every driver: the session's recent calls are
-replayed from the local history (`replay`), the new call is judged, and the history gets the call,
-all under the history's write lock (parallel calls take turns). Harmless by construction: input the
-CLI does not document, an invalid config, a locked or unreadable history, or any error of otelguard's
-own allows the call (nothing printed) and is written to the log beside the history.
+The call is judged by the same engine and guards as every driver (`decision`, the local path): the
+session's recent calls are replayed from the local history, the new call is judged, and the history
+gets the call. Harmless by construction: anything that goes wrong allows the call (nothing printed)
+and is written to the log beside the history.
 
-With `OTELGUARD_URL` set, the hook asks a running `otelguard serve` first (`POST /v1/hook/<cli>`,
-which answers by this same path on the service's host; `OTELGUARD_TOKEN` when the service wants a
-token) and, when it does not answer within 50 ms, falls back to the local path, saying so in the log.
+With `OTELGUARD_URL` set, the hook first asks a running `otelguard serve` (`POST /v1/hook/<cli>`,
+answered there by the same local path, on the service's host; `OTELGUARD_TOKEN` when the service
+wants a token). A warm service spares the hook its imports and replay: this module imports only what
+asking needs, and the engine only when the service gives no answer within 50 ms, the hook then
+deciding locally and saying so in its log.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import sqlite3
 import sys
 import time
 from typing import BinaryIO, TextIO
 
-from .. import fastjson
-from ..actions import Action
-from ..canonical import escape_quoted
-from ..engine import GuardEngine
-from ..records import Verdict
-from . import hook_config, log, paths
-from .answers import Decision, render
-from .history import HookHistory, StoredEvent, is_corrupt, set_aside
-from .payload import POST, PRE, HookEvent, parse
-from .replay import SessionReplay
+from . import log, paths
 
-_REMIND_RANK = Action.REMIND.rank
-_ENGINE_BOUNDS = {"max_agents": 64, "idle_ttl_s": None, "max_open_spans": 4096}  # one session a process
+_SERVICE_TIMEOUT_S = 0.05
 
 
 def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
@@ -41,10 +31,14 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     began = time.perf_counter()
     log_path = paths.log_path()
     stderr, sys.stderr = sys.stderr, io.StringIO()
+    event, verdicts = None, ()
     try:
         data = stdin.read()
-        asked = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
-        answer, event, verdicts = (asked, None, ()) if asked is not None else _answer(cli, data, log_path)
+        answer = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
+        if answer is None:
+            from .decision import answer_with_call
+
+            answer, event, verdicts = answer_with_call(cli, data, log_path)
     finally:
         written, sys.stderr = sys.stderr.getvalue(), stderr
     if written:
@@ -66,128 +60,30 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     return 0
 
 
-def answer(cli: str, data: bytes) -> str:
-    """What `otelguard hook <cli>` prints for this hook input (`otelguard serve`'s `POST /v1/hook/<cli>`)."""
-    return _answer(cli, data, paths.log_path())[0]
-
-
-_SERVICE_TIMEOUT_S = 0.05
-
-
 def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
     """The answer of the `otelguard serve` at OTELGUARD_URL, or None (logged) when it gives none in time."""
-    import urllib.request
+    import http.client
+    from urllib.parse import urlsplit
 
-    url = os.environ["OTELGUARD_URL"].rstrip("/") + f"/v1/hook/{cli}"
+    url = os.environ["OTELGUARD_URL"].rstrip("/")
     headers = {"Content-Type": "application/json"}
     token = os.environ.get("OTELGUARD_TOKEN")
     if token:
         headers["Authorization"] = f"Bearer {token}"
     try:
-        request = urllib.request.Request(url, data=data, method="POST", headers=headers)
-        with urllib.request.urlopen(request, timeout=_SERVICE_TIMEOUT_S) as response:
-            return response.read().decode("utf-8")
-    except Exception as error:  # down, slow, refused: the local path answers
-        log.write(log_path, "WARNING", f"service fallback: {escape_quoted(url)} gave no answer "
-                  f"({type(error).__name__}: {escape_quoted(str(error))[:200]}); judged here")
+        where = urlsplit(url)
+        connection_type = http.client.HTTPSConnection if where.scheme == "https" else http.client.HTTPConnection
+        connection = connection_type(where.netloc, timeout=_SERVICE_TIMEOUT_S)
+        try:
+            connection.request("POST", f"{where.path}/v1/hook/{cli}", body=data, headers=headers)
+            response = connection.getresponse()
+            body = response.read()
+        finally:
+            connection.close()
+        if response.status != 200:
+            raise OSError(f"HTTP {response.status}")
+        return body.decode("utf-8")
+    except Exception as error:  # down, slow, refused, or no such service: the local path answers
+        problem = f"{type(error).__name__}: {error}"[:200].encode("unicode_escape").decode("ascii")
+        log.write(log_path, "WARNING", f"service fallback: {url[:200]!r} gave no answer ({problem}); judged here")
         return None
-
-
-def _answer(cli: str, data: bytes, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
-    """(what to print, the call, its verdicts)."""
-    try:
-        event = parse(cli, fastjson.loads(data))
-    except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
-        log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {escape_quoted(str(error))}")
-        return "", None, ()
-    try:
-        decision, verdicts = decide(event)
-    except hook_config.HookConfigError as error:
-        log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
-        return "", event, ()
-    except Exception as error:
-        if isinstance(error, sqlite3.DatabaseError) and is_corrupt(error):
-            aside = set_aside(paths.db_path())
-            log.write(log_path, "ERROR", f"the history was damaged ({error}), set aside as {aside}; call allowed")
-            return "", event, ()
-        import traceback
-
-        from ..containment import raise_internal_errors
-
-        if raise_internal_errors():  # the project's own tests: a bug fails them
-            raise
-        log.write(log_path, "ERROR", f"internal error, call allowed ({cli} {event.phase}):\n" + traceback.format_exc())
-        return "", event, ()
-    acted = [verdict for verdict in verdicts if verdict.action != Action.NONE]
-    if acted:
-        log.write(log_path, "INFO", f"{cli} session {escape_quoted(event.session)}, {event.phase} "
-                  f"{escape_quoted(event.tool)}: " + "; ".join(
-                      f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
-                      for v in acted))
-    return render(event, decision), event, verdicts
-
-
-def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
-    """The local path: judge `event` against its session's history."""
-    history = HookHistory(paths.db_path())
-    try:
-        engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), **_ENGINE_BOUNDS)
-        with history.locked():
-            events = history.events(event.cli, event.session)
-            if event.call_id is not None and any(stored.call_id == event.call_id and stored.phase == event.phase
-                                                 for stored in events):
-                return Decision(), ()  # the same hook again (installed in both user and project settings)
-            call_id = event.call_id or _paired(events, event) or f"otelguard-{os.urandom(8).hex()}"
-            replay = SessionReplay(engine, event.cli, event.session)
-            replay.replay(events)
-            if event.phase == PRE:
-                started = replay.start(event.run, call_id, event.tool, event.arguments)
-                history.append(event, call_id)
-                block = started.tool.block if started is not None and started.tool is not None else None
-                if block is None:
-                    return Decision(), ()
-                # The CLI answers the call with the reason as its error: that is the call's result.
-                blocked = HookEvent(event.cli, POST, event.session, event.tool, event.arguments, event.run,
-                                    call_id, block.message, failed=True)
-                history.append(blocked, call_id, blocked=True)
-                return Decision(block=block.message), (block,)
-            judged = replay.end(event.run, call_id, event.tool, event.arguments, event.result, event.failed,
-                                event.duration_ms)
-            history.append(event, call_id)
-            verdicts = judged.verdicts if judged is not None else ()
-            return decision_after(verdicts), verdicts
-    finally:
-        history.close()
-
-
-def decision_after(verdicts: tuple[Verdict, ...]) -> Decision:
-    """After a call: one message for the model, the guards' texts joined without repeats; a cancel
-    among them stops the agent instead."""
-    reacting = [v for v in verdicts if v.message and Action.parse(v.action).rank >= _REMIND_RANK]
-    if not reacting:
-        return Decision()
-    text = "\n\n".join(dict.fromkeys(v.message for v in reacting if v.message))
-    if any(v.action == Action.CANCEL for v in reacting):
-        return Decision(stop=text)
-    return Decision(context=text)
-
-
-def _paired(events: list[StoredEvent], event: HookEvent) -> str | None:
-    """For a CLI without call ids (Gemini CLI): the oldest call still open with the same tool and
-    arguments is the one that ended."""
-    if event.phase != POST:
-        return None
-    ended = {stored.call_id for stored in events if stored.phase == POST}
-    for stored in events:
-        if (stored.phase == PRE and stored.call_id not in ended and stored.tool == event.tool
-                and stored.arguments == event.arguments):
-            return stored.call_id
-    return None
-
-
-def reset(session: str) -> int:
-    history = HookHistory(paths.db_path())
-    try:
-        return history.reset(session)
-    finally:
-        history.close()

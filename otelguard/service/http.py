@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Mount, Route
 
 from ..hooks import CLIS as HOOK_CLIS
-from ..hooks.command import answer as answer_hook
+from ..hooks.decision import answer as answer_hook
 from .access import RequireToken
 from .judge import QueueFull
 from .received import MalformedRequest
@@ -91,7 +91,7 @@ def receiver_app(service: GuardService) -> Starlette:
 
     async def hook(request: Request) -> Response:
         """`POST /v1/hook/<cli>`: a coding-agent CLI's hook input, answered as `otelguard hook <cli>`
-        answers it (the same local path, run here: `hooks.command.answer`), in the CLI's own JSON."""
+        answers it (the same local path, run here: `hooks.decision.answer`), in the CLI's own JSON."""
         cli = request.path_params["cli"]
         if cli not in HOOK_CLIS:
             return JSONResponse({"error": f"unknown CLI {cli[:40]!r}: one of {', '.join(HOOK_CLIS)}"}, 404)
