@@ -112,9 +112,14 @@ def arguments_preview(canonical: str | None, limit: int) -> str:
     anything else (arguments that were not JSON) is shown as one escaped JSON string.
     """
     text = canonical or ""
-    cut = text if len(text) <= limit else text[:limit]
-    rest = f"… (+{len(text) - limit} more chars)" if len(text) > limit else ""
-    if _is_json(text):
+    return cut_preview(text[:limit], len(text), _is_json(text))
+
+
+def cut_preview(cut: str, total_chars: int, is_json: bool) -> str:
+    """The preview of text of `total_chars` characters kept only as its first ones, `cut` (`is_json`:
+    the whole text was JSON); see `arguments_preview`."""
+    rest = f"… (+{total_chars - len(cut)} more chars)" if total_chars > len(cut) else ""
+    if is_json:
         return escape_quoted(cut) + rest
     return escape_quoted(json.dumps(cut, ensure_ascii=False)) + rest
 

@@ -27,7 +27,8 @@ from .errors import ConfigError
 TIMEOUT_POLICY = "timeout-policy"
 REPEAT_TOOL_REMINDER = "repeat-tool-reminder"
 THINKING_LOOP_GUARD = "thinking-loop-guard"
-GUARD_IDS = (TIMEOUT_POLICY, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD)
+NO_PROGRESS = "no-progress"
+GUARD_IDS = (TIMEOUT_POLICY, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, NO_PROGRESS)
 
 StrictInt = Annotated[int, Field(strict=True)]
 
@@ -49,6 +50,9 @@ class RepeatToolReminderConfig(_Settings):
     arguments_preview_chars: int = Field(500, ge=1)
     include_arguments: bool = True  # false: detailed reminders leave the arguments preview out
     stop_after: int | None = Field(None, ge=2)
+    # True: a call whose result differs from the previous identical call's restarts the run (polling
+    # whose result moves on is progress). False, the seed's: results are not read.
+    result_aware: bool = False
 
     @field_validator("thresholds", mode="before")
     @classmethod
@@ -82,6 +86,55 @@ class RepeatToolReminderConfig(_Settings):
         return value
 
 
+NO_PROGRESS_RULES = ("cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate")
+DEFAULT_TRANSPARENT_TOOLS = ("think", "todo_write", "todo_read", "TodoWrite", "TodoRead", "todowrite", "todoread",
+                             "write_todos", "update_plan", "sequentialthinking", "sequential_thinking")
+
+
+class NoProgressConfig(_Settings):
+    rules: tuple[Literal["cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate"], ...] = (
+        NO_PROGRESS_RULES)
+    max_period: int = Field(5, ge=2, le=10)
+    min_repeats: int = Field(3, ge=2)
+    window: int = Field(10, ge=3, le=100)
+    min_errors: int = Field(3, ge=2)
+    transparent: tuple[str, ...] = DEFAULT_TRANSPARENT_TOOLS
+    steer_after: int = Field(2, ge=1)
+    stop_after: int | None = Field(None, ge=3)
+    arguments_preview_chars: int = Field(200, ge=1)
+    include_arguments: bool = True
+
+    @field_validator("rules", "transparent", mode="before")
+    @classmethod
+    def _list_shape(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("transparent")
+    @classmethod
+    def _transparent_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not pattern for pattern in value):
+            raise ValueError(f"patterns must be non-empty strings, got {list(value)}")
+        return value
+
+    @field_validator("rules")
+    @classmethod
+    def _rules_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"must not contain duplicates, got {list(value)}")
+        return value
+
+    @model_validator(mode="after")
+    def _bounds_agree(self) -> "NoProgressConfig":
+        if self.window < 2 * self.min_repeats - 1:
+            # same-result needs min_repeats identical calls with another call between each pair
+            raise ValueError(f"window ({self.window}) must be at least 2 * min_repeats - 1 "
+                             f"({2 * self.min_repeats - 1})")
+        if self.stop_after is not None and self.stop_after <= max(self.min_repeats, self.min_errors):
+            raise ValueError(f"stop_after ({self.stop_after}) must exceed min_repeats ({self.min_repeats}) "
+                             f"and min_errors ({self.min_errors}): the first detection reminds")
+        return self
+
+
 class ThinkingLoopGuardConfig(_Settings):
     max_thinking_steps: int = Field(3, ge=2)
     min_reasoning_chars: int = Field(2048, ge=256)
@@ -109,15 +162,16 @@ _CONFIG_MODELS: dict[str, type[_Settings]] = {
     TIMEOUT_POLICY: TimeoutPolicyConfig,
     REPEAT_TOOL_REMINDER: RepeatToolReminderConfig,
     THINKING_LOOP_GUARD: ThinkingLoopGuardConfig,
+    NO_PROGRESS: NoProgressConfig,
 }
 
 
 class GuardRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: Literal["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard"]
+    id: Literal["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard", "no-progress"]
     name: str | None = None
-    config: Union[TimeoutPolicyConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig, None] = None
+    config: Union[TimeoutPolicyConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig, NoProgressConfig, None] = None
 
     @field_validator("config", mode="before")
     @classmethod
@@ -143,7 +197,7 @@ class GuardRow(BaseModel):
 
 
 class GuardConfig(BaseModel):
-    """The whole guard config. `GuardConfig()` runs all three guards with their defaults."""
+    """The whole guard config. `GuardConfig()` runs all four guards with their defaults."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -219,7 +273,7 @@ def _field_path(location: list[Any], source: dict[str, Any]) -> str:
                 if isinstance(row, dict) and "id" in row:
                     label += f" ({row['id']})"
             parts.append(label)
-        elif part in ("TimeoutPolicyConfig", "RepeatToolReminderConfig", "ThinkingLoopGuardConfig"):
+        elif part in ("TimeoutPolicyConfig", "RepeatToolReminderConfig", "ThinkingLoopGuardConfig", "NoProgressConfig"):
             pass  # union member name: noise to a reader
         else:
             parts.append(("." if parts else "") + str(part))

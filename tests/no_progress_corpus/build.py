@@ -277,8 +277,9 @@ def error_legit(w: Writer) -> list[dict[str, Any]]:
                 w.shell("curl -sf https://api.example.com/health", error="HTTP 503 Service Unavailable"),
                 w.shell("curl -sf https://api.example.com/health", "ok")]
     elif shape == 2:  # the build fails, each time with another error: the fixes progress
-        for template in rng.sample(ERRORS, 4):
-            out += [w.edit(FILES[0], "a", "b"), w.shell("go build ./...", error=w.error_text(template, vary=True))]
+        for step, template in enumerate(rng.sample(ERRORS, 4)):
+            out += [w.edit(FILES[0], f"a{step}", f"a{step + 1}"),
+                    w.shell("go build ./...", error=w.error_text(template, vary=True))]
     else:  # two failures, then a different approach
         out += [w.shell("pip install foo==9", error="No matching distribution found for foo==9")] * 2
         out += w.healthy(4)
