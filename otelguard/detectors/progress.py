@@ -71,6 +71,7 @@ class ProgressState:
     runs: list[int]
     seed: RepeatChain
     reacted: dict  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
+    previous: object = None  # the key of the last call, whatever its tool
     upcoming: Finding | None = None  # the finding the last judged call left open
     blocked: object = None  # the key blocked at its start, until that call ends
 
@@ -105,29 +106,33 @@ class ProgressDetector:
         state.runs[:] = [0] * len(state.runs)
         state.seed.reset()
         state.reacted.clear()
-        state.upcoming = None
-        state.blocked = None
+        state.previous = state.upcoming = state.blocked = None
 
     def judges(self, state: ProgressState, name: str, arguments: str | None) -> bool:
-        """Whether a call about to start would be judged: not transparent, and not continuing the
-        repeat reminder's back-to-back run of identical calls."""
+        """Whether a call about to start would be judged: not transparent, and not continuing a
+        back-to-back run of identical calls (the repeat reminder's, or one it was told to leave)."""
         if self.transparent(name):
             return False
-        return arguments is None or not (self.seed_tracks(name) and state.seed.matches(name, arguments))
+        if arguments is None:
+            return True
+        key = (name, compact_arguments(arguments))
+        return key != state.previous and not (self.seed_tracks(name) and state.seed.matches(name, arguments))
 
     def observe(self, state: ProgressState, call: ToolCall, name: str) -> Finding | None:
         """Judge one ended call; None when no rule holds on it, or when it is not judged (a
-        transparent call, or one continuing the repeat reminder's run)."""
+        transparent call, or one continuing a back-to-back run of identical calls)."""
         arguments = call.arguments
+        key = (name, compact_arguments(arguments)) if arguments is not None else None
+        previous, state.previous = state.previous, key
         if self.seed_tracks(name):  # the repeat reminder's chain, kept as that guard keeps it
             if arguments is None:
                 state.seed.reset()
             elif state.seed.observe(name, arguments,
                                     result_signature(call.result) if self.seed_results else None) > 1:
                 return None
-        if self.transparent(name):
+        if self.transparent(name) or (key is not None and key == previous):
             return None
-        step = self._step(state, call, name, arguments)
+        step = self._step(state, call, name, arguments, key)
         steps = state.steps
         steps.append(step)
         runs = state.runs
@@ -140,14 +145,13 @@ class ProgressDetector:
         state.upcoming = finding
         return finding
 
-    def _step(self, state: ProgressState, call: ToolCall, name: str, arguments: str | None) -> Step:
+    def _step(self, state: ProgressState, call: ToolCall, name: str, arguments: str | None, key: object) -> Step:
         limit = self.preview_chars
         if arguments is None:
-            key: object = object()  # not read: equal to no other call
+            key = object()  # not read: equal to no other call
             loose: object = object()
             preview, chars, is_json = "", 0, True
         else:
-            key = (name, compact_arguments(arguments))
             loose = (name, loose_arguments(arguments))
             preview, chars, is_json = arguments[:limit], len(arguments), call.arguments_content is Content.OK
         error = error_preview = None
