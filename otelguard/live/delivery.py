@@ -3,15 +3,17 @@
 Control hooks run off the span thread (`ControlDispatcher`); the span thread waits at most
 `hook_wait_s`. The control of an agent run is the one bound when its span started
 (`otelguard.bind_control`), else the one bound where the verdict is reached, else the processor's
-default.
+default. When several guards react to one span, the agent gets one message (`one_message`); each
+verdict is still counted and written on the span.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from ..actions import Action
+from ..actions import Action, strongest
 from ..control import AgentControl, GuardMessage, bound_control
 from ..conventions import model_usage
 from ..engine import AgentRef, Judged
@@ -45,6 +47,19 @@ def needs_delivery(verdict: Verdict) -> bool:
     if verdict.action in _INJECTED or verdict.action in (Action.STEER, Action.CANCEL):
         return True
     return verdict.action == Action.BREAK and verdict.message is not None
+
+
+def one_message(verdicts: list[Verdict]) -> Verdict:
+    """What the agent gets when several guards react to one step: the strongest action (a cancel
+    alone: the turn ends), its text first and the others' after it, each text once."""
+    first = strongest(verdicts)
+    if len(verdicts) == 1 or first.action == Action.CANCEL:
+        return first
+    texts: list[str] = []
+    for verdict in sorted(verdicts, key=lambda v: v is not first):  # the strongest first, the rest in order
+        if verdict.message and verdict.message not in texts:
+            texts.append(verdict.message)
+    return replace(first, message="\n\n".join(texts) or None)
 
 
 class AgentRuns:
@@ -92,8 +107,10 @@ class Delivery:
         self.default_control = default_control
 
     def judged(self, judged: Judged) -> None:
-        """A span's verdicts: each counted, each reaction delivered; a loop's tokens counted once read."""
+        """A span's verdicts: each counted; their reactions delivered as one message (`one_message`);
+        a loop's tokens counted once read."""
         usage = None
+        reactions = []
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name)
             if verdict.repeat_count is not None:
@@ -103,7 +120,9 @@ class Delivery:
                 if usage.output_tokens:
                     self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
             if needs_delivery(verdict):
-                self._deliver(judged.agent, verdict)
+                reactions.append(verdict)
+        if reactions:
+            self._deliver(judged.agent, one_message(reactions))
 
     def now(self, agent: AgentRef | None, verdict: Verdict) -> None:
         """A verdict reached outside a span's end (a stream cut mid-call)."""
