@@ -1,30 +1,35 @@
 """Tool-call sequences that make no progress: the window of one agent's recent calls and its rules.
 
-Identity of a call = tool name + canonical arguments; of a step = that call + its result's signature
-(`signatures.result_signature`), so an identical call whose result changes (polling) is progress.
-Every rule is judged incrementally on the call just ended, in O(window) work and bounded state.
+Identity of a call = tool name + canonical arguments; of a step = that call + its outcome's signature
+(`signatures.result_signature` of its result, or of its error when it failed), so an identical call
+whose result changes (polling) is progress. Every rule is judged incrementally on the call just ended,
+in O(window + max_period) work, over bounded state: each step is a few 64-bit hashes in one array,
+and the arguments preview a message quotes is kept only for calls seen before in the window (a
+cycle's calls all are).
 
 The rules, each counting `repeats`:
 - `cycle`: the steps repeat with a period of 2..max_period; repeats = whole periods in a row.
 - `interleaved-repeat`: the same step again with only transparent calls between (period 1).
-- `same-result`: the same step `repeats` times within the last `window` calls, other calls between.
-- `error-loop`: the same tool failing with the same masked error on each of its last calls, whatever
-  the arguments; repeats = those failures in a row.
-- `near-duplicate`: the same tool, arguments equal but for whitespace, quotes and Unicode form, with
-  the same result, on consecutive calls; repeats = those calls.
+- `same-result`: the same step `repeats` times within the last `window` steps, other calls between
+  (not evenly spaced as a cycle still short of its repeats is: that one is the cycle rule's).
+- `error-loop`: one tool failing with the same masked error on each of its last calls, whatever the
+  arguments; repeats = those failures in a row.
+- `near-duplicate`: the same tool, arguments equal but for whitespace, quotes and Unicode form, the
+  same outcome, on consecutive steps; repeats = those steps.
 
-A call that continues a back-to-back run of identical calls (the repeat reminder's own run) is not
-judged nor kept: that run is `repeat-tool-reminder`'s.
+A call that continues a back-to-back run of identical calls (the repeat reminder's run, or one its
+include / exclude leaves out) is neither judged nor kept: that run is `repeat-tool-reminder`'s.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass
+import itertools
+from array import array
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..records import Content, ToolCall
-from .repeat import RepeatChain, ToolFilter, compact_arguments
+from .repeat import ToolFilter
 from .signatures import error_signature, error_text, failed, loose_arguments, result_signature
 
 CYCLE = "cycle"
@@ -33,21 +38,22 @@ SAME_RESULT = "same-result"
 ERROR_LOOP = "error-loop"
 NEAR_DUPLICATE = "near-duplicate"
 
+# A step's fields in the window array: hashes of the call, of call + outcome, of the loose call +
+# outcome, of the tool name and of the masked error (_NO_ERROR: it did not fail), and the error-loop
+# and near-duplicate runs ending at it.
+_KEY, _IDENT, _NEAR, _NAME, _ERROR, _ERROR_RUN, _NEAR_RUN = range(7)
+_FIELDS = 7
+_NO_ERROR = -1  # hash() never returns -1
+_UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
 
-class Step(NamedTuple):
-    """One judged call, as the window keeps it: signatures and a bounded preview, never the texts."""
+
+class Label(NamedTuple):
+    """What a message quotes of a call: its tool and its arguments cut at the preview length."""
 
     name: str
-    key: object  # (name, compacted arguments); a fresh object when the arguments were not read
-    result: str | None  # signature of the result (of the error, for a failed call)
-    error: str | None  # error signature of a failed call
-    loose: object  # the near-duplicate key
-    preview: str  # the arguments, cut at the preview length
+    preview: str
     arguments_chars: int
     arguments_json: bool
-    error_preview: str | None  # the error, cut at the preview length
-    error_run: int  # this tool's failures in a row with this error, this one included (0: no failure)
-    near_run: int  # consecutive near-duplicate calls ending here (1: none before)
 
 
 class Finding(NamedTuple):
@@ -56,26 +62,36 @@ class Finding(NamedTuple):
     rule: str
     repeats: int
     pattern: tuple  # what identifies the pattern across its calls (the same while it goes on)
-    steps: tuple[Step, ...]  # the calls that make it, oldest first
-    next_key: object  # the key of the call that continues it (a near-duplicate's: its loose key)
+    labels: tuple[Label, ...]  # the calls that make it, oldest first (a cycle's all, else the last)
+    error_preview: str | None  # the error, cut at the preview length (error-loop)
+    next_key: int  # the key of the call that continues it (a near-duplicate's: its loose key)
     next_tool: str
     next_repeats: int  # repeats once that call continues it
 
 
 @dataclass(slots=True)
 class ProgressState:
-    """One agent's window. `steps` is bounded; `runs[p]` counts the steps in a row equal to the step
-    `p` before them (period p)."""
+    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first, a label for
+    each (None for a call not seen before in the window); `runs[p]`, the steps in a row equal to the
+    step `p` before them."""
 
-    steps: deque
-    runs: list[int]
-    seed: RepeatChain
-    reacted: dict  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
-    previous: object = None  # the key of the last call, whatever its tool
+    steps: array = field(default_factory=lambda: array("q"))
+    labels: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+    seed: int | None = None  # the key of the repeat reminder's current run
+    seed_outcome: str | None = None  # and its outcome, when that guard compares results
+    previous: int | None = None  # the key of the last call, whatever its tool
+    reacted: dict | None = None  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
     upcoming: Finding | None = None  # the finding the last judged call left open
-    blocked: object = None  # the key blocked at its start, until that call ends
+    blocked: tuple | None = None  # (key, verdict) of the call blocked at its start, until it ends
 
 
+def call_key(name: str, arguments: str) -> int:
+    return hash((name, arguments))
+
+
+def loose_key(name: str, arguments: str) -> int:
+    return hash((name, loose_arguments(arguments)))
 
 
 class ProgressDetector:
@@ -98,110 +114,118 @@ class ProgressDetector:
         self._capacity = max(window, max_period * 2)
 
     def new_state(self) -> ProgressState:
-        return ProgressState(deque(maxlen=self._capacity), [0] * (self.max_period + 1), RepeatChain(), {})
+        return ProgressState(runs=[0] * (self.max_period + 1))
 
-    @staticmethod
-    def reset(state: ProgressState) -> None:
-        state.steps.clear()
-        state.runs[:] = [0] * len(state.runs)
-        state.seed.reset()
-        state.reacted.clear()
-        state.previous = state.upcoming = state.blocked = None
+    def reset(self, state: ProgressState) -> None:
+        state.steps = array("q")
+        state.labels = []
+        state.runs = [0] * (self.max_period + 1)
+        state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
 
-    def judges(self, state: ProgressState, name: str, arguments: str | None) -> bool:
-        """Whether a call about to start would be judged: not transparent, and not continuing a
-        back-to-back run of identical calls (the repeat reminder's, or one it was told to leave)."""
+    def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
+        """Whether a call about to start (its arguments known) would be judged: not transparent, and
+        not continuing a back-to-back run of identical calls."""
         if self.transparent(name):
             return False
-        if arguments is None:
-            return True
-        key = (name, compact_arguments(arguments))
-        return key != state.previous and not (self.seed_tracks(name) and state.seed.matches(name, arguments))
+        key = call_key(name, arguments)
+        return key != state.previous and not (state.seed == key and self.seed_tracks(name))
 
     def observe(self, state: ProgressState, call: ToolCall, name: str) -> Finding | None:
         """Judge one ended call; None when no rule holds on it, or when it is not judged (a
         transparent call, or one continuing a back-to-back run of identical calls)."""
         arguments = call.arguments
-        key = (name, compact_arguments(arguments)) if arguments is not None else None
+        key = call_key(name, arguments) if arguments is not None else next(_UNREAD_KEYS)
         previous, state.previous = state.previous, key
         if self.seed_tracks(name):  # the repeat reminder's chain, kept as that guard keeps it
-            if arguments is None:
-                state.seed.reset()
-            elif state.seed.observe(name, arguments,
-                                    result_signature(call.result) if self.seed_results else None) > 1:
+            outcome = result_signature(call.result) if self.seed_results and arguments is not None else None
+            continued = arguments is not None and key == state.seed and outcome == state.seed_outcome
+            state.seed, state.seed_outcome = (key if arguments is not None else None), outcome
+            if continued:
                 return None
-        if self.transparent(name) or (key is not None and key == previous):
+        if self.transparent(name) or key == previous:
             return None
-        step = self._step(state, call, name, arguments, key)
-        steps = state.steps
-        steps.append(step)
-        runs = state.runs
-        count = len(steps)
-        ident = (step.key, step.result)
-        for period in range(1, self.max_period + 1):
-            before = steps[count - 1 - period] if count > period else None
-            runs[period] = runs[period] + 1 if before is not None and (before.key, before.result) == ident else 0
-        finding = self._find(state, step)
+        error = error_preview = None
+        if failed(call):
+            text = error_text(call)
+            error, error_preview = hash(error_signature(text)), text[:self.preview_chars]
+            outcome = result_signature(text)  # a failure's outcome is what it said: another error is progress
+        else:
+            outcome = result_signature(call.result)
+        loose = loose_key(name, arguments) if arguments is not None else key
+        self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)), error)
+        finding = self._find(state, key, loose, outcome, error_preview)
+        if finding is not None and finding.rule != CYCLE:
+            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name)
         state.upcoming = finding
         return finding
 
-    def _step(self, state: ProgressState, call: ToolCall, name: str, arguments: str | None, key: object) -> Step:
-        limit = self.preview_chars
+    def _label(self, name: str, arguments: str | None, call: ToolCall) -> Label:
         if arguments is None:
-            key = object()  # not read: equal to no other call
-            loose: object = object()
-            preview, chars, is_json = "", 0, True
-        else:
-            loose = (name, loose_arguments(arguments))
-            preview, chars, is_json = arguments[:limit], len(arguments), call.arguments_content is Content.OK
-        error = error_preview = None
-        error_run = near_run = 0
-        if failed(call):
-            text = error_text(call)
-            error, error_preview = error_signature(text), text[:limit]
-            error_run = 1
-            result = result_signature(text)  # a failure's outcome is what it said (another error is progress)
-        else:
-            result = result_signature(call.result)
-        steps = state.steps
-        if steps:
-            last = steps[-1]
-            if last.loose == loose and last.result == result and last.key != key:
-                near_run = last.near_run + 1 if last.near_run else 2
-        if error is not None:
-            for earlier in reversed(steps):  # this tool's previous call, within the window
-                if earlier.name == name:
-                    if earlier.error == error:
-                        error_run = earlier.error_run + 1
-                    break
-        return Step(name, key, result, error, loose, preview, chars, is_json, error_preview, error_run, near_run)
+            return Label(name, "", 0, True)
+        return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
-    def _find(self, state: ProgressState, step: Step) -> Finding | None:
-        rules, runs, steps, min_repeats = self.rules, state.runs, state.steps, self.min_repeats
+    def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall, key: int,
+                ident: int, near: int, error: int | None) -> None:
+        steps, labels = state.steps, state.labels
+        count = len(labels)
+        name_hash = hash(name)
+        error_run = near_run = 0
+        if error is not None:
+            error_run = 1
+            for at in range((count - 1) * _FIELDS, -1, -_FIELDS):  # this tool's previous step in the window
+                if steps[at + _NAME] == name_hash:
+                    if steps[at + _ERROR] == error:
+                        error_run = steps[at + _ERROR_RUN] + 1
+                    break
+        if count:
+            last = (count - 1) * _FIELDS
+            if steps[last + _NEAR] == near and steps[last + _KEY] != key:
+                near_run = steps[last + _NEAR_RUN] + 1 if steps[last + _NEAR_RUN] else 2
+        # Only a call seen before in the window can be part of a pattern a message quotes.
+        seen = any(steps[at] == key for at in range(_KEY, count * _FIELDS, _FIELDS))
+        steps.extend((key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run))
+        labels.append(self._label(name, arguments, call) if seen else None)
+        if count + 1 > self._capacity:
+            del steps[:_FIELDS]
+            del labels[0]
+        count = len(labels)
+        runs = state.runs
+        for period in range(1, self.max_period + 1):
+            before = count - 1 - period
+            runs[period] = runs[period] + 1 if before >= 0 and steps[before * _FIELDS + _IDENT] == ident else 0
+
+    def _find(self, state: ProgressState, key: int, loose: int, outcome: str | None,
+              error_preview: str | None) -> Finding | None:
+        rules, runs, steps, labels, min_repeats = self.rules, state.runs, state.steps, state.labels, self.min_repeats
+        count = len(labels)
+        last = (count - 1) * _FIELDS
+        name = ""  # `observe` names the current call; a cycle names its own
         for period in range(1, self.max_period + 1):
             length = runs[period] + period
             if length >= period * min_repeats:
-                block = tuple(steps[i] for i in range(len(steps) - period, len(steps)))
                 if period == 1 and INTERLEAVED_REPEAT in rules:
-                    return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, step.key), block, step.key,
-                                   step.name, length + 1)
+                    return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name,
+                                   length + 1)
                 if period > 1 and CYCLE in rules:
-                    pattern = (CYCLE, frozenset(s.key for s in block))
-                    return Finding(CYCLE, length // period, pattern, block, block[0].key, block[0].name,
-                                   (length + 1) // period)
+                    block = tuple(labels[count - period:])
+                    keys = frozenset(steps[at] for at in range((count - period) * _FIELDS, count * _FIELDS, _FIELDS))
+                    first = (count - period) * _FIELDS
+                    return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
+                                   block[0].name, (length + 1) // period)
                 break  # the shortest period names the pattern
-        if SAME_RESULT in rules and step.result is not None:
-            recent = range(max(0, len(steps) - self.window), len(steps))
-            same = [i for i in recent if steps[i].key == step.key and steps[i].result == step.result]
+        ident = steps[last + _IDENT]
+        if SAME_RESULT in rules and outcome is not None:
+            same = [at // _FIELDS for at in range(max(0, count - self.window) * _FIELDS + _IDENT, count * _FIELDS,
+                                                   _FIELDS) if steps[at] == ident]
             if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
-                return Finding(SAME_RESULT, len(same), (SAME_RESULT, step.key), (step,), step.key, step.name,
-                               len(same) + 1)
-        if ERROR_LOOP in rules and step.error_run >= self.min_errors:
-            return Finding(ERROR_LOOP, step.error_run, (ERROR_LOOP, step.name, step.error), (step,), None, step.name,
-                           step.error_run + 1)
-        if NEAR_DUPLICATE in rules and step.near_run >= min_repeats:
-            return Finding(NEAR_DUPLICATE, step.near_run, (NEAR_DUPLICATE, step.loose), (step,), step.loose,
-                           step.name, step.near_run + 1)
+                return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1)
+        error_run = steps[last + _ERROR_RUN]
+        if ERROR_LOOP in rules and error_run >= self.min_errors:
+            return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, steps[last + _NAME], steps[last + _ERROR]), (),
+                           error_preview, key, name, error_run + 1)
+        near_run = steps[last + _NEAR_RUN]
+        if NEAR_DUPLICATE in rules and near_run >= min_repeats:
+            return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1)
         return None
 
     def _cycle_in_the_making(self, runs: list[int], same: list[int]) -> bool:
@@ -213,9 +237,9 @@ class ProgressDetector:
 
     @staticmethod
     def continues(finding: Finding, name: str, arguments: str) -> bool:
-        """Whether a call about to start (its result unknown) continues the finding's pattern."""
+        """Whether a call about to start (its outcome unknown) continues the finding's pattern."""
         if finding.rule == ERROR_LOOP:
             return name == finding.next_tool  # whatever the arguments
         if finding.rule == NEAR_DUPLICATE:
-            return (name, loose_arguments(arguments)) == finding.next_key
-        return (name, compact_arguments(arguments)) == finding.next_key
+            return loose_key(name, arguments) == finding.next_key
+        return call_key(name, arguments) == finding.next_key

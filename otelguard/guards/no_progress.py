@@ -18,11 +18,12 @@ from ..detectors.progress import (
     NEAR_DUPLICATE,
     SAME_RESULT,
     Finding,
+    Label,
     ProgressDetector,
     ProgressState,
-    Step,
+    call_key,
 )
-from ..detectors.repeat import ToolFilter, compact_arguments
+from ..detectors.repeat import ToolFilter
 from ..records import SpanView, ToolCall, Verdict
 from .base import Guard, ToolStart
 
@@ -81,7 +82,7 @@ class NoProgress(Guard):
         if not self._detector.judges(state, name, arguments) or not self._detector.continues(finding, name, arguments):
             return
         verdict = self._verdict(finding, Action.BLOCK, finding.next_repeats)
-        state.blocked = ((name, compact_arguments(arguments)), verdict)
+        state.blocked = (call_key(name, arguments), verdict)
         if decision.block is None:
             decision.block = verdict
 
@@ -92,7 +93,7 @@ class NoProgress(Guard):
         blocked = state.blocked
         if blocked is not None:
             state.blocked = None
-            if call.arguments is not None and blocked[0] == (name, compact_arguments(call.arguments)):
+            if call.arguments is not None and blocked[0] == call_key(name, call.arguments):
                 return [blocked[1]]  # the call blocked at its start: it does not go on the pattern
         finding = self._detector.observe(state, call, name)
         if finding is None:
@@ -103,6 +104,8 @@ class NoProgress(Guard):
         stop, repeats = self.config.stop_after, finding.repeats
         if stop is not None and repeats >= stop:
             return self._verdict(finding, Action.BLOCK, repeats)
+        if state.reacted is None:
+            state.reacted = {}
         reacted = state.reacted.get(finding.pattern)
         if reacted is None:
             if len(state.reacted) >= _MAX_PATTERNS:
@@ -122,27 +125,27 @@ class NoProgress(Guard):
 
     def _message(self, finding: Finding, action: Action, repeats: int) -> str:
         # Names, arguments and errors came from the model or a tool: quoted escaped, never as markup.
-        header = _HEADERS[finding.rule].format(calls=len(finding.steps), repeats=repeats, window=self.config.window)
+        header = _HEADERS[finding.rule].format(calls=len(finding.labels), repeats=repeats, window=self.config.window)
         if action is Action.BLOCK:
             header = "Tool call blocked. " + header
         lines = [header]
         if finding.rule == CYCLE:
-            for number, step in enumerate(finding.steps, start=1):
-                lines.append(f"- call {number}: {escape_quoted(step.name)}" + self._arguments(step, " "))
+            for number, label in enumerate(finding.labels, start=1):
+                lines.append(f"- call {number}: {escape_quoted(label.name)}" + self._arguments(label, " "))
         else:
-            step = finding.steps[-1]
-            lines.append(f"- tool: {escape_quoted(step.name)}")
+            label = finding.labels[-1]
+            lines.append(f"- tool: {escape_quoted(label.name)}")
             if finding.rule != ERROR_LOOP:
-                arguments = self._arguments(step, "")
+                arguments = self._arguments(label, "")
                 if arguments:
                     lines.append(f"- arguments: {arguments}")
-            elif step.error_preview is not None:
-                lines.append(f"- error: {cut_preview(step.error_preview, len(step.error_preview), False)}")
+            elif finding.error_preview is not None:
+                lines.append(f"- error: {cut_preview(finding.error_preview, len(finding.error_preview), False)}")
         lines.append(_BLOCK_ADVICE if action is Action.BLOCK else _STEER_ADVICE if action is Action.STEER
                      else _REMIND_ADVICE)
         return "\n".join(lines)
 
-    def _arguments(self, step: Step, before: str) -> str:
-        if not self.config.include_arguments or not step.arguments_chars:
+    def _arguments(self, label: Label, before: str) -> str:
+        if not self.config.include_arguments or not label.arguments_chars:
             return ""
-        return before + cut_preview(step.preview, step.arguments_chars, step.arguments_json)
+        return before + cut_preview(label.preview, label.arguments_chars, label.arguments_json)
