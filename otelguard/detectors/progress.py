@@ -79,7 +79,7 @@ class ProgressState:
     labels: list = field(default_factory=list)
     runs: list = field(default_factory=list)
     seed: int | None = None  # the key of the repeat reminder's current run
-    seed_outcome: str | None = None  # and its outcome, when that guard compares results
+    seed_outcome: int | None = None  # and its outcome, when that guard compares results
     previous: int | None = None  # the key of the last call, whatever its tool
     reacted: dict | None = None  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
     upcoming: Finding | None = None  # the finding the last judged call left open
@@ -147,13 +147,13 @@ class ProgressDetector:
         error = error_preview = None
         if failed(call):
             text = error_text(call)
-            error, error_preview = hash(error_signature(text)), text[:self.preview_chars]
+            error, error_preview = error_signature(text), text[:self.preview_chars]
             outcome = result_signature(text)  # a failure's outcome is what it said: another error is progress
         else:
             outcome = result_signature(call.result)
         loose = loose_key(name, arguments) if arguments is not None else key
-        self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)), error)
-        finding = self._find(state, key, loose, outcome, error_preview)
+        period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)), error)
+        finding = self._find(state, period, key, loose, outcome, error_preview)
         if finding is not None and finding.rule != CYCLE:
             finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name)
         state.upcoming = finding
@@ -165,7 +165,8 @@ class ProgressDetector:
         return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
     def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall, key: int,
-                ident: int, near: int, error: int | None) -> None:
+                ident: int, near: int, error: int | None) -> int:
+        """Append the step; return the shortest period whose run has `min_repeats` (0: none)."""
         steps, labels = state.steps, state.labels
         count = len(labels)
         name_hash = hash(name)
@@ -182,41 +183,43 @@ class ProgressDetector:
             if steps[last + _NEAR] == near and steps[last + _KEY] != key:
                 near_run = steps[last + _NEAR_RUN] + 1 if steps[last + _NEAR_RUN] else 2
         # Only a call seen before in the window can be part of a pattern a message quotes.
-        seen = any(steps[at] == key for at in range(_KEY, count * _FIELDS, _FIELDS))
+        seen = key in steps[_KEY::_FIELDS]
         steps.extend((key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run))
         labels.append(self._label(name, arguments, call) if seen else None)
         if count + 1 > self._capacity:
             del steps[:_FIELDS]
             del labels[0]
-        count = len(labels)
-        runs = state.runs
-        for period in range(1, self.max_period + 1):
-            before = count - 1 - period
-            runs[period] = runs[period] + 1 if before >= 0 and steps[before * _FIELDS + _IDENT] == ident else 0
+        idents = steps[_IDENT::_FIELDS]
+        runs, shortest, min_repeats = state.runs, 0, self.min_repeats
+        for period in range(1, min(self.max_period, len(idents) - 1) + 1):
+            run = runs[period] = runs[period] + 1 if idents[-1 - period] == ident else 0
+            if not shortest and run + period >= period * min_repeats:
+                shortest = period
+        for period in range(len(idents), self.max_period + 1):
+            runs[period] = 0
+        return shortest
 
-    def _find(self, state: ProgressState, key: int, loose: int, outcome: str | None,
+    def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
               error_preview: str | None) -> Finding | None:
         rules, runs, steps, labels, min_repeats = self.rules, state.runs, state.steps, state.labels, self.min_repeats
         count = len(labels)
         last = (count - 1) * _FIELDS
         name = ""  # `observe` names the current call; a cycle names its own
-        for period in range(1, self.max_period + 1):
+        if period:  # the shortest period names the pattern
             length = runs[period] + period
-            if length >= period * min_repeats:
-                if period == 1 and INTERLEAVED_REPEAT in rules:
-                    return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name,
-                                   length + 1)
-                if period > 1 and CYCLE in rules:
-                    block = tuple(labels[count - period:])
-                    keys = frozenset(steps[at] for at in range((count - period) * _FIELDS, count * _FIELDS, _FIELDS))
-                    first = (count - period) * _FIELDS
-                    return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
-                                   block[0].name, (length + 1) // period)
-                break  # the shortest period names the pattern
+            if period == 1 and INTERLEAVED_REPEAT in rules:
+                return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
+            if period > 1 and CYCLE in rules:
+                block = tuple(labels[count - period:])
+                first = (count - period) * _FIELDS
+                keys = frozenset(steps[first + _KEY:count * _FIELDS:_FIELDS])
+                return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
+                               block[0].name, (length + 1) // period)
         ident = steps[last + _IDENT]
         if SAME_RESULT in rules and outcome is not None:
-            same = [at // _FIELDS for at in range(max(0, count - self.window) * _FIELDS + _IDENT, count * _FIELDS,
-                                                   _FIELDS) if steps[at] == ident]
+            recent = steps[max(0, count - self.window) * _FIELDS + _IDENT::_FIELDS]
+            same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
+                if recent.count(ident) >= min_repeats else ()
             if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
                 return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1)
         error_run = steps[last + _ERROR_RUN]

@@ -74,9 +74,9 @@ class RepeatChain:
 
     key: tuple[str, str | bytes] | None = None
     count: int = 0
-    result: str | None = None  # the run's result signature, when results are compared
+    result: int | None = None  # the run's result signature, when results are compared
 
-    def observe(self, tool_name: str, canonical_arguments: str, result: str | None = None) -> int:
+    def observe(self, tool_name: str, canonical_arguments: str, result: int | None = None) -> int:
         """Record one tracked call; return its position in the run of identical calls (1 = first).
         `result`: its result's signature, when a changed result restarts the run (else None)."""
         key = (tool_name, compact_arguments(canonical_arguments))

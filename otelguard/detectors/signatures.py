@@ -1,19 +1,18 @@
 """What makes two tool results, two errors or two argument texts "the same" for the progress rules.
 
-Each signature is short text (kept verbatim) or a 128-bit digest, so a window of them stays small
-whatever the tools returned. Only a bounded head of long text is normalised.
+Each signature is a 64-bit hash (`hash()`: stable within a process, which is all a window needs), so
+a window of them stays small whatever the tools returned. Only a bounded head of long text is
+normalised; the rest is hashed as it is.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 
 from ..records import Status, ToolCall
 
-_HEAD_CHARS = 512  # masked and normalised; the rest of longer text is hashed as it is
-_VERBATIM_UP_TO = 64
+_HEAD_CHARS = 256  # masked and normalised; the rest of longer text is hashed as it is
 
 # Fields that change between identical answers, in one cheap pattern: tokens of 8 or more hex digits
 # and timestamp separators (ISO timestamps, clock times, UUIDs, hex ids, long digit runs).
@@ -26,25 +25,17 @@ _ERROR_DETAIL = re.compile(
     r"|'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`"
     r"|\d+"
 )
-# Near-identical arguments: whitespace, quotes and backslashes dropped.
-_LOOSE = str.maketrans("", "", " \t\n\r\f\v\"'`\\\u00a0\u2018\u2019\u201c\u201d")
+# Near-identical arguments: whitespace (str.split's), quotes and backslashes dropped.
+_LOOSE_DROPPED = ("\"", "'", "`", "\\", "\u2018", "\u2019", "\u201c", "\u201d")
 
 
-def _digest(text: str) -> str:
-    if len(text) <= _VERBATIM_UP_TO:
-        return text
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def result_signature(result: str | None) -> str | None:
+def result_signature(result: str | None) -> int | None:
     """The result with whitespace runs collapsed and volatile fields masked; None when none was read
     or it is blank (a `sleep` says nothing: it is no evidence of the same answer)."""
     if result is None or not result or result.isspace():
         return None
     head = " ".join(_VOLATILE.sub("#", result[:_HEAD_CHARS]).split())
-    if len(result) > _HEAD_CHARS:
-        head += "\x00" + result[_HEAD_CHARS:]
-    return _digest(head)
+    return hash((head, result[_HEAD_CHARS:])) if len(result) > _HEAD_CHARS else hash(head)
 
 
 def failed(call: ToolCall) -> bool:
@@ -57,14 +48,18 @@ def error_text(call: ToolCall) -> str:
     return call.error_message or call.result or ("denied" if call.denied else "")
 
 
-def error_signature(text: str) -> str:
+def error_signature(text: str) -> int:
     """The error with numbers, paths, quoted names and ids masked: the same failure whatever it was about."""
     head = text[:_HEAD_CHARS]
-    return _digest(" ".join(_ERROR_DETAIL.sub("#", _VOLATILE.sub("#", head)).split()))
+    return hash(" ".join(_ERROR_DETAIL.sub("#", _VOLATILE.sub("#", head)).split()))
 
 
 def loose_arguments(arguments: str) -> str:
     """Arguments as near-duplicate calls share them: Unicode NFC, whitespace, quotes and backslashes dropped."""
     if not arguments.isascii():
         arguments = unicodedata.normalize("NFC", arguments)
-    return _digest(arguments.translate(_LOOSE))
+    loose = "".join(arguments.split())
+    for dropped in _LOOSE_DROPPED:
+        if dropped in loose:
+            loose = loose.replace(dropped, "")
+    return loose

@@ -324,6 +324,28 @@ def near_duplicate_legit(w: Writer) -> list[dict[str, Any]]:
     return out
 
 
+def long_healthy_run(w: Writer, calls: int) -> list[dict[str, Any]]:
+    """About `calls` calls of an agent that keeps making progress: the legitimate look-alikes of every
+    rule mixed with ordinary work, bookkeeping between (for the benchmark's long runs; not in the file)."""
+    rng, out = w.rng, []
+    legit = [cycle_legit, interleaved_legit, same_result_legit, error_legit, near_duplicate_legit]
+    while len(out) < calls:
+        pick = rng.randrange(4)
+        if pick == 0:
+            out += rng.choice(legit)(w)
+        elif pick == 1:
+            out += w.healthy(rng.randrange(3, 12))
+        elif pick == 2:
+            out += [w.think(), w.todo()]
+        else:  # a test run, a fix, the test run again: fewer failures each time
+            failing = rng.randrange(1, 4)
+            for step in range(failing + 1):
+                out.append(w.shell("pytest -q tests", f"{failing - step} failed, {40 + step} passed"))
+                if step < failing:
+                    out.append(w.edit(rng.choice(FILES), f"bug{rng.randrange(10**6)}", f"fix{rng.randrange(10**6)}"))
+    return out[:calls]
+
+
 SHAPES: dict[str, tuple[Shape, Shape]] = {
     "cycle": (cycle_loop, cycle_legit),
     "interleaved-repeat": (interleaved_loop, interleaved_legit),
