@@ -8,11 +8,14 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otelguard.config import GuardConfig
 from otelguard.engine import GuardEngine
 from otelguard.records import Verdict
 
+from hypothesis_support import examples
 from no_progress_support import corpus, replay
 
 
@@ -188,3 +191,23 @@ def test_the_tuning_half_of_the_corpus_is_judged_as_labelled():
         if caught != (row["label"] == "loop") or (row["label"] == "legit" and fired):
             wrong.append((row["id"], fired[:2]))
     assert wrong == []
+
+
+_TOOLS = ["read", "bash", "think", "grep"]
+_calls = st.builds(
+    lambda tool, arg, result, error: call(tool, {"a": arg}, result, error),
+    st.sampled_from(_TOOLS), st.sampled_from(["x", "y", "x ", "'x'", 100, 100.0]),
+    st.sampled_from([None, "", "ok", "same", "2026-12-01T10:00:00Z ok"]),
+    st.sampled_from([None, None, "boom at a.py:3", "boom at b.py:9", "other failure"]),
+)
+
+
+@settings(max_examples=examples(1000), deadline=None)
+@given(st.lists(_calls, max_size=60), st.integers(min_value=4, max_value=8))
+def test_a_call_repeating_the_one_before_is_never_judged(calls, stop_after):
+    """Whatever the sequence: no-progress gives no verdict on a call identical to the call just
+    before it (that run is the repeat reminder's), and judging never raises."""
+    verdicts = replay(GuardEngine(config(stop_after=stop_after)), calls)
+    for before, this, judged in zip(calls, calls[1:], verdicts[1:]):
+        if this["tool"] == before["tool"] and this["args"]["a"] == before["args"]["a"]:  # 100 == 100.0
+            assert [v for v in judged if v.guard == "no-progress"] == []
