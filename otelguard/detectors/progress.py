@@ -130,9 +130,10 @@ class ProgressDetector:
         key = call_key(name, arguments)
         return key != state.previous and not (state.seed == key and self.seed_tracks(name))
 
-    def observe(self, state: ProgressState, call: ToolCall, name: str) -> Finding | None:
+    def observe(self, state: ProgressState, call: ToolCall, name: str, *, judge: bool = True) -> Finding | None:
         """Judge one ended call; None when no rule holds on it, or when it is not judged (a
-        transparent call, or one continuing a back-to-back run of identical calls)."""
+        transparent call, or one continuing a back-to-back run of identical calls). `judge` False:
+        only note it as the last call (one blocked at its start does not go on the pattern)."""
         arguments = call.arguments
         key = call_key(name, arguments) if arguments is not None else next(_UNREAD_KEYS)
         previous, state.previous = state.previous, key
@@ -142,7 +143,7 @@ class ProgressDetector:
             state.seed, state.seed_outcome = (key if arguments is not None else None), outcome
             if continued:
                 return None
-        if self.transparent(name) or key == previous:
+        if not judge or self.transparent(name) or key == previous:
             return None
         error = error_preview = None
         if failed(call):

@@ -94,7 +94,8 @@ class NoProgress(Guard):
         if blocked is not None:
             state.blocked = None
             if call.arguments is not None and blocked[0] == call_key(name, call.arguments):
-                return [blocked[1]]  # the call blocked at its start: it does not go on the pattern
+                self._detector.observe(state, call, name, judge=False)  # not on the pattern, but the last call
+                return [blocked[1]]
         finding = self._detector.observe(state, call, name)
         if finding is None:
             return []
