@@ -46,18 +46,6 @@ REPEAT_INVALID = [
 ]
 
 
-@pytest.mark.parametrize(("field", "value"), [(f, v) for f, v, _ in REPEAT_INVALID],
-                         ids=[f"{f}-{why}" for f, _, why in REPEAT_INVALID])
-def test_invalid_repeat_tool_reminder_value_fails_at_load(field, value):
-    """An invalid repeat-tool-reminder value raises ConfigError naming the field."""
-    assert_invalid("repeat-tool-reminder", field, value)
-
-
-def test_every_repeat_tool_reminder_field_has_an_invalid_case():
-    """The invalid cases above cover every repeat-tool-reminder config field."""
-    assert {field for field, _, _ in REPEAT_INVALID} == set(RepeatToolReminderConfig.model_fields)
-
-
 def test_unknown_repeat_tool_reminder_key_is_named():
     """A misspelt repeat-tool-reminder key is refused and named."""
     assert_invalid("repeat-tool-reminder", "threshold", [3])
@@ -86,16 +74,23 @@ NO_PROGRESS_INVALID = [
 ]
 
 
-@pytest.mark.parametrize(("field", "value"), [(f, v) for f, v, _ in NO_PROGRESS_INVALID],
-                         ids=[f"{f}-{why}" for f, _, why in NO_PROGRESS_INVALID])
-def test_invalid_no_progress_value_fails_at_load(field, value):
-    """An invalid no-progress value raises ConfigError naming the field."""
-    assert_invalid("no-progress", field, value)
+INVALID = {"repeat-tool-reminder": (REPEAT_INVALID, RepeatToolReminderConfig),
+           "no-progress": (NO_PROGRESS_INVALID, NoProgressConfig)}
 
 
-def test_every_no_progress_field_has_an_invalid_case():
-    """The invalid cases above cover every no-progress config field."""
-    assert {field for field, _, _ in NO_PROGRESS_INVALID} == set(NoProgressConfig.model_fields)
+@pytest.mark.parametrize(("guard_id", "field", "value"),
+                         [(guard_id, f, v) for guard_id, (cases, _) in INVALID.items() for f, v, _ in cases],
+                         ids=[f"{guard_id}-{f}-{why}" for guard_id, (cases, _) in INVALID.items() for f, _, why in cases])
+def test_invalid_value_fails_at_load(guard_id, field, value):
+    """An invalid repeat-tool-reminder or no-progress value raises ConfigError naming the field."""
+    assert_invalid(guard_id, field, value)
+
+
+@pytest.mark.parametrize("guard_id", INVALID)
+def test_every_field_has_an_invalid_case(guard_id):
+    """The invalid cases above cover every config field of the guard."""
+    cases, model = INVALID[guard_id]
+    assert {field for field, _, _ in cases} == set(model.model_fields)
 
 
 @pytest.mark.parametrize(("config", "named"), [
