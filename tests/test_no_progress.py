@@ -11,12 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import otelguard
 from otelguard.config import GuardConfig
 from otelguard.engine import GuardEngine
 from otelguard.records import Verdict
 
 from hypothesis_support import examples
 from no_progress_support import corpus, replay
+from otel_support import Guarded
 
 
 def call(tool: str, args: Any, result: str | None = "ok", error: str | None = None) -> dict[str, Any]:
@@ -211,3 +213,22 @@ def test_a_call_repeating_the_one_before_is_never_judged(calls, stop_after):
     for before, this, judged in zip(calls, calls[1:], verdicts[1:]):
         if this["tool"] == before["tool"] and this["args"]["a"] == before["args"]["a"]:  # 100 == 100.0
             assert [v for v in judged if v.guard == "no-progress"] == []
+
+
+def test_live_the_tool_that_would_continue_the_cycle_learns_at_its_start_that_it_is_blocked():
+    """Live, with stop_after: the guarded tool's signal says `blocked`, with the block's message, in
+    the call that continues the cycle, and only there."""
+    seen = []
+    with Guarded({"guards": [{"id": "repeat-tool-reminder"}, {"id": "no-progress", "config": {"stop_after": 4}}]},
+                 control=otelguard.Mailbox()) as g:
+        with g.tracer.start_as_current_span("invoke_agent pager", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "pager"}):
+            for page in [2, 3] * 4:
+                with g.tracer.start_as_current_span("execute_tool read_page", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "read_page",
+                        "gen_ai.tool.call.arguments": json.dumps({"page": page})}) as span:
+                    signal = otelguard.tool_signal()
+                    seen.append(signal.block_message.splitlines()[0] if signal.blocked else None)
+                    span.set_attribute("gen_ai.tool.call.result", f"page {page}")
+    assert seen == [None] * 7 + [
+        "Tool call blocked. No progress: the same 2 tool calls keep repeating in a cycle (4 times in a row):"]
