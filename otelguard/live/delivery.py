@@ -113,7 +113,8 @@ class Delivery:
         reactions = []
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name)
-            if verdict.repeat_count is not None:
+            # The run-length histogram is of identical-call runs: no-progress's repeats are not those.
+            if verdict.repeat_count is not None and verdict.verdict == "repeated_tool_call":
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
             if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and judged.span is not None:
                 usage = usage or model_usage(judged.span, judged.classification)
