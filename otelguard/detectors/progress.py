@@ -112,14 +112,15 @@ class ProgressDetector:
         self.min_errors = min_errors
         self.preview_chars = preview_chars
         self._capacity = max(window, max_period * 2)
+        self._no_runs = [0] * (max_period + 1)
 
     def new_state(self) -> ProgressState:
-        return ProgressState(runs=[0] * (self.max_period + 1))
+        return ProgressState(runs=list(self._no_runs))
 
     def reset(self, state: ProgressState) -> None:
         state.steps = array("q")
         state.labels = []
-        state.runs = [0] * (self.max_period + 1)
+        state.runs = list(self._no_runs)
         state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
 
     def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
@@ -185,13 +186,17 @@ class ProgressDetector:
                 near_run = steps[last + _NEAR_RUN] + 1 if steps[last + _NEAR_RUN] else 2
         # Only a call seen before in the window can be part of a pattern a message quotes.
         seen = key in steps[_KEY::_FIELDS]
-        steps.extend((key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run))
+        steps.fromlist([key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run])
         labels.append(self._label(name, arguments, call) if seen else None)
         if count + 1 > self._capacity:
             del steps[:_FIELDS]
             del labels[0]
+        runs = state.runs
+        if not seen:  # a call new to the window equals none before it: every period's run breaks
+            runs[:] = self._no_runs
+            return 0
         idents = steps[_IDENT::_FIELDS]
-        runs, shortest, min_repeats = state.runs, 0, self.min_repeats
+        shortest, min_repeats = 0, self.min_repeats
         for period in range(1, min(self.max_period, len(idents) - 1) + 1):
             run = runs[period] = runs[period] + 1 if idents[-1 - period] == ident else 0
             if not shortest and run + period >= period * min_repeats:
@@ -217,7 +222,7 @@ class ProgressDetector:
                 return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
                                block[0].name, (length + 1) // period)
         ident = steps[last + _IDENT]
-        if SAME_RESULT in rules and outcome is not None:
+        if SAME_RESULT in rules and outcome is not None and labels[-1] is not None:  # (a label: seen before)
             recent = steps[max(0, count - self.window) * _FIELDS + _IDENT::_FIELDS]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
                 if recent.count(ident) >= min_repeats else ()

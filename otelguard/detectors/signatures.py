@@ -14,9 +14,13 @@ from ..records import Status, ToolCall
 
 _HEAD_CHARS = 256  # masked and normalised; the rest of longer text is hashed as it is
 
-# Fields that change between identical answers, in one cheap pattern: tokens of 8 or more hex digits
-# and timestamp separators (ISO timestamps, clock times, UUIDs, hex ids, long digit runs).
-_VOLATILE = re.compile(r"[\da-fA-F][\da-fA-FTZ:.,+-]{7,}")
+# Fields that change between identical answers: tokens of 8 or more hex digits and timestamp
+# separators from a digit on (ISO timestamps, clock times, UUIDs, hex ids, long digit runs), then the
+# hex letters an id began with. Starting at a digit keeps the common pass cheap (half the cost of
+# starting at any hex letter, as common as they are in prose); the second pass runs only on text that
+# had such a token.
+_VOLATILE = re.compile(r"\d[\da-fA-FTZ:.,+-]{7,}")
+_ID_LEAD = re.compile(r"[a-fA-F]{1,7}#")
 # An error's variable parts besides those: paths (and file names), quoted names, and every number (line
 # numbers too).
 _ERROR_DETAIL = re.compile(
@@ -29,12 +33,17 @@ _ERROR_DETAIL = re.compile(
 _LOOSE_DROPPED = ("\"", "'", "`", "\\", "\u2018", "\u2019", "\u201c", "\u201d")
 
 
+def _masked(text: str) -> str:
+    masked, count = _VOLATILE.subn("#", text)
+    return _ID_LEAD.sub("#", masked) if count else masked
+
+
 def result_signature(result: str | None) -> int | None:
     """The result with whitespace runs collapsed and volatile fields masked; None when none was read
     or it is blank (a `sleep` says nothing: it is no evidence of the same answer)."""
     if result is None or not result or result.isspace():
         return None
-    head = " ".join(_VOLATILE.sub("#", result[:_HEAD_CHARS]).split())
+    head = " ".join(_masked(result[:_HEAD_CHARS]).split())
     return hash((head, result[_HEAD_CHARS:])) if len(result) > _HEAD_CHARS else hash(head)
 
 
@@ -51,7 +60,7 @@ def error_text(call: ToolCall) -> str:
 def error_signature(text: str) -> int:
     """The error with numbers, paths, quoted names and ids masked: the same failure whatever it was about."""
     head = text[:_HEAD_CHARS]
-    return hash(" ".join(_ERROR_DETAIL.sub("#", _VOLATILE.sub("#", head)).split()))
+    return hash(" ".join(_ERROR_DETAIL.sub("#", _masked(head)).split()))
 
 
 def loose_arguments(arguments: str) -> str:
