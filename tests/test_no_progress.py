@@ -56,6 +56,13 @@ def test_the_cycle_reminder_names_every_call_of_the_cycle():
     ]
 
 
+def test_a_verdict_names_the_tool_of_the_call_it_is_on():
+    """send / list x3: the reminder lands on the third list call and names list (metrics label it so)."""
+    send, listing = call("send", {"to": "ops"}, "sent"), call("list", {"box": "out"}, "3 messages")
+    verdicts = replay(GuardEngine(), [send, listing] * 3)
+    assert [(v.rule, v.tool) for v in verdicts[5] if v.guard == "no-progress"] == [("cycle", "list")]
+
+
 @pytest.mark.parametrize("period", [3, 4, 5])
 def test_longer_rotations_are_cycles(period):
     calls = [call("fetch", {"page": n}, f"page {n}") for n in range(period)]

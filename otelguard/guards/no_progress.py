@@ -81,7 +81,7 @@ class NoProgress(Guard):
             return
         if not self._detector.judges(state, name, arguments) or not self._detector.continues(finding, name, arguments):
             return
-        verdict = self._verdict(finding, Action.BLOCK, finding.next_repeats)
+        verdict = self._verdict(finding, Action.BLOCK, finding.next_repeats, name)
         state.blocked = (call_key(name, arguments), verdict)
         if decision.block is None:
             decision.block = verdict
@@ -103,8 +103,9 @@ class NoProgress(Guard):
 
     def _react(self, state: ProgressState, finding: Finding) -> Verdict:
         stop, repeats = self.config.stop_after, finding.repeats
+        tool = finding.labels[-1].name  # the call just judged
         if stop is not None and repeats >= stop:
-            return self._verdict(finding, Action.BLOCK, repeats)
+            return self._verdict(finding, Action.BLOCK, repeats, tool)
         if state.reacted is None:
             state.reacted = {}
         reacted = state.reacted.get(finding.pattern)
@@ -112,17 +113,17 @@ class NoProgress(Guard):
             if len(state.reacted) >= _MAX_PATTERNS:
                 del state.reacted[next(iter(state.reacted))]  # the oldest
             state.reacted[finding.pattern] = [repeats, False]
-            return self._verdict(finding, Action.REMIND, repeats)
+            return self._verdict(finding, Action.REMIND, repeats, tool)
         first, steered = reacted
         if not steered and repeats >= first + self.config.steer_after:
             reacted[1] = True
-            return self._verdict(finding, Action.STEER, repeats)
-        return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, Action.NONE, tool=finding.next_tool,
-                       repeat_count=repeats)
+            return self._verdict(finding, Action.STEER, repeats, tool)
+        return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, Action.NONE, tool=tool, repeat_count=repeats)
 
-    def _verdict(self, finding: Finding, action: Action, repeats: int) -> Verdict:
+    def _verdict(self, finding: Finding, action: Action, repeats: int, tool: str) -> Verdict:
+        """A verdict that acts, on the call of `tool` (the one judged, or the one blocked at its start)."""
         return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, action, self._message(finding, action, repeats),
-                       tool=finding.next_tool, repeat_count=repeats)
+                       tool=tool, repeat_count=repeats)
 
     def _message(self, finding: Finding, action: Action, repeats: int) -> str:
         # Names, arguments and errors came from the model or a tool: quoted escaped, never as markup.
