@@ -71,12 +71,12 @@ class Finding(NamedTuple):
 
 @dataclass(slots=True)
 class ProgressState:
-    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first, a label for
-    each (None for a call not seen before in the window); `runs[p]`, the steps in a row equal to the
-    step `p` before them."""
+    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first; the label of
+    each call seen more than once in the window, by key (None until there is one); `runs[p]`, the
+    steps in a row equal to the step `p` before them."""
 
     steps: array = field(default_factory=lambda: array("q"))
-    labels: list = field(default_factory=list)
+    labels: dict | None = None
     runs: list = field(default_factory=list)
     seed: int | None = None  # the key of the repeat reminder's current run
     seed_outcome: int | None = None  # and its outcome, when that guard compares results
@@ -119,9 +119,8 @@ class ProgressDetector:
 
     def reset(self, state: ProgressState) -> None:
         state.steps = array("q")
-        state.labels = []
         state.runs = list(self._no_runs)
-        state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
+        state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
 
     def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
         """Whether a call about to start (its arguments known) would be judged: not transparent, and
@@ -169,8 +168,8 @@ class ProgressDetector:
     def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall, key: int,
                 ident: int, near: int, error: int | None) -> int:
         """Append the step; return the shortest period whose run has `min_repeats` (0: none)."""
-        steps, labels = state.steps, state.labels
-        count = len(labels)
+        steps = state.steps
+        count = len(steps) // _FIELDS
         name_hash = hash(name)
         error_run = near_run = 0
         if error is not None:
@@ -186,11 +185,17 @@ class ProgressDetector:
                 near_run = steps[last + _NEAR_RUN] + 1 if steps[last + _NEAR_RUN] else 2
         # Only a call seen before in the window can be part of a pattern a message quotes.
         seen = key in steps[_KEY::_FIELDS]
+        if seen:
+            if state.labels is None:
+                state.labels = {}
+            if key not in state.labels:
+                state.labels[key] = self._label(name, arguments, call)
         steps.fromlist([key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run])
-        labels.append(self._label(name, arguments, call) if seen else None)
         if count + 1 > self._capacity:
+            dropped = steps[_KEY]
             del steps[:_FIELDS]
-            del labels[0]
+            if state.labels and dropped not in steps[_KEY::_FIELDS]:
+                state.labels.pop(dropped, None)
         runs = state.runs
         if not seen:  # a call new to the window equals none before it: every period's run breaks
             runs[:] = self._no_runs
@@ -208,7 +213,7 @@ class ProgressDetector:
     def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
               error_preview: str | None) -> Finding | None:
         rules, runs, steps, labels, min_repeats = self.rules, state.runs, state.steps, state.labels, self.min_repeats
-        count = len(labels)
+        count = len(steps) // _FIELDS
         last = (count - 1) * _FIELDS
         name = ""  # `observe` names the current call; a cycle names its own
         if period:  # the shortest period names the pattern
@@ -216,13 +221,14 @@ class ProgressDetector:
             if period == 1 and INTERLEAVED_REPEAT in rules:
                 return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
             if period > 1 and CYCLE in rules:
-                block = tuple(labels[count - period:])
                 first = (count - period) * _FIELDS
-                keys = frozenset(steps[first + _KEY:count * _FIELDS:_FIELDS])
+                block_keys = steps[first + _KEY:count * _FIELDS:_FIELDS]
+                block = tuple(labels[k] for k in block_keys)  # each seen p steps before: labelled
+                keys = frozenset(block_keys)
                 return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
                                block[0].name, (length + 1) // period)
         ident = steps[last + _IDENT]
-        if SAME_RESULT in rules and outcome is not None and labels[-1] is not None:  # (a label: seen before)
+        if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
             recent = steps[max(0, count - self.window) * _FIELDS + _IDENT::_FIELDS]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
                 if recent.count(ident) >= min_repeats else ()
