@@ -2,6 +2,7 @@
 
     otelguard analyze FILE... [--config F] [--json] [--fail-on ACTION] [knobs]
     otelguard demo [ARGS...]
+    otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
 
 One function per subcommand: `_add_<name>_parser` declares it, `_run_<name>` runs it. `main` never
 lets a traceback out: usage errors and unreadable inputs print one line and return 2.
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import sys
@@ -26,7 +26,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .terminal import printable, short_repr
+
 PROG = "otelguard"
+_MESSAGE_CHARS = 1000  # an error line quotes at most this much of anything
 EXIT_OK, EXIT_FAIL_ON, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 DEBUG_ENV = "OTELGUARD_DEBUG"
 
@@ -52,7 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _one_line_logging():
             return run(args)
     except UsageError as error:
-        print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {printable(str(error), _MESSAGE_CHARS)}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError:  # (input past every bound the analyzer keeps, or a machine short of memory)
+        print(f"{PROG} {args.command}: error: out of memory: lower the memory bounds (see --help), or give it "
+              "more memory", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exit_:  # a sub-parser's error()
         return _exit_code(exit_)
@@ -64,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # a bug in otelguard: one line, the traceback only on request
         if os.environ.get(DEBUG_ENV):
             raise
-        print(f"{PROG} {args.command}: internal error: {type(error).__name__}: {error} "
+        print(f"{PROG} {args.command}: internal error: {type(error).__name__}: "
+              f"{printable(str(error), _MESSAGE_CHARS)} "
               f"(set {DEBUG_ENV}=1 for the traceback, and please report it)", file=sys.stderr)
         return EXIT_INTERNAL
 
@@ -79,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
+    _add_serve_parser(subparsers)
     return parser
 
 
@@ -105,7 +114,9 @@ _KNOBS = {
 
 
 def _add_analyze_parser(subparsers: Any) -> None:
+    from .analyzer.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
     from .analyzer.replay import DEFAULT_FLUSH_AFTER_RECORDS, DEFAULT_MAX_BUFFERED_SPANS
+    from .engine import DEFAULT_MAX_AGENTS
     from .analyzer.results import (
         DEFAULT_MAX_QUIET_AGENTS,
         DEFAULT_MAX_QUIET_ROWS,
@@ -129,7 +140,8 @@ def _add_analyze_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input")
+                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input. Log files of "
+                             "coding-agent CLIs (Claude Code, Gemini CLI, Codex, opencode) are read beside them")
     parser.add_argument("--config", metavar="F",
                         help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
@@ -165,12 +177,22 @@ def _add_analyze_parser(subparsers: Any) -> None:
                         help=f"list at most N steps without a verdict per agent (default {DEFAULT_MAX_QUIET_ROWS})")
     limits.add_argument("--max-agents", type=_positive_int, default=DEFAULT_MAX_QUIET_AGENTS, metavar="N",
                         help=f"list at most N agents without a verdict (default {DEFAULT_MAX_QUIET_AGENTS})")
+    limits.add_argument("--max-tracked-agents", type=_positive_int, default=DEFAULT_MAX_AGENTS, metavar="N",
+                        help="keep the guard state of at most N agents at once, as the live guard does; agents "
+                             "evicted past it are counted and make the verdict scope incomplete "
+                             f"(default {DEFAULT_MAX_AGENTS})")
+    limits.add_argument("--max-line-bytes", type=_positive_int, default=DEFAULT_MAX_LINE_BYTES, metavar="N",
+                        help="refuse (exit 2) a line, or a multi-line JSON document, longer than N bytes "
+                             f"(default {DEFAULT_MAX_LINE_BYTES:,})")
+    limits.add_argument("--max-decompressed-bytes", type=_positive_int, default=DEFAULT_MAX_DECOMPRESSED_BYTES,
+                        metavar="N", help="refuse (exit 2) an input file past N bytes after gzip "
+                                          f"(default {DEFAULT_MAX_DECOMPRESSED_BYTES:,})")
     parser.set_defaults(run=_run_analyze, parser=parser)
 
 
 def _run_analyze(args: argparse.Namespace) -> int:
     from .analyzer import AnalyzerOptions, InputError, ReplayLimits, analyze
-    from .analyzer.report import to_json, to_text
+    from .analyzer.report import write_json, write_text
     from .errors import ConfigError
 
     files = list(args.files)
@@ -183,20 +205,23 @@ def _run_analyze(args: argparse.Namespace) -> int:
         limits=ReplayLimits(flush_after_records=args.flush_after, max_buffered_spans=args.max_buffered_spans),
         max_quiet_rows=args.max_rows,
         max_quiet_agents=args.max_agents,
+        max_tracked_agents=args.max_tracked_agents,
+        max_line_bytes=args.max_line_bytes,
+        max_decompressed_bytes=args.max_decompressed_bytes,
     )
     try:
         analysis = analyze(files, config, options)
     except InputError as error:
-        print(f"{PROG} analyze: error: {error}", file=sys.stderr)
+        print(f"{PROG} analyze: error: {printable(str(error), _MESSAGE_CHARS)}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as error:
         raise UsageError(str(error)) from None
     if args.json:
-        sys.stdout.write(json.dumps(to_json(analysis, fail_on=args.fail_on), ensure_ascii=False, indent=2) + "\n")
+        write_json(analysis, sys.stdout, fail_on=args.fail_on)
     else:
-        sys.stdout.write(to_text(analysis, fail_on=args.fail_on))
+        write_text(analysis, sys.stdout, fail_on=args.fail_on)
     sys.stdout.flush()
-    if args.fail_on and analysis.reaching(args.fail_on):
+    if args.fail_on and analysis.reached(args.fail_on):
         return EXIT_FAIL_ON
     if args.require_complete and (analysis.coverage.nothing_judged() or analysis.coverage.incomplete()):
         print(f"{PROG} analyze: nothing was judged, or the verdict scope is incomplete (--require-complete): "
@@ -238,7 +263,8 @@ def _int_list(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, e.g. 3,5,8, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, e.g. 3,5,8, got {short_repr(text)}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -259,7 +285,7 @@ def _int(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected an integer, got {short_repr(text)}") from None
 
 
 # --- demo ----------------------------------------------------------------------------------------
@@ -292,6 +318,39 @@ def _run_demo(args: argparse.Namespace) -> int:
     return int(status or 0)
 
 
+# --- serve ---------------------------------------------------------------------------------------
+
+
+def _add_serve_parser(subparsers: Any) -> None:
+    """`otelguard serve`: the guard as an OTLP service (`otelguard.service`, needs otelguard[serve])."""
+    try:
+        from .service.command import add_arguments
+    except ModuleNotFoundError:  # the extra is missing: the command says so when run
+        add_arguments = None
+    parser = subparsers.add_parser(
+        "serve",
+        help="receive OTLP traces and logs from agents in any language, judge them, serve the verdicts as metrics",
+        description="Receive OTLP (HTTP and gRPC) from any agent, judge its spans with the same guards as the "
+                    "live processor, serve the verdicts as Prometheus metrics, and optionally forward everything.",
+    )
+    if add_arguments is not None:
+        add_arguments(parser)
+    parser.set_defaults(run=_run_serve, parser=parser)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        from .service.command import ServeError, run
+    except ModuleNotFoundError as error:
+        raise UsageError(f"serve needs {error.name!r}: install otelguard[serve]") from None
+    if args.extra:
+        args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    try:
+        return run(args)
+    except ServeError as error:
+        raise UsageError(str(error)) from None
+
+
 # --- output ---
 
 
@@ -299,10 +358,10 @@ class _OneLineFormatter(logging.Formatter):
     """otelguard's internal-error log lines without the traceback (OTELGUARD_DEBUG=1 keeps it)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = record.getMessage()
+        text = printable(record.getMessage(), _MESSAGE_CHARS)
         error = record.exc_info[1] if record.exc_info else None
         if error is not None:
-            text += f" ({type(error).__name__}: {error}; set {DEBUG_ENV}=1 for the traceback)"
+            text += f" ({type(error).__name__}: {printable(str(error), _MESSAGE_CHARS)}; set {DEBUG_ENV}=1 for the traceback)"
         return f"{PROG}: {record.levelname.lower()}: {text}"
 
 

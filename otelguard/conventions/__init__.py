@@ -35,9 +35,9 @@ from ..records import (
     ToolCall,
 )
 from . import genai, openinference, openllmetry
-from ._values import OutputFloor, model_name_of
+from ._values import READ_LIMITS, OutputFloor, ReadLimits, model_name_of
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "looks_at", "model_name",
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "READ_LIMITS", "ReadLimits", "classify", "classify_marked", "looks_at", "model_name",
            "model_usage", "output_unread", "read"]
 
 _log = logging.getLogger(__name__)

@@ -143,6 +143,9 @@ class GuardEngine:
         # business, at its start or its end, and a driver may skip handing it over.
         self.spans_in_runs: Mapping[int, AgentRef] = self._open
         self._stream_trips: OpenSpans[int, Verdict] = OpenSpans(_MAX_PENDING_STREAM_TRIPS, on_evict=evicted("stream"))
+        # span id -> classification of every open agent, model or tool span: each span is classified
+        # once. An entry the bound evicts costs nothing but classifying that span again at its end.
+        self._classified: OpenSpans[int, Classification] = OpenSpans(max_open_spans)
 
     # --- the lifecycle ---------------------------------------------------------------------------
     def start(self, source: SpanSource) -> Started | None:
@@ -158,6 +161,7 @@ class GuardEngine:
             if self._open:
                 self.enter(source.span_id, source.parent_span_id)
             return None
+        self._classified.put(source.span_id, classification)
         kind = classification.kind
         parent_id = source.parent_span_id
         enclosing = self._open.get(parent_id) if parent_id is not None else None
@@ -173,17 +177,21 @@ class GuardEngine:
     def end(self, source: SpanSource, *, timed_out_ms: float | None = None) -> Judged | None:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
         `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
-        attributes = source.attributes
-        try:  # as in `start`
-            classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
-                              else classify_marked(source.name, attributes))
-        except (AttributeError, TypeError):
-            classification = None
-        if classification is None:
-            if self._open:
-                self._open.pop(source.span_id, None)
-            return None
         span_id = source.span_id
+        attributes = source.attributes
+        # Classified at its start (what the engine acted on then); else now: a span whose marker
+        # came after its start, or one handed over at its end alone.
+        classification = self._classified.pop(span_id, None) if self._classified else None
+        if classification is None:
+            try:  # as in `start`
+                classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
+                                  else classify_marked(source.name, attributes))
+            except (AttributeError, TypeError):
+                classification = None
+            if classification is None:
+                if self._open:
+                    self._open.pop(span_id, None)
+                return None
         agent = self._open.pop(span_id, None)
         if agent is None:
             agent = self._agent_by_parent(source.parent_span_id, source.trace_id)

@@ -106,13 +106,14 @@ class Delivery:
         self.dispatcher = dispatcher
         self.default_control = default_control
 
-    def judged(self, judged: Judged) -> None:
+    def judged(self, judged: Judged, service_name: str | None = None) -> None:
         """A span's verdicts: each counted; their reactions delivered as one message (`one_message`);
-        a loop's tokens counted once read."""
+        a loop's tokens counted once read. `service_name`: the sender's, labelling the verdicts
+        (`otelguard serve`)."""
         usage = None
         reactions = []
         for verdict in judged.verdicts:
-            self.metrics.verdict(verdict, judged.agent.name)
+            self.metrics.verdict(verdict, judged.agent.name, service_name)
             # The run-length histogram is of identical-call runs: no-progress's repeats are not those.
             if verdict.repeat_count is not None and verdict.verdict == "repeated_tool_call":
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})

@@ -108,6 +108,7 @@ class GuardMetrics:
         self._tool_label = LabelCap()  # replaced by reserve_tools once the configuration is known
         self._agent_label = LabelCap()
         self._model_label = LabelCap()
+        self._service_label = LabelCap()  # senders name themselves: as capped as a model-controlled name
 
     def reserve_tools(self, names: Iterable[str]) -> None:
         """Tool names the configuration lists always report as themselves, whatever the model named."""
@@ -124,35 +125,48 @@ class GuardMetrics:
             for reason in ("capacity", "idle"):
                 self.evictions.add(0, {"otelguard.state": what, "reason": reason})
 
-    def verdict(self, verdict: Verdict, agent_name: str | None) -> None:
-        self.verdicts.add(1, {
+    def verdict(self, verdict: Verdict, agent_name: str | None, service_name: str | None = None) -> None:
+        """Count one verdict; `service_name` (the sender's, in `otelguard serve`) adds a `service.name` label."""
+        labels = {
             "otelguard.guard": verdict.guard,
             "otelguard.rule": verdict.rule,
             "otelguard.action": verdict.action,
             "gen_ai.agent.name": self._agent_label(agent_name),
             "gen_ai.tool.name": self._tool_label(verdict.tool),
-        })
+        }
+        if service_name is not None:
+            labels["service.name"] = self._service_label(service_name)
+        self.verdicts.add(1, labels)
 
-    def span(self, kind: str, convention: str) -> None:
+    def span(self, kind: str, convention: str, service_name: str | None = None) -> None:
         """Count one judged span. `kind` may be a `SpanKind` (a str enum: made a plain label at
-        collection)."""
-        key = (kind, convention)
+        collection); `service_name` as in `verdict`."""
+        key = (kind, convention, service_name)
         with self._span_counts_lock:
             self._span_counts[key] = self._span_counts.get(key, 0) + 1
 
     def span_counts(self) -> dict[tuple[str, str], int]:
-        """{(kind label, convention): spans counted so far}."""
+        """{(kind label, convention): spans counted so far}, over every sender."""
+        totals: dict[tuple[str, str], int] = {}
+        for (kind, convention, _), count in self._counts_by_service().items():
+            totals[kind, convention] = totals.get((kind, convention), 0) + count
+        return totals
+
+    def _counts_by_service(self) -> dict[tuple[str, str, str | None], int]:
         with self._span_counts_lock:
             counted = list(self._span_counts.items())
-        totals: dict[tuple[str, str], int] = {}
-        for (kind, convention), count in counted:
-            label = (str(kind), convention)
+        totals: dict[tuple[str, str, str | None], int] = {}
+        for (kind, convention, service), count in counted:
+            label = (str(kind), convention, service)
             totals[label] = totals.get(label, 0) + count
         return totals
 
     def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
-        for (kind, convention), count in self.span_counts().items():
-            yield Observation(count, {"otelguard.span.kind": kind, "otelguard.convention": convention})
+        for (kind, convention, service), count in self._counts_by_service().items():
+            labels = {"otelguard.span.kind": kind, "otelguard.convention": convention}
+            if service is not None:
+                labels["service.name"] = self._service_label(service)
+            yield Observation(count, labels)
 
     def loop_token_spend(self, guard: str, model: str | None, tokens: int) -> None:
         self.loop_tokens.add(tokens, {"otelguard.guard": guard, "gen_ai.request.model": self._model_label(model)})
