@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import otelguard
 from otelguard.config import GuardConfig
+from otelguard.detectors.signatures import result_signature
 from otelguard.engine import GuardEngine
 from otelguard.records import Verdict
 
@@ -239,3 +240,22 @@ def test_live_the_tool_that_would_continue_the_cycle_learns_at_its_start_that_it
                     span.set_attribute("gen_ai.tool.call.result", f"page {page}")
     assert seen == [None] * 7 + [
         "Tool call blocked. No progress: the same 2 tool calls keep repeating in a cycle (4 times in a row):"]
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ('{"at": "2026-12-01T10:00:00Z", "status": "queued"}', '{"at": "2026-12-01T10:05:31.5+01:00", "status": "queued"}'),
+    ("job 8f14e45f-ceea-467a-9575-a2d2b4bd0f1c queued", "job fbf33c8b-3190-4d20-8a1e-0c5e2f1b7a99 queued"),
+    ("Chunk ID: 287d99\nWall time: 0.0000 seconds\nOutput:\nalpha", "Chunk ID: dc9551\nWall time: 0.0000 seconds\nOutput:\nalpha"),
+    ('{"request_id": "req-81f2", "rows": 3}', '{"request_id": "req-a3c9", "rows": 3}'),
+    ("3 passed  in\n0.52s", "3 passed in 0.52s"),
+], ids=["timestamp", "uuid", "codex-chunk-id", "request-id", "whitespace"])
+def test_results_differing_only_in_volatile_fields_or_spacing_are_the_same(first, second):
+    assert result_signature(first) == result_signature(second)
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ('{"valid": true}', '{"valid": false}'), ("3 passed", "4 passed"), ("running 45%", "running 80%"),
+    ("processed 120000 rows", "processed 240000 rows"), ("queued", "running"),
+], ids=["flag", "count", "percent", "six-digit-count", "status"])
+def test_results_that_moved_on_are_different(first, second):
+    assert result_signature(first) != result_signature(second)
