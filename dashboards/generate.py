@@ -44,7 +44,7 @@ ALL = VariableOption(selected=True, text=["All"], value=["$__all"])
 # metric carries agent names (only the verdicts do).
 SERVICE = 'job=~"$service"'
 AGENT = 'gen_ai_agent_name=~"$agent"'
-LOOP_GUARDS = 'otelguard_guard=~"repeat-tool-reminder|thinking-loop-guard"'
+LOOP_GUARDS = 'otelguard_guard=~"repeat-tool-reminder|thinking-loop-guard|no-progress"'
 REPEATS = 'otelguard_guard="repeat-tool-reminder"'
 THINKING = 'otelguard_guard="thinking-loop-guard"'
 TIMEOUTS = 'otelguard_guard="timeout-policy"'
@@ -229,7 +229,7 @@ def overview() -> dashboard.Dashboard:
     for panel in (
         stat_panel(
             "Loop alerts",
-            "Times a loop guard (repeat-tool-reminder, thinking-loop-guard) acted on an agent: "
+            "Times a loop guard (repeat-tool-reminder, thinking-loop-guard, no-progress) acted on an agent: "
             "reminded, warned, steered, blocked, cut a stream or cancelled.",
             f"sum({counted(verdicts(LOOP_GUARDS, ACTED), RANGE)})",
         ),

@@ -1,7 +1,9 @@
 """Canonical tool arguments: parse, deep key-sort, compact dump.
 
 The same arguments arrive as an object or as a string with other spacing or key order; the repeat
-chain must see them as one key.
+chain must see them as one key. Numbers are written as the seed's JavaScript writes them
+(`JSON.stringify` after `JSON.parse`): every number is a double, so `100`, `100.0` and `1e2` are one
+value, written `100`, and `1e21` and `1000000000000000000000` are both `1e+21`.
 """
 
 from __future__ import annotations
@@ -26,9 +28,62 @@ def canonical_arguments(value: Any) -> tuple[str | None, Content]:
         except ValueError:
             return value.strip(), Content.MALFORMED
     try:
-        return fastjson.dumps_canonical(value), Content.OK
+        text = fastjson.dumps_canonical(value)
+        if _NOT_JS_NUMBER.search(text) is not None:  # rare: only then is the value walked again
+            text = _dumps_js(value)
+        return text, Content.OK
     except (TypeError, ValueError, RecursionError):
         return repr(value), Content.MALFORMED
+
+
+# A number token that JavaScript may write otherwise: one with a fraction or an exponent, or an integer
+# of 16 digits or more (beyond 2**53 a double rounds it). Matched in the dumped text, strings included:
+# a match inside a string only costs the walk below, which writes the same text for it.
+_NOT_JS_NUMBER = re.compile(r"(?:^|[:,\[])-?\d+(?:[.eE]|\d{15})")
+
+
+def js_number(value: int | float) -> str:
+    """`value` as JavaScript's `Number.prototype.toString` writes the double nearest to it (what
+    `JSON.stringify` writes; a number out of double range is `null` there, as Infinity is)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return "null"
+    if number != number or number in (float("inf"), float("-inf")):
+        return "null"
+    if number == 0:
+        return "0"  # -0 too
+    sign = "-" if number < 0 else ""
+    # Python's repr is the shortest text that reads back as the same double, as JavaScript's is.
+    mantissa, _, exponent = repr(abs(number)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    written = whole + fraction
+    significant = written.lstrip("0")
+    # value = 0.<digits> * 10**point
+    point = len(whole) + int(exponent or 0) - (len(written) - len(significant))
+    digits = significant.rstrip("0")
+    count = len(digits)
+    if count <= point <= 21:
+        return sign + digits + "0" * (point - count)
+    if 0 < point <= 21:
+        return sign + digits[:point] + "." + digits[point:]
+    if -6 < point <= 0:
+        return sign + "0." + "0" * -point + digits
+    power = point - 1
+    written = digits[0] + ("." + digits[1:] if count > 1 else "")
+    return f"{sign}{written}e{'+' if power >= 0 else '-'}{abs(power)}"
+
+
+def _dumps_js(value: Any) -> str:
+    """Canonical JSON as `dumps_canonical` writes it, every number written by `js_number`."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{fastjson.dumps_canonical(str(key))}:{_dumps_js(item)}"
+                              for key, item in sorted(value.items())) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_dumps_js(item) for item in value) + "]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return js_number(value)
+    return fastjson.dumps_canonical(value)
 
 
 # Characters that let quoted text pass for markup or start a line of its own in a model's prompt: angle
@@ -57,9 +112,14 @@ def arguments_preview(canonical: str | None, limit: int) -> str:
     anything else (arguments that were not JSON) is shown as one escaped JSON string.
     """
     text = canonical or ""
-    cut = text if len(text) <= limit else text[:limit]
-    rest = f"… (+{len(text) - limit} more chars)" if len(text) > limit else ""
-    if _is_json(text):
+    return cut_preview(text[:limit], len(text), _is_json(text))
+
+
+def cut_preview(cut: str, total_chars: int, is_json: bool) -> str:
+    """The preview of text of `total_chars` characters kept only as its first ones, `cut` (`is_json`:
+    the whole text was JSON); see `arguments_preview`."""
+    rest = f"… (+{total_chars - len(cut)} more chars)" if total_chars > len(cut) else ""
+    if is_json:
         return escape_quoted(cut) + rest
     return escape_quoted(json.dumps(cut, ensure_ascii=False)) + rest
 

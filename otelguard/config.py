@@ -24,7 +24,7 @@ from pydantic.alias_generators import to_camel
 
 from .conventions import READ_LIMITS
 from .errors import ConfigError
-from .guard_ids import GUARD_IDS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
+from .guard_ids import GUARD_IDS, NO_PROGRESS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
 from .terminal import printable, short_repr
 
 StrictInt = Annotated[int, Field(strict=True)]
@@ -47,6 +47,9 @@ class RepeatToolReminderConfig(_Settings):
     arguments_preview_chars: int = Field(500, ge=1)
     include_arguments: bool = True  # false: detailed reminders leave the arguments preview out
     stop_after: int | None = Field(None, ge=2)
+    # True: a call whose result differs from the previous identical call's restarts the run (polling
+    # whose result moves on is progress). False, the seed's: results are not read.
+    result_aware: bool = False
 
     @field_validator("thresholds", mode="before")
     @classmethod
@@ -80,6 +83,55 @@ class RepeatToolReminderConfig(_Settings):
         return value
 
 
+NO_PROGRESS_RULES = ("cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate")
+DEFAULT_TRANSPARENT_TOOLS = ("think", "todo_write", "todo_read", "TodoWrite", "TodoRead", "todowrite", "todoread",
+                             "write_todos", "update_plan", "sequentialthinking", "sequential_thinking")
+
+
+class NoProgressConfig(_Settings):
+    rules: tuple[Literal["cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate"], ...] = (
+        NO_PROGRESS_RULES)
+    max_period: int = Field(5, ge=2, le=10)
+    min_repeats: int = Field(3, ge=2)
+    window: int = Field(10, ge=3, le=100)
+    min_errors: int = Field(3, ge=2)
+    transparent: tuple[str, ...] = DEFAULT_TRANSPARENT_TOOLS
+    steer_after: int = Field(2, ge=1)
+    stop_after: int | None = Field(None, ge=3)
+    arguments_preview_chars: int = Field(200, ge=1)
+    include_arguments: bool = True
+
+    @field_validator("rules", "transparent", mode="before")
+    @classmethod
+    def _list_shape(cls, value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    @field_validator("transparent")
+    @classmethod
+    def _transparent_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not pattern for pattern in value):
+            raise ValueError(f"patterns must be non-empty strings, got {list(value)}")
+        return value
+
+    @field_validator("rules")
+    @classmethod
+    def _rules_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"must not contain duplicates, got {list(value)}")
+        return value
+
+    @model_validator(mode="after")
+    def _bounds_agree(self) -> "NoProgressConfig":
+        if self.window < 2 * self.min_repeats - 1:
+            # same-result needs min_repeats identical calls with another call between each pair
+            raise ValueError(f"window ({self.window}) must be at least 2 * min_repeats - 1 "
+                             f"({2 * self.min_repeats - 1})")
+        if self.stop_after is not None and self.stop_after <= max(self.min_repeats, self.min_errors):
+            raise ValueError(f"stop_after ({self.stop_after}) must exceed min_repeats ({self.min_repeats}) "
+                             f"and min_errors ({self.min_errors}): the first detection reminds")
+        return self
+
+
 class ThinkingLoopGuardConfig(_Settings):
     max_thinking_steps: int = Field(3, ge=2)
     # At most what the guard judges of a call's reasoning, and of its text (the last characters of longer ones).
@@ -108,15 +160,16 @@ _CONFIG_MODELS: dict[str, type[_Settings]] = {
     TIMEOUT_POLICY: TimeoutPolicyConfig,
     REPEAT_TOOL_REMINDER: RepeatToolReminderConfig,
     THINKING_LOOP_GUARD: ThinkingLoopGuardConfig,
+    NO_PROGRESS: NoProgressConfig,
 }
 
 
 class GuardRow(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: Literal["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard"]
+    id: Literal["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard", "no-progress"]
     name: str | None = None
-    config: Union[TimeoutPolicyConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig, None] = None
+    config: Union[TimeoutPolicyConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig, NoProgressConfig, None] = None
 
     @field_validator("config", mode="before")
     @classmethod
@@ -142,7 +195,7 @@ class GuardRow(BaseModel):
 
 
 class GuardConfig(BaseModel):
-    """The whole guard config. `GuardConfig()` runs all three guards with their defaults."""
+    """The whole guard config. `GuardConfig()` runs all four guards with their defaults."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -230,7 +283,7 @@ def _field_path(location: list[Any], source: dict[str, Any]) -> str:
                 if isinstance(row, dict) and "id" in row:
                     label += f" ({printable(str(row['id']), 40)})"
             parts.append(label)
-        elif part in ("TimeoutPolicyConfig", "RepeatToolReminderConfig", "ThinkingLoopGuardConfig"):
+        elif part in ("TimeoutPolicyConfig", "RepeatToolReminderConfig", "ThinkingLoopGuardConfig", "NoProgressConfig"):
             pass  # union member name: noise to a reader
         else:
             parts.append(("." if parts else "") + printable(str(part), 80))

@@ -5,7 +5,7 @@ pydantic-ai's own OpenTelemetry instrumentation, and `GuardSpanProcessor` judges
 printed as it fires, then what the model received in its next request, then a summary and the guard's
 metrics as Prometheus would scrape them.
 
-    otelguard demo                         # the four scenarios, then exit
+    otelguard demo                         # the five scenarios, then exit
     otelguard demo --serve 127.0.0.1:9464  # then serve the guard's metrics for Prometheus until interrupted
     otelguard demo --otlp http://127.0.0.1:4318   # also export spans and metrics over OTLP/HTTP
 
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also export spans and metrics over OTLP/HTTP to this collector base URL, e.g. http://127.0.0.1:4318",
     )
     parser.add_argument("--config", metavar="FILE", default=None,
-                        help="guard config (YAML or JSON); default: all three guards with their defaults")
+                        help="guard config (YAML or JSON); default: all four guards with their defaults")
     parser.add_argument("--otlp-service", action="store_true",
                         help="instead: replay coding-agent CLIs' captured telemetry over OTLP/HTTP, at its recorded "
                              "pace, to an `otelguard serve` started here (needs otelguard[serve])")

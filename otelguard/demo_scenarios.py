@@ -8,7 +8,8 @@ instrumentation and guarded through `otelguard.integrations.pydantic_ai.OtelGuar
 - `repeated-tool-call`: the same `get_weather({"city": "Paris"})` call until the reminder arrives;
 - `thinking-loop`: long reasoning-only calls (different text each time) until the steer arrives;
 - `chanting-stream`: a streamed reply that chants one line, cut by `watch_stream`;
-- `tool-timeout`: a tool that overruns its declared `timeout=`, aborted by the guard.
+- `tool-timeout`: a tool that overruns its declared `timeout=`, aborted by the guard;
+- `tool-cycle`: `read_page(2)`, `read_page(3)`, again and again: reminded, and steered when it goes on.
 
 Needs pydantic-ai (`pip install 'otelguard[demo]'`), imported when a scenario runs.
 """
@@ -38,6 +39,9 @@ MAX_LOOP_CALLS = 6
 
 PRICED_AS = "gpt-4o-mini"
 """The planner's scripted model goes by the name of a model in genai-prices' table: its loop is priced."""
+
+MAX_CYCLE_CALLS = 14
+"""The cycling model gives up after this many calls (no-progress steers at its tenth with defaults)."""
 
 _WORDS = """ability absent accept account action active actual adapter address adjust advance affect agenda
 allocate almost alter amount analyze anchor answer append apply archive argue arrive aspect assert assume
@@ -277,6 +281,35 @@ class Scenarios:
 
         return await self._run(outcome, agent, "Run the whole test suite.")
 
+    # 5 -----------------------------------------------------------------------------------------------
+    async def tool_cycle(self) -> Outcome:
+        """The model reads page 2, then page 3, then page 2 again...: it shrugs off the reminder and
+        stops only when steered."""
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+        from pydantic_ai.usage import RequestUsage
+
+        outcome = Outcome("tool-cycle")
+
+        def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+            outcome.model_calls += 1
+            told = _guard_texts(messages, "No progress")
+            self._received(outcome, told)
+            if any("still repeating" in text for text in told) or outcome.model_calls > MAX_CYCLE_CALLS:
+                return ModelResponse(parts=[TextPart("The changelog has no entry for 2.4; it ends at 2.3.")],
+                                     usage=RequestUsage(input_tokens=10, output_tokens=14))
+            page = 2 + outcome.model_calls % 2  # 3, 2, 3, 2, ...
+            return ModelResponse(parts=[ToolCallPart("read_page", {"page": page})],
+                                 usage=RequestUsage(input_tokens=10, output_tokens=8))
+
+        agent = self.agent(FunctionModel(model, model_name="scripted-reader"), "reader-agent")
+
+        @agent.tool_plain
+        def read_page(page: int) -> str:
+            return f"CHANGELOG page {page} of 3: entries for 2.{page - 1}.x"
+
+        return await self._run(outcome, agent, "Find the changelog entry for version 2.4.")
+
     async def _run(self, outcome: Outcome, agent: Any, prompt: str) -> Outcome:
         try:
             result = await agent.run(prompt)
@@ -303,4 +336,6 @@ SCENARIOS: tuple[ScenarioInfo, ...] = (
                  Scenarios.chanting_stream),
     ScenarioInfo("tool-timeout", "tool timeout: run_tests overruns its declared 100 ms",
                  Scenarios.tool_timeout),
+    ScenarioInfo("tool-cycle", "tool cycle: read_page(2), read_page(3), read_page(2), ... without progress",
+                 Scenarios.tool_cycle),
 )

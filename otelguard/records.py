@@ -181,7 +181,7 @@ class Verdict:
     """What a guard decided about one span. `message` is the text sent to the agent, if any."""
 
     guard: str
-    verdict: str  # tool_timeout | repeated_tool_call | thinking_loop | repetitive_output
+    verdict: str  # tool_timeout | repeated_tool_call | thinking_loop | repetitive_output | no_progress
     rule: str
     action: Action
     message: str | None = None

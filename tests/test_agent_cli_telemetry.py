@@ -2,10 +2,11 @@
 read from files by `otelguard analyze`, through the same conventions.
 
 The captures (`tests/fixtures/agent-clis/`, see its README) are one run each of Claude Code, Gemini
-CLI, Codex CLI and opencode making the same tool call six times, then alternating two calls. Each
-request the CLI sent is posted as it was; the verdicts come back from /metrics: reminders at the 3rd
-and 5th identical call, counting verdicts at the 2nd, 4th and 6th, whichever signal carries the
-calls and in whichever order the log records and the spans of a call arrive.
+CLI, Codex CLI and opencode making the same tool call six times, then alternating two calls three
+times. Each request the CLI sent is posted as it was; the verdicts come back from /metrics: reminders
+at the 3rd and 5th identical call, counting verdicts at the 2nd, 4th and 6th, and no-progress's
+reminder when the alternation has repeated three times, whichever signal carries the calls and in
+whichever order the log records and the spans of a call arrive.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ CAPTURES = Path(__file__).parent / "fixtures" / "agent-clis"
 CLIS = {"claude": "claude-code", "gemini": "gemini-cli", "codex": "codex", "opencode": "opencode"}
 SIX_SAME_CALLS = Counter({("repeat-tool-reminder", "repeat-threshold", "remind"): 2,
                           ("repeat-tool-reminder", "repeat-threshold", "none"): 3})
+SIX_SAME_CALLS_THEN_A_CYCLE = SIX_SAME_CALLS + Counter({("no-progress", "cycle", "remind"): 1})
 # No CLI record waits out its partner here: the test flushes, which judges a waiting one.
 PATIENT = JudgeOptions(tick_s=0.05, join_wait_s=60.0)
 
@@ -55,7 +57,7 @@ def test_captured_cli_telemetry_is_judged_one_record_per_call(case: str) -> None
             for body in requests(capture, signal):
                 assert post(service, f"/v1/{signal}", body, "application/json")[0] == 200
         assert service.flush()
-        assert verdict_counts(service) == SIX_SAME_CALLS
+        assert verdict_counts(service) == SIX_SAME_CALLS_THEN_A_CYCLE
         assert cli_calls(service) == {(CLIS[capture], "exported"): 12, (CLIS[capture], "not_exported"): 0}
 
 
@@ -103,7 +105,7 @@ def analyzed(*files: Path) -> tuple[Counter[tuple[str, str, str]], dict]:
 def test_analyze_reads_cli_log_and_span_files_through_the_same_conventions(case: str) -> None:
     capture, order = CASES[case]
     counts, coverage = analyzed(*(CAPTURES / capture / f"{signal}.jsonl.gz" for signal in order))
-    assert counts == SIX_SAME_CALLS
+    assert counts == SIX_SAME_CALLS_THEN_A_CYCLE
     assert coverage["cli_tool_calls"] == {CLIS[capture]: {"calls": 12, "without_arguments": 0}}
 
 

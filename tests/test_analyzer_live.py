@@ -108,6 +108,10 @@ def scripted_agent(tracer) -> None:
         for _ in range(2):
             model_call(tracer, tool="get_weather")
             tool_span(tracer, "get_weather", '{"city":"Paris"}')
+    with agent_run(tracer, "pager", "conversation-2"):  # an A/B cycle: remind at 3 repeats, steer at 5
+        for _ in range(5):
+            tool_span(tracer, "read_page", '{"page": 2}', result="page two")
+            tool_span(tracer, "read_page", '{"page": 3.0}', result="page three")
 
 
 VerdictKey = tuple[str, str, str, str, str, Any, Any, Any, Any]
@@ -137,8 +141,8 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def analyzer_verdicts(path: Path) -> list[VerdictKey]:
-    analysis = analyze([path])
+def analyzer_verdicts(path: Path, config: Any = None) -> list[VerdictKey]:
+    analysis = analyze([path], config)
     return sorted(
         ((f"{row.step.span_id:016x}", v.guard, v.verdict, v.rule, v.action, v.repeat_count, v.thinking_stalled,
           v.stream_chars, v.error_code) for row in analysis.verdicts for v in [row.verdict]),
@@ -146,9 +150,9 @@ def analyzer_verdicts(path: Path) -> list[VerdictKey]:
     )
 
 
-def export_live(path: Path, run: Callable[[Any], None]) -> None:
+def export_live(path: Path, run: Callable[[Any], None], config: Any = None) -> None:
     """`run(tracer)` on a guarded provider whose spans are written to `path` as OTLP JSON Lines."""
-    with Guarded(export=False, downstream=[SimpleSpanProcessor(OtlpJsonLinesExporter(path))],
+    with Guarded(config, export=False, downstream=[SimpleSpanProcessor(OtlpJsonLinesExporter(path))],
                  control=otelguard.Mailbox()) as g:
         run(g.tracer)
         assert g.processor.force_flush()
@@ -177,6 +181,8 @@ def test_the_scripted_run_exercises_every_guard(exported_run: Path) -> None:
         ("thinking-loop-guard", "reasoning-only", "steer", None),
         ("thinking-loop-guard", "identical-chunks", "break", None),
         ("timeout-policy", "tool-timeout", "abort", None),
+        ("no-progress", "cycle", "remind", 3),
+        ("no-progress", "cycle", "steer", 5),
     }
     lines = exported_run.read_text(encoding="utf-8").splitlines()
     assert len(lines) > 20  # one export per span: a trace spread over many lines, children first
@@ -216,3 +222,23 @@ def test_a_live_end_of_stream_flag_without_captured_output_is_taken_over(tmp_pat
     export_one_run(path, streamed)
     assert [(rule, action) for _, _, _, rule, action, *_ in live_verdicts(path)] == [("repeating-cycle", "none")]
     assert [row.verdict.rule for row in analyze([path], NO_CYCLE_RULE).verdicts] == ["repeating-cycle"]
+
+
+STOP_CYCLES = {"guards": [{"id": "repeat-tool-reminder"}, {"id": "no-progress", "config": {"stop_after": 4}}]}
+
+
+def test_a_cycle_blocked_live_is_blocked_in_the_analyzer_too(tmp_path: Path) -> None:
+    """no-progress with stop_after: the call blocked at its start live carries the same verdicts offline."""
+    path = tmp_path / "blocked.otlp.jsonl"
+
+    def cycling(tracer) -> None:
+        with agent_run(tracer, "pager", "conversation-3"):
+            for _ in range(5):
+                tool_span(tracer, "read_page", '{"page": 2}', result="page two")
+                tool_span(tracer, "read_page", '{"page": 3}', result="page three")
+
+    export_live(path, cycling, STOP_CYCLES)
+    live = live_verdicts(path)
+    assert [(rule, action, count) for _, guard, _, rule, action, count, *_ in live
+            if guard == "no-progress" and action != "none"].count(("cycle", "block", 4)) >= 1
+    assert live == analyzer_verdicts(path, STOP_CYCLES)

@@ -14,7 +14,7 @@ import pytest
 from vectors_support import assert_invalid, load_row
 
 import otelguard
-from otelguard.config import GuardConfig, RepeatToolReminderConfig
+from otelguard.config import GuardConfig, NoProgressConfig, RepeatToolReminderConfig
 from otelguard.errors import ConfigError
 
 # --- repeat-tool-reminder: what the vectors leave out ------------------------------------------------------
@@ -41,24 +41,78 @@ REPEAT_INVALID = [
     ("stop_after", True, "bool"),
     ("stop_after", "8", "string"),
     ("stop_after", 0, "zero"),
+    ("result_aware", "yes", "string"),
+    ("result_aware", 1, "int"),
 ]
-
-
-@pytest.mark.parametrize(("field", "value"), [(f, v) for f, v, _ in REPEAT_INVALID],
-                         ids=[f"{f}-{why}" for f, _, why in REPEAT_INVALID])
-def test_invalid_repeat_tool_reminder_value_fails_at_load(field, value):
-    """An invalid repeat-tool-reminder value raises ConfigError naming the field."""
-    assert_invalid("repeat-tool-reminder", field, value)
-
-
-def test_every_repeat_tool_reminder_field_has_an_invalid_case():
-    """The invalid cases above cover every repeat-tool-reminder config field."""
-    assert {field for field, _, _ in REPEAT_INVALID} == set(RepeatToolReminderConfig.model_fields)
 
 
 def test_unknown_repeat_tool_reminder_key_is_named():
     """A misspelt repeat-tool-reminder key is refused and named."""
     assert_invalid("repeat-tool-reminder", "threshold", [3])
+
+
+# --- no-progress ------------------------------------------------------------------------------------------
+NO_PROGRESS_INVALID = [
+    ("rules", "cycle", "string-not-list"),
+    ("rules", ["cycle", "loops"], "unknown-rule"),
+    ("rules", ["cycle", "cycle"], "duplicate"),
+    ("max_period", 1, "below-two"),
+    ("max_period", 11, "above-ten"),
+    ("max_period", 2.5, "float"),
+    ("min_repeats", 1, "below-two"),
+    ("min_repeats", True, "bool"),
+    ("window", 2, "below-three"),
+    ("window", 101, "above-hundred"),
+    ("min_errors", 1, "below-two"),
+    ("transparent", "think", "string-not-list"),
+    ("transparent", [""], "empty-pattern"),
+    ("steer_after", 0, "zero"),
+    ("stop_after", 2, "below-three"),
+    ("stop_after", "5", "string"),
+    ("arguments_preview_chars", 0, "zero"),
+    ("include_arguments", "no", "string"),
+]
+
+
+INVALID = {"repeat-tool-reminder": (REPEAT_INVALID, RepeatToolReminderConfig),
+           "no-progress": (NO_PROGRESS_INVALID, NoProgressConfig)}
+
+
+@pytest.mark.parametrize(("guard_id", "field", "value"),
+                         [(guard_id, f, v) for guard_id, (cases, _) in INVALID.items() for f, v, _ in cases],
+                         ids=[f"{guard_id}-{f}-{why}" for guard_id, (cases, _) in INVALID.items() for f, _, why in cases])
+def test_invalid_value_fails_at_load(guard_id, field, value):
+    """An invalid repeat-tool-reminder or no-progress value raises ConfigError naming the field."""
+    assert_invalid(guard_id, field, value)
+
+
+@pytest.mark.parametrize("guard_id", INVALID)
+def test_every_field_has_an_invalid_case(guard_id):
+    """The invalid cases above cover every config field of the guard."""
+    cases, model = INVALID[guard_id]
+    assert {field for field, _, _ in cases} == set(model.model_fields)
+
+
+@pytest.mark.parametrize(("config", "named"), [
+    ({"min_repeats": 6}, "window (10) must be at least 2 * min_repeats - 1 (11)"),
+    ({"stop_after": 3}, "stop_after (3) must exceed min_repeats (3) and min_errors (3)"),
+    ({"min_errors": 5, "stop_after": 4}, "stop_after (4) must exceed"),
+])
+def test_no_progress_settings_that_contradict_each_other_fail_at_load(config, named):
+    """A window too short for min_repeats, or a stop_after that would block before the first reminder,
+    is refused naming both settings."""
+    with pytest.raises(ConfigError) as caught:
+        load_row("no-progress", config)
+    assert "guards[0] (no-progress).config" in str(caught.value) and named in str(caught.value)
+
+
+def test_no_config_runs_four_guards_with_no_progress_last():
+    """Without a config every guard runs, no-progress with its defaults."""
+    config = GuardConfig.load(None)
+    assert [row.id for row in config.guards] == ["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard",
+                                                  "no-progress"]
+    assert config.row("no-progress").config == NoProgressConfig(
+        max_period=5, min_repeats=3, window=10, min_errors=3, steer_after=2, stop_after=None)
 
 
 @pytest.mark.parametrize("key", ["timeout_ms", "timeoutMs", "tools"])
@@ -69,7 +123,7 @@ def test_timeout_policy_takes_no_config_key(key):
 
 # --- rows and the top level ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("config", [[1], "thresholds: [3]", 5, True])
-@pytest.mark.parametrize("guard_id", ["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard"])
+@pytest.mark.parametrize("guard_id", ["timeout-policy", "repeat-tool-reminder", "thinking-loop-guard", "no-progress"])
 def test_a_row_config_that_is_not_a_mapping_names_config(guard_id, config):
     """A row whose config is not a mapping raises ConfigError naming the row's config."""
     with pytest.raises(ConfigError) as caught:

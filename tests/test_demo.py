@@ -1,4 +1,4 @@
-"""`otelguard demo`: the four scripted loops run through a real pydantic-ai agent, each alert is printed,
+"""`otelguard demo`: the five scripted loops run through a real pydantic-ai agent, each alert is printed,
 metrics are served for Prometheus with --serve and exported with --otlp, and problems exit non-zero
 with one line. The demo runs in-process, except --serve, which runs as a subprocess and is stopped
 with SIGTERM."""
@@ -30,12 +30,16 @@ ALERTS = [
     "ALERT  thinking-loop-guard  rule=reasoning-only  action=steer  agent=planner-agent  stalled=3",
     "ALERT  thinking-loop-guard  rule=repeating-cycle  action=break  agent=reporter-agent",
     "ALERT  timeout-policy  rule=tool-timeout  action=abort  agent=runner-agent  tool=run_tests  code=TOOL_TIMEOUT",
+    "ALERT  no-progress  rule=cycle  action=remind  agent=reader-agent  tool=read_page  count=3",
+    "ALERT  no-progress  rule=cycle  action=steer  agent=reader-agent  tool=read_page  count=5",
 ]
 TOLD = [
     "carried: \"You are repeating the exact same tool call with identical arguments.",
     "carried: \"You are repeating the same reasoning without acting (several long reasoning-only calls",
     "carried: \"Your output had repeated itself for",
     "carried: \"{\"isError\": true, \"error\": {\"message\": \"tool call timed out after 100ms\"",
+    "carried: \"No progress: the same 2 tool calls keep repeating in a cycle (3 times in a row): - call 1: read_page",
+    "carried: \"No progress: the same 2 tool calls keep repeating in a cycle (5 times in a row): - call 1: read_page",
 ]
 METRICS = ["otelguard_verdicts_total", "otelguard_spans_total", "otelguard_loop_tokens_total",
            "otelguard_control_calls_total", "otelguard_processing_duration_seconds_count",
@@ -69,21 +73,21 @@ def test_demo_exits_zero(default_run):
     assert (status, err) == (0, "")
 
 
-@pytest.mark.parametrize("alert", ALERTS, ids=["remind", "steer", "break", "abort"])
+@pytest.mark.parametrize("alert", ALERTS, ids=["remind", "steer", "break", "abort", "cycle-remind", "cycle-steer"])
 def test_demo_prints_each_alert(default_run, alert):
     """Each loop kind prints its alert line: guard, rule, action and agent."""
     assert alert in default_run[1]
 
 
-@pytest.mark.parametrize("told", TOLD, ids=["remind", "steer", "break", "abort"])
+@pytest.mark.parametrize("told", TOLD, ids=["remind", "steer", "break", "abort", "cycle-remind", "cycle-steer"])
 def test_demo_prints_what_the_model_was_told(default_run, told):
     """After each alert the demo shows the guard text that reached the model's next request."""
     assert told in default_run[1]
 
 
 def test_demo_prints_a_summary(default_run):
-    """The summary counts four scenarios, four alerts and one of each action."""
-    assert "4 scenarios, 4 alerts (abort 1, break 1, remind 1, steer 1)" in default_run[1]
+    """The summary counts five scenarios and six alerts: one of each action, and the cycle's remind and steer."""
+    assert "5 scenarios, 6 alerts (abort 1, break 1, remind 2, steer 2)" in default_run[1]
 
 
 def test_demo_prints_the_guard_metrics_as_prometheus_scrapes_them(default_run):
@@ -93,7 +97,7 @@ def test_demo_prints_the_guard_metrics_as_prometheus_scrapes_them(default_run):
     assert 'otelguard_verdicts_total{gen_ai_agent_name="weather-agent",gen_ai_tool_name="get_weather",' \
            'otelguard_action="remind",otelguard_guard="repeat-tool-reminder",otelguard_rule="repeat-threshold"} 1.0' \
            in block
-    assert 'otelguard_spans_total{otelguard_convention="genai",otelguard_span_kind="tool"} 4.0' in block
+    assert 'otelguard_spans_total{otelguard_convention="genai",otelguard_span_kind="tool"} 14.0' in block
 
 
 def test_demo_alerts_come_in_scenario_order(default_run):

@@ -47,7 +47,7 @@ def is_counting(verdict: Verdict) -> bool:
     """A verdict that only counts (a repeat between thresholds, a stall below max_thinking_steps or
     past max_fires): recorded on the span, but not a finding on its own."""
     return verdict.action == "none" and (
-        verdict.rule in ("repeat-threshold", "repeat-stop") or verdict.verdict == "thinking_loop"
+        verdict.rule in ("repeat-threshold", "repeat-stop") or verdict.verdict in ("thinking_loop", "no_progress")
     )
 
 

@@ -72,31 +72,33 @@ def _glob_match(name: str, prefix: str, middle: tuple[str, ...], suffix: str) ->
 class RepeatChain:
     """The current run of identical (tool, canonical arguments) keys of one agent."""
 
-    key: tuple[str, str] | None = None
+    key: tuple[str, str | bytes] | None = None
     count: int = 0
+    result: int | None = None  # the run's result signature, when results are compared
 
-    def observe(self, tool_name: str, canonical_arguments: str) -> int:
-        """Record one tracked call; return its position in the run of identical calls (1 = first)."""
-        key = (tool_name, _compact(canonical_arguments))
-        if key == self.key:
+    def observe(self, tool_name: str, canonical_arguments: str, result: int | None = None) -> int:
+        """Record one tracked call; return its position in the run of identical calls (1 = first).
+        `result`: its result's signature, when a changed result restarts the run (else None)."""
+        key = (tool_name, compact_arguments(canonical_arguments))
+        if key == self.key and result == self.result:
             self.count += 1
         else:
-            self.key, self.count = key, 1
+            self.key, self.count, self.result = key, 1, result
         return self.count
 
     def matches(self, tool_name: str, canonical_arguments: str) -> bool:
         """Whether a call with these arguments would continue the current run."""
-        return self.key == (tool_name, _compact(canonical_arguments))
+        return self.key == (tool_name, compact_arguments(canonical_arguments))
 
     def reset(self) -> None:
         """A new user prompt starts a new chain."""
-        self.key, self.count = None, 0
+        self.key, self.count, self.result = None, 0, None
 
 
 _VERBATIM_UP_TO = 64
 
 
-def _compact(arguments: str) -> str | bytes:
+def compact_arguments(arguments: str) -> str | bytes:
     """Arguments as the chain keeps them: short ones verbatim, long ones as a 128-bit digest (bounded state)."""
     if len(arguments) <= _VERBATIM_UP_TO:
         return arguments

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..guard_ids import REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
+from ..guard_ids import NO_PROGRESS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
 from .base import Guard, ModelFacts, ToolStart
+from .no_progress import NoProgress
 from .repeat_tool_reminder import RepeatToolReminder
 from .thinking_loop_guard import ThinkingLoopGuard
 from .timeout_policy import TimeoutPolicy
@@ -22,9 +23,13 @@ _BUILDERS = {
 
 
 def build_guards(config: GuardConfig | ValidatedConfig) -> list[Guard]:
-    """One guard per config row, in composition (registration) order (rows validated already)."""
-    return [_BUILDERS[row.id](row.config) for row in config.guards]
+    """One guard per config row, in composition (registration) order (rows validated already).
+    `no-progress` also reads the repeat reminder's row: calls in that guard's own back-to-back run are
+    left to it."""
+    repeat = config.row(REPEAT_TOOL_REMINDER)
+    return [NoProgress(row.config, repeat.config if repeat is not None else None) if row.id == NO_PROGRESS
+            else _BUILDERS[row.id](row.config) for row in config.guards]
 
 
-__all__ = ["Guard", "ModelFacts", "ToolStart", "build_guards", "RepeatToolReminder", "ThinkingLoopGuard",
-           "TimeoutPolicy"]
+__all__ = ["Guard", "ModelFacts", "ToolStart", "build_guards", "NoProgress", "RepeatToolReminder",
+           "ThinkingLoopGuard", "TimeoutPolicy"]

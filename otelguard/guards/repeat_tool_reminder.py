@@ -8,6 +8,7 @@ from ..actions import Action
 from ..canonical import arguments_preview, escape_quoted
 from ..detectors.repeat import RepeatChain, ToolFilter
 from ..guard_ids import REPEAT_TOOL_REMINDER
+from ..detectors.signatures import result_signature
 from ..records import SpanView, ToolCall, Verdict
 from .base import Guard, ToolStart
 
@@ -77,7 +78,8 @@ class RepeatToolReminder(Guard):
         if arguments is None:
             state.reset()  # arguments not captured: no key, so nothing can claim a repeat across it
             return []
-        count = state.observe(name, arguments)
+        # result_aware: an identical call whose result changed (polling that moves on) restarts the run.
+        count = state.observe(name, arguments, result_signature(call.result) if self.config.result_aware else None)
         if count < 2:
             return []
         return [self._verdict(name, arguments, count)]

@@ -4,15 +4,17 @@ that ask for a reaction.
 Control hooks run off the span thread (`ControlDispatcher`); the span thread waits at most
 `hook_wait_s`. The control of an agent run is the one bound when its span started
 (`otelguard.bind_control`), else the one bound where the verdict is reached, else the processor's
-default.
+default. When several guards react to one span, the agent gets one message (`one_message`); each
+verdict is still counted and written on the span.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from ..actions import Action
+from ..actions import Action, strongest
 from ..control import AgentControl, GuardMessage, bound_control
 from ..conventions import model_usage
 from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
@@ -47,6 +49,19 @@ def needs_delivery(verdict: Verdict) -> bool:
     if verdict.action in _INJECTED or verdict.action in (Action.STEER, Action.CANCEL):
         return True
     return verdict.action == Action.BREAK and verdict.message is not None
+
+
+def one_message(verdicts: list[Verdict]) -> Verdict:
+    """What the agent gets when several guards react to one step: the strongest action (a cancel
+    alone: the turn ends), its text first and the others' after it, each text once."""
+    first = strongest(verdicts)
+    if len(verdicts) == 1 or first.action == Action.CANCEL:
+        return first
+    texts: list[str] = []
+    for verdict in sorted(verdicts, key=lambda v: v is not first):  # the strongest first, the rest in order
+        if verdict.message and verdict.message not in texts:
+            texts.append(verdict.message)
+    return replace(first, message="\n\n".join(texts) or None)
 
 
 class AgentRuns:
@@ -98,16 +113,18 @@ class Delivery:
         self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
 
     def judged(self, judged: Judged, service_name: str | None = None) -> dict[str, Any] | None:
-        """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's
-        tokens and their price counted once read. `service_name`: the sender's, labelling the verdicts
-        (`otelguard serve`). Returns the loop's spend so far as span attributes (None when the span is
-        no step of a loop of model calls)."""
+        """A span's verdicts: each counted and emitted as an event; their reactions delivered as one
+        message (`one_message`); a loop's tokens and their price counted once read. `service_name`: the
+        sender's, labelling the verdicts (`otelguard serve`). Returns the loop's spend so far as span
+        attributes (None when the span is no step of a loop of model calls)."""
         usage = None
         span = judged.span
         spent: dict[str, Any] | None = None
+        reactions = []
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name, service_name)
-            if verdict.repeat_count is not None:
+            # The run-length histogram is of identical-call runs: no-progress's repeats are not those.
+            if verdict.repeat_count is not None and verdict.verdict == "repeated_tool_call":
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
             spend = None
             if type(judged.record) is ModelCall and verdict.verdict in LOOP_VERDICTS and span is not None:
@@ -123,7 +140,9 @@ class Delivery:
                                       response_id=span.attributes.get("gen_ai.response.id"),
                                       extra=spent if spend is not None else None)
             if needs_delivery(verdict):
-                self._deliver(judged.agent, verdict)
+                reactions.append(verdict)
+        if reactions:
+            self._deliver(judged.agent, one_message(reactions))
         return spent
 
     def now(self, agent: AgentRef | None, verdict: Verdict, span_context: Any) -> None:

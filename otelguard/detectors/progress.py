@@ -1,0 +1,260 @@
+"""Tool-call sequences that make no progress: the window of one agent's recent calls and its rules.
+
+Identity of a call = tool name + canonical arguments; of a step = that call + its outcome's signature
+(`signatures.result_signature` of its result, or of its error when it failed), so an identical call
+whose result changes (polling) is progress. Every rule is judged incrementally on the call just ended,
+in O(window + max_period) work, over bounded state: each step is a few 64-bit hashes in one array,
+and the arguments preview a message quotes is kept only for calls seen before in the window (a
+cycle's calls all are).
+
+The rules, each counting `repeats`:
+- `cycle`: the steps repeat with a period of 2..max_period; repeats = whole periods in a row.
+- `interleaved-repeat`: the same step again with only transparent calls between (period 1).
+- `same-result`: the same step `repeats` times within the last `window` steps, other calls between
+  (not evenly spaced as a cycle still short of its repeats is: that one is the cycle rule's).
+- `error-loop`: one tool failing with the same masked error on each of its last calls, whatever the
+  arguments; repeats = those failures in a row.
+- `near-duplicate`: the same tool, arguments equal but for whitespace, quotes and Unicode form, the
+  same outcome, on consecutive steps; repeats = those steps.
+
+A call that continues a back-to-back run of identical calls (the repeat reminder's run, or one its
+include / exclude leaves out) is neither judged nor kept: that run is `repeat-tool-reminder`'s.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..records import Content, ToolCall
+from .repeat import ToolFilter
+from .signatures import error_signature, error_text, failed, loose_arguments, result_signature
+
+CYCLE = "cycle"
+INTERLEAVED_REPEAT = "interleaved-repeat"
+SAME_RESULT = "same-result"
+ERROR_LOOP = "error-loop"
+NEAR_DUPLICATE = "near-duplicate"
+
+# A step's fields in the window array: hashes of the call, of call + outcome, of the loose call +
+# outcome, of the tool name and of the masked error (_NO_ERROR: it did not fail), and the error-loop
+# and near-duplicate runs ending at it.
+_KEY, _IDENT, _NEAR, _NAME, _ERROR, _ERROR_RUN, _NEAR_RUN = range(7)
+_FIELDS = 7
+_NO_ERROR = -1  # hash() never returns -1
+_UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
+
+
+class Label(NamedTuple):
+    """What a message quotes of a call: its tool and its arguments cut at the preview length."""
+
+    name: str
+    preview: str
+    arguments_chars: int
+    arguments_json: bool
+
+
+class Finding(NamedTuple):
+    """A rule that holds on the call just judged."""
+
+    rule: str
+    repeats: int
+    pattern: tuple  # what identifies the pattern across its calls (the same while it goes on)
+    labels: tuple[Label, ...]  # the calls that make it, oldest first (a cycle's all, else the last)
+    error_preview: str | None  # the error, cut at the preview length (error-loop)
+    next_key: int  # the key of the call that continues it (a near-duplicate's: its loose key)
+    next_tool: str
+    next_repeats: int  # repeats once that call continues it
+
+
+@dataclass(slots=True)
+class ProgressState:
+    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first; the label of
+    each call seen more than once in the window, by key (None until there is one); `runs[p]`, the
+    steps in a row equal to the step `p` before them."""
+
+    steps: array = field(default_factory=lambda: array("q"))
+    labels: dict | None = None
+    runs: list = field(default_factory=list)
+    seed: int | None = None  # the key of the repeat reminder's current run
+    seed_outcome: int | None = None  # and its outcome, when that guard compares results
+    previous: int | None = None  # the key of the last call, whatever its tool
+    reacted: dict | None = None  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
+    upcoming: Finding | None = None  # the finding the last judged call left open
+    blocked: tuple | None = None  # (key, verdict) of the call blocked at its start, until it ends
+
+
+def call_key(name: str, arguments: str) -> int:
+    return hash((name, arguments))
+
+
+def loose_key(name: str, arguments: str) -> int:
+    return hash((name, loose_arguments(arguments)))
+
+
+class ProgressDetector:
+    """`transparent`: tools whose calls are not steps (bookkeeping). `seed_tools` and `seed_results`:
+    which calls the repeat reminder tracks and whether it compares results, so that the detector
+    knows that guard's back-to-back run exactly."""
+
+    def __init__(self, *, rules: tuple[str, ...], max_period: int, min_repeats: int, window: int,
+                 min_errors: int, preview_chars: int, transparent: ToolFilter, seed_tools: ToolFilter,
+                 seed_results: bool = False):
+        self.transparent = transparent.tracks
+        self.seed_tracks = seed_tools.tracks
+        self.seed_results = seed_results
+        self.rules = frozenset(rules)
+        self.max_period = max_period
+        self.min_repeats = min_repeats
+        self.window = window
+        self.min_errors = min_errors
+        self.preview_chars = preview_chars
+        self._capacity = max(window, max_period * 2)
+        self._no_runs = [0] * (max_period + 1)
+
+    def new_state(self) -> ProgressState:
+        return ProgressState(runs=list(self._no_runs))
+
+    def reset(self, state: ProgressState) -> None:
+        state.steps = array("q")
+        state.runs = list(self._no_runs)
+        state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
+
+    def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
+        """Whether a call about to start (its arguments known) would be judged: not transparent, and
+        not continuing a back-to-back run of identical calls."""
+        if self.transparent(name):
+            return False
+        key = call_key(name, arguments)
+        return key != state.previous and not (state.seed == key and self.seed_tracks(name))
+
+    def observe(self, state: ProgressState, call: ToolCall, name: str, *, judge: bool = True) -> Finding | None:
+        """Judge one ended call; None when no rule holds on it, or when it is not judged (a
+        transparent call, or one continuing a back-to-back run of identical calls). `judge` False:
+        only note it as the last call (one blocked at its start does not go on the pattern)."""
+        arguments = call.arguments
+        key = call_key(name, arguments) if arguments is not None else next(_UNREAD_KEYS)
+        previous, state.previous = state.previous, key
+        if self.seed_tracks(name):  # the repeat reminder's chain, kept as that guard keeps it
+            outcome = result_signature(call.result) if self.seed_results and arguments is not None else None
+            continued = arguments is not None and key == state.seed and outcome == state.seed_outcome
+            state.seed, state.seed_outcome = (key if arguments is not None else None), outcome
+            if continued:
+                return None
+        if not judge or self.transparent(name) or key == previous:
+            return None
+        error = error_preview = None
+        if failed(call):
+            text = error_text(call)
+            error, error_preview = error_signature(text), text[:self.preview_chars]
+            outcome = result_signature(text)  # a failure's outcome is what it said: another error is progress
+        else:
+            outcome = result_signature(call.result)
+        loose = loose_key(name, arguments) if arguments is not None else key
+        period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)), error)
+        finding = self._find(state, period, key, loose, outcome, error_preview)
+        if finding is not None and finding.rule != CYCLE:
+            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name)
+        state.upcoming = finding
+        return finding
+
+    def _label(self, name: str, arguments: str | None, call: ToolCall) -> Label:
+        if arguments is None:
+            return Label(name, "", 0, True)
+        return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
+
+    def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall, key: int,
+                ident: int, near: int, error: int | None) -> int:
+        """Append the step; return the shortest period whose run has `min_repeats` (0: none)."""
+        steps = state.steps
+        count = len(steps) // _FIELDS
+        name_hash = hash(name)
+        error_run = near_run = 0
+        if error is not None:
+            error_run = 1
+            for at in range((count - 1) * _FIELDS, -1, -_FIELDS):  # this tool's previous step in the window
+                if steps[at + _NAME] == name_hash:
+                    if steps[at + _ERROR] == error:
+                        error_run = steps[at + _ERROR_RUN] + 1
+                    break
+        if count:
+            last = (count - 1) * _FIELDS
+            if steps[last + _NEAR] == near and steps[last + _KEY] != key:
+                near_run = steps[last + _NEAR_RUN] + 1 if steps[last + _NEAR_RUN] else 2
+        # Only a call seen before in the window can be part of a pattern a message quotes.
+        seen = key in steps[_KEY::_FIELDS]
+        if seen:
+            if state.labels is None:
+                state.labels = {}
+            if key not in state.labels:
+                state.labels[key] = self._label(name, arguments, call)
+        steps.fromlist([key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run])
+        if count + 1 > self._capacity:
+            dropped = steps[_KEY]
+            del steps[:_FIELDS]
+            if state.labels and dropped not in steps[_KEY::_FIELDS]:
+                state.labels.pop(dropped, None)
+        runs = state.runs
+        if not seen:  # a call new to the window equals none before it: every period's run breaks
+            runs[:] = self._no_runs
+            return 0
+        idents = steps[_IDENT::_FIELDS]
+        shortest, min_repeats = 0, self.min_repeats
+        for period in range(1, min(self.max_period, len(idents) - 1) + 1):
+            run = runs[period] = runs[period] + 1 if idents[-1 - period] == ident else 0
+            if not shortest and run + period >= period * min_repeats:
+                shortest = period
+        for period in range(len(idents), self.max_period + 1):
+            runs[period] = 0
+        return shortest
+
+    def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
+              error_preview: str | None) -> Finding | None:
+        rules, runs, steps, labels, min_repeats = self.rules, state.runs, state.steps, state.labels, self.min_repeats
+        count = len(steps) // _FIELDS
+        last = (count - 1) * _FIELDS
+        name = ""  # `observe` names the current call; a cycle names its own
+        if period:  # the shortest period names the pattern
+            length = runs[period] + period
+            if period == 1 and INTERLEAVED_REPEAT in rules:
+                return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
+            if period > 1 and CYCLE in rules:
+                first = (count - period) * _FIELDS
+                block_keys = steps[first + _KEY:count * _FIELDS:_FIELDS]
+                block = tuple(labels[k] for k in block_keys)  # each seen p steps before: labelled
+                keys = frozenset(block_keys)
+                return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
+                               block[0].name, (length + 1) // period)
+        ident = steps[last + _IDENT]
+        if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
+            recent = steps[max(0, count - self.window) * _FIELDS + _IDENT::_FIELDS]
+            same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
+                if recent.count(ident) >= min_repeats else ()
+            if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
+                return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1)
+        error_run = steps[last + _ERROR_RUN]
+        if ERROR_LOOP in rules and error_run >= self.min_errors:
+            return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, steps[last + _NAME], steps[last + _ERROR]), (),
+                           error_preview, key, name, error_run + 1)
+        near_run = steps[last + _NEAR_RUN]
+        if NEAR_DUPLICATE in rules and near_run >= min_repeats:
+            return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1)
+        return None
+
+    def _cycle_in_the_making(self, runs: list[int], same: list[int]) -> bool:
+        """Whether the steps from the first of `same` to now repeat with the spacing of `same`: a
+        cycle still short of its repeats, which the cycle rule names once it has them."""
+        gap = same[1] - same[0]
+        return (CYCLE in self.rules and gap <= self.max_period and runs[gap] > same[-1] - same[0] - gap
+                and all(b - a == gap for a, b in zip(same, same[1:])))
+
+    @staticmethod
+    def continues(finding: Finding, name: str, arguments: str) -> bool:
+        """Whether a call about to start (its outcome unknown) continues the finding's pattern."""
+        if finding.rule == ERROR_LOOP:
+            return name == finding.next_tool  # whatever the arguments
+        if finding.rule == NEAR_DUPLICATE:
+            return loose_key(name, arguments) == finding.next_key
+        return call_key(name, arguments) == finding.next_key
