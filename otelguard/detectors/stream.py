@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .novelty import LOW_NOVELTY, NoveltyMeter
-from .structure import fences_in, is_structured
+from .structure import FENCE, fences_in, is_structured
 
 IDENTICAL_CHUNKS = "identical-chunks"
 REPEATING_CYCLE = "repeating-cycle"
@@ -305,12 +305,6 @@ class StreamBreaker:
         text = "".join(deltas)  # a batch that is not all text fails here, before any state changes
         size = len(text)
         chars = self.chars = self.chars + size
-        if self._slow:
-            self._fresh.append(text)
-            if chars >= self._slow_due:
-                trip = self._slow_checks(chars)
-                if trip is not None:
-                    return self._tripped(trip)
         if self.max_repeated_text:
             last = deltas[-1].strip()
             if count > 1 and deltas[-2].strip() != last:
@@ -331,6 +325,12 @@ class StreamBreaker:
                 budget = min(limit - run, MAX_BUDGET)  # a run grows by at most one a delta
         else:
             budget = MAX_BUDGET
+        if self._slow:
+            self._fresh.append(text)
+            if chars >= self._slow_due:
+                trip = self._slow_checks(chars)
+                if trip is not None:
+                    return self._tripped(trip)
         if self.max_cycle:
             self._tail = tail = (self._tail + text)[self._keep_slice]
             if chars >= self._cycle_due:
@@ -465,9 +465,30 @@ class StreamBreaker:
         return trip
 
 
-def judge_final_text(text: str, *, max_repeated_cycle_chars: int, min_repeated_cycle_chars: int) -> Trip | None:
-    """The cycle rule run once on a call's final text (when no deltas were seen)."""
-    if not max_repeated_cycle_chars:
-        return None
-    period = periodic_period(text, max_repeated_cycle_chars, min_repeated_cycle_chars)
-    return Trip(REPEATING_CYCLE, len(text), period=period) if period else None
+def judge_final_text(text: str, *, max_repeated_cycle_chars: int, min_repeated_cycle_chars: int,
+                     max_structured_repeat_chars: int = 0, max_long_cycle_chars: int = 0, long_cycle_repeats: int = 3,
+                     novelty: NoveltyMeter | None = None) -> Trip | None:
+    """The character rules run once on a call's whole text (when no deltas were seen): the cycle
+    rule, long cycles, then novelty. Structure is judged as the breaker judges it, with the whole
+    text at hand: a structured repetition is flagged once its periodic run reaches the allowance."""
+    in_fence = text.count(FENCE) % 2 == 1
+
+    def allowed(span: int, period: int) -> bool:
+        return (max_structured_repeat_chars > 0 and is_structured(text[-span:], period, in_fence)
+                and periodic_run(text, period) < max_structured_repeat_chars)
+
+    if max_repeated_cycle_chars:
+        period = periodic_period(text, max_repeated_cycle_chars, min_repeated_cycle_chars)
+        if period and not allowed(max(min_repeated_cycle_chars, 2 * period), period):
+            return Trip(REPEATING_CYCLE, len(text), period=period)
+    floor = (max_repeated_cycle_chars or LONG_CYCLE_FLOOR) + 1
+    if max_long_cycle_chars >= floor:
+        tail = text[-max(long_cycle_repeats * max_long_cycle_chars, min_repeated_cycle_chars):]
+        period = long_cycle_period(tail, floor, max_long_cycle_chars, long_cycle_repeats, min_repeated_cycle_chars)
+        if period and not allowed(max(long_cycle_repeats * period, min_repeated_cycle_chars), period):
+            return Trip(LONG_CYCLE, len(text), period=period)
+    if novelty is not None:
+        dip = novelty.feed(text) or novelty.finish()
+        if dip is not None:
+            return Trip(LOW_NOVELTY, dip.chars, novelty=dip.novelty)
+    return None
