@@ -125,12 +125,11 @@ class ThinkingLoopGuard(Guard):
             if facts.live_trip.action == Action.BREAK:
                 return verdicts  # a cut call is not judged as a thinking step
         else:
-            for stream_verdict in (self._judge_recorded_output(call, "text"),
-                                   self._judge_recorded_output(call, "reasoning")):
-                if stream_verdict is not None:
-                    verdicts.append(stream_verdict)
-                    if stream_verdict.action == Action.BREAK:
-                        return verdicts
+            stream_verdict = self._judge_recorded_output(call)
+            if stream_verdict is not None:
+                verdicts.append(stream_verdict)
+                if stream_verdict.action == Action.BREAK:
+                    return verdicts
         has_output = call.has_output
         # Output not captured: do not claim "no output" without evidence.
         judgement = state.detector.observe(True if has_output is None else has_output, call.reasoning)
@@ -162,37 +161,51 @@ class ThinkingLoopGuard(Guard):
             action, message = self._reaction_to_text_loop(judgement.answers)
         return Verdict(self.id, THINKING_LOOP, TEXT_LOOP, action, message)
 
-    def _judge_recorded_output(self, call: ModelCall, kind: str) -> Verdict | None:
-        """Replay recorded chunks of one kind delta by delta; without any, judge the call's final
-        text (or reasoning) once."""
-        reasoning = kind == "reasoning"
-        chunks = [chunk.text for chunk in call.chunks if chunk.kind == kind]
-        if chunks:
-            breaker = self.new_reasoning_breaker() if reasoning else self.new_breaker()
-            trip = None
-            if breaker is not None:
-                for index, delta in enumerate(chunks):
-                    trip = breaker.push(delta)
-                    if trip is not None:
-                        # Recorded chunks that stop right at the trip are a stream the breaker cut live.
-                        return self.break_verdict(trip, cut=index == len(chunks) - 1)
-                trip = breaker.finish()
-            if trip is None and self._novelty and self.config.low_novelty_action == "none":
-                # Novelty that does not cut is judged on the whole text, not mid-stream.
-                trip = judge_final_text("".join(chunks), max_repeated_cycle_chars=0, min_repeated_cycle_chars=0,
-                                        novelty=self._novelty_meter())
-            return self.break_verdict(trip, cut=False) if trip else None
+    def _judge_recorded_output(self, call: ModelCall) -> Verdict | None:
+        """Replay recorded chunks delta by delta, as `watch_stream` fed them live (text to the text
+        breaker, reasoning to the reasoning breaker); what no chunk was recorded of is judged once,
+        whole: the final text, the final reasoning."""
+        chunks = call.chunks
+        kinds = {chunk.kind for chunk in chunks}
+        if kinds:
+            breaker, reasoning_breaker = self.new_breaker(), None
+            last = len(chunks) - 1
+            for index, chunk in enumerate(chunks):
+                if chunk.kind == "reasoning":
+                    if reasoning_breaker is None:
+                        reasoning_breaker = self.new_reasoning_breaker()
+                    feed = reasoning_breaker
+                else:
+                    feed = breaker if chunk.kind == "text" else None
+                trip = feed.push(chunk.text) if feed is not None else None
+                if trip is not None:
+                    # Recorded chunks that stop right at the trip are a stream the breaker cut live.
+                    return self.break_verdict(trip, cut=index == last)
+            trip = breaker.finish() or (reasoning_breaker.finish() if reasoning_breaker is not None else None)
+            if trip is not None:
+                return self.break_verdict(trip, cut=False)
         c = self.config
-        text = call.reasoning if reasoning else call.text
-        if len(text) < (self.judged_reasoning_chars if reasoning else self.judged_text_chars):
-            return None
-        trip = judge_final_text(
-            text, max_repeated_cycle_chars=0 if reasoning else c.max_repeated_cycle_chars,
-            min_repeated_cycle_chars=c.min_repeated_cycle_chars,
-            max_structured_repeat_chars=c.max_structured_repeat_chars, max_long_cycle_chars=c.max_long_cycle_chars,
-            long_cycle_repeats=c.long_cycle_repeats, novelty=self._novelty_meter(),
-        )
-        return self.break_verdict(trip, cut=False) if trip else None
+        for kind in ("text", "reasoning"):
+            reasoning = kind == "reasoning"
+            if kind in kinds:
+                if not self._novelty or c.low_novelty_action == "break":
+                    continue  # the replay judged it all
+                # Novelty that does not cut is judged on the whole text, not mid-stream.
+                text = "".join(chunk.text for chunk in chunks if chunk.kind == kind)
+                rules = {"max_repeated_cycle_chars": 0, "min_repeated_cycle_chars": c.min_repeated_cycle_chars}
+            else:
+                text = call.reasoning if reasoning else call.text
+                rules = {"max_repeated_cycle_chars": 0 if reasoning else c.max_repeated_cycle_chars,
+                         "min_repeated_cycle_chars": c.min_repeated_cycle_chars,
+                         "max_structured_repeat_chars": c.max_structured_repeat_chars,
+                         "max_long_cycle_chars": c.max_long_cycle_chars, "long_cycle_repeats": c.long_cycle_repeats}
+            if len(text) < (self.judged_reasoning_chars if reasoning else self.judged_text_chars):
+                continue
+            novelty = self._novelty_meter() if len(text) >= c.novelty_window else None
+            trip = judge_final_text(text, novelty=novelty, **rules)
+            if trip is not None:
+                return self.break_verdict(trip, cut=False)
+        return None
 
     def _reaction_to_text_loop(self, answers: int) -> tuple[Action, str | None]:
         action = self.config.text_loop_action
