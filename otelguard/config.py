@@ -97,14 +97,14 @@ class ThinkingLoopGuardConfig(_Settings):
     break_correction: bool = True
     # Structure-aware cycle rules: repetition inside a code fence, a table, CSV/TSV rows, a JSON array
     # or a drawn grid is cut only past this many characters (0: cut it like prose).
-    max_structured_repeat_chars: int = Field(4096, ge=0)
+    max_structured_repeat_chars: int = Field(8192, ge=0)
     # long-cycle: periods above max_repeated_cycle_chars up to this (0 disables), repeated this often.
     max_long_cycle_chars: int = Field(512, ge=0, le=4096)
     long_cycle_repeats: int = Field(3, ge=2, le=16)
     # low-novelty: the share of new word n-grams over a window of the call's text (min 0 disables).
     novelty_window: int = Field(1024, ge=128, le=16384)
     novelty_ngram: int = Field(3, ge=1, le=8)
-    min_novelty: float = Field(0.1, ge=0, le=1)
+    min_novelty: float = Field(0.2, ge=0, le=1)
     low_novelty_action: Literal["none", "break"] = "none"
     # text-loop: text-only answers of one run restating each other (repeats 0 and streak 0 disable).
     text_loop_repeats: int = Field(3, ge=0)

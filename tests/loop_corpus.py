@@ -150,6 +150,9 @@ def legit_texts() -> list[tuple[str, str]]:
     s.append(("wide-box", "╔" + "═" * 90 + "╗\n" + "".join("║" + " " * 90 + "║\n" for _ in range(12)) + "╚" + "═" * 90 + "╝\n"))
     s.append(("wide-zero-csv", "".join(",".join(["0"] * 60) + "\n" for _ in range(12))))
     s.append(("wide-table-empty", "| " + " | ".join(f"c{i}" for i in range(20)) + " |\n" + "|" + "---|" * 20 + "\n" + ("|" + "   |" * 20 + "\n") * 10))
+    # long tables whose rows are all alike (appended after the first commit: both halves get one)
+    s.append(("csv-zero-rows-long", "id,a,b,c,d,e,f,g\n" + "".join(f"{i},0,0,0,0,0,0,0\n" for i in range(40)) + "0,0,0,0,0,0,0,0\n" * 300))
+    s.append(("fence-zero-grid-long", fence("", "".join("0 " * 31 + "0\n" for _ in range(96)), rng)))
     s.append(("diff-output", "".join(f"@@ -{i * 10},3 +{i * 10},3 @@\n-    timeout = {i}\n+    timeout = {i + 1}\n" for i in range(40))))
     return s
 
@@ -208,7 +211,8 @@ def long_cycle_loops() -> list[Sample]:
         if unit.count(unit[:8]) > 1:  # keep the unit from holding a shorter cycle
             unit = unit[1:]
         prefix = loop_prefix(rng)
-        out.append(Sample(f"long-cycle-{i}", "long-cycle", LOOP, prefix + unit * 6, len(prefix)))
+        # a loop goes on: at least 2000 characters of it (six restatements of the longest units)
+        out.append(Sample(f"long-cycle-{i}", "long-cycle", LOOP, prefix + unit * max(6, 2000 // len(unit)), len(prefix)))
     return out
 
 
@@ -337,3 +341,48 @@ def deltas(text: str, seed: int, sizes: tuple[int, int] = (1, 7)) -> list[str]:
         out.append(text[at : at + size])
         at += size
     return out
+
+
+# --- judging a sample the way the guard does ------------------------------------------------------------
+@dataclass(frozen=True)
+class Outcome:
+    rule: str | None  # the rule that flagged or cut it; None when nothing did
+    cut: bool  # cut mid-stream (action break) rather than flagged at the end or steered
+    after_onset: int | None = None  # loops: characters (text-loop: answers) from the onset to the cut or flag
+
+
+def judge(sample: Sample, guard, *, reasoning: bool = False, seed: int = 0) -> Outcome:
+    """Run one sample through a ThinkingLoopGuard as the live guard would: a character sample streamed
+    in token-like deltas through the guard's breaker (its reasoning breaker with `reasoning`), then,
+    when nothing cut it, the call's end (`on_model_end`, which judges what only the whole text can
+    tell); a text-loop sample call by call, a run starting where the sample says."""
+    from otelguard.guards.base import ModelFacts
+    from otelguard.records import Content, ModelCall, RequestedToolCall, SpanView
+
+    span = SpanView(name="chat m", trace_id=1, span_id=2)
+    if sample.rule == "text-loop":
+        state = guard.new_state()
+        for index, (text, tool) in enumerate(sample.calls):
+            if index in sample.runs and index:
+                guard.on_agent_run(state)
+            call = ModelCall(text=text, tool_calls=(RequestedToolCall("act", "{}"),) if tool else (),
+                             output_content=Content.OK)
+            for verdict in guard.on_model_end(state, call, span, ModelFacts()):
+                if verdict.rule == "text-loop" and verdict.action.value != "none":
+                    return Outcome("text-loop", False, index + 1)
+        return Outcome(None, False)
+    breaker = guard.new_reasoning_breaker() if reasoning else guard.new_breaker()
+    fed = deltas(sample.text, seed)
+    for delta in fed:
+        trip = breaker.push(delta)
+        if trip is not None:
+            return Outcome(trip.rule, True, trip.chars - sample.onset)
+    trip = breaker.finish()
+    if trip is not None:
+        return Outcome(trip.rule, False, trip.chars - sample.onset)
+    call = ModelCall(text="" if reasoning else sample.text, reasoning=sample.text if reasoning else "",
+                     output_content=Content.OK)
+    for verdict in guard.on_model_end(guard.new_state(), call, span, ModelFacts()):
+        if verdict.verdict == "repetitive_output":
+            return Outcome(verdict.rule, False, (verdict.stream_chars or len(sample.text)) - sample.onset)
+    return Outcome(None, False)

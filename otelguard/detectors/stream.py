@@ -232,7 +232,7 @@ class StreamBreaker:
     )
 
     def __init__(self, *, max_repeated_text: int = 60, max_repeated_cycle_chars: int = 64,
-                 min_repeated_cycle_chars: int = 256, max_structured_repeat_chars: int = 4096,
+                 min_repeated_cycle_chars: int = 256, max_structured_repeat_chars: int = 8192,
                  max_long_cycle_chars: int = 512, long_cycle_repeats: int = 3,
                  novelty: NoveltyMeter | None = None):
         self.max_repeated_text = max_repeated_text
@@ -325,6 +325,11 @@ class StreamBreaker:
                 budget = min(limit - run, MAX_BUDGET)  # a run grows by at most one a delta
         else:
             budget = MAX_BUDGET
+        if self._slow and not self.max_cycle:
+            # No cycle rule plans the batches (the reasoning breaker): the slow lane's cadence does.
+            left = -(-(self._slow_due - chars) * count // size) if size else 1  # at this batch's delta length
+            if left < budget:
+                budget = left if left > 1 else 1
         if self._slow:
             self._fresh.append(text)
             if chars >= self._slow_due:
