@@ -129,16 +129,23 @@ class ThinkingLoopGuardConfig(_Settings):
             raise ValueError("must be 0 (off) or at least 2: one answer is no streak")
         return value
 
-    @model_validator(mode="after")
-    def _rules_fit_together(self) -> "ThinkingLoopGuardConfig":
-        floor = self.max_repeated_cycle_chars or 64
-        if self.max_long_cycle_chars and self.max_long_cycle_chars <= floor:
-            raise ValueError(f"max_long_cycle_chars must be 0 (off) or above max_repeated_cycle_chars ({floor}), "
-                             f"got {self.max_long_cycle_chars}")
-        if self.max_structured_repeat_chars and self.max_structured_repeat_chars < self.min_repeated_cycle_chars:
-            raise ValueError("max_structured_repeat_chars must be 0 (off) or at least min_repeated_cycle_chars "
-                             f"({self.min_repeated_cycle_chars}), got {self.max_structured_repeat_chars}")
-        return self
+    # Field validators (not a model one), so an error names its field; the fields they compare with
+    # come earlier in the class, so they are validated already (absent from info.data when invalid).
+    @field_validator("max_long_cycle_chars")
+    @classmethod
+    def _above_the_short_cycles(cls, value: int, info: ValidationInfo) -> int:
+        floor = info.data.get("max_repeated_cycle_chars", 64) or 64
+        if value and value <= floor:
+            raise ValueError(f"must be 0 (off) or above max_repeated_cycle_chars ({floor}), got {value}")
+        return value
+
+    @field_validator("max_structured_repeat_chars")
+    @classmethod
+    def _past_the_cycle_span(cls, value: int, info: ValidationInfo) -> int:
+        span = info.data.get("min_repeated_cycle_chars", 2)
+        if value and value < span:
+            raise ValueError(f"must be 0 (off) or at least min_repeated_cycle_chars ({span}), got {value}")
+        return value
 
 
 _CONFIG_MODELS: dict[str, type[_Settings]] = {
