@@ -249,7 +249,8 @@ LABEL_VALUES: dict[str, frozenset[str]] = {
     "otelguard_guard": frozenset({"timeout-policy", "repeat-tool-reminder", "thinking-loop-guard"}),
     "otelguard_rule": frozenset({
         "tool-timeout", "framework-timeout", "repeat-threshold", "repeat-stop", "reasoning-only",
-        "repeated-material", "low-entropy", "identical-chunks", "repeating-cycle",
+        "repeated-material", "low-entropy", "identical-chunks", "repeating-cycle", "long-cycle", "low-novelty",
+        "text-loop",
     }),
     "otelguard_action": frozenset({"none", "remind", "warn", "steer", "cancel", "block", "break", "abort"}),
     "otelguard_span_kind": frozenset({"agent", "model", "tool"}),
