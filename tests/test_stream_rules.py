@@ -22,7 +22,7 @@ import otelguard
 from otelguard import ConfigError, GuardConfig
 from otelguard.config import ThinkingLoopGuardConfig
 from otelguard.detectors.novelty import NoveltyMeter
-from otelguard.detectors.stream import LONG_CYCLE, REPEATING_CYCLE, StreamBreaker
+from otelguard.detectors.stream import LONG_CYCLE, REPEATING_CYCLE, SLOW_CHECK_EVERY, StreamBreaker
 from otelguard.detectors.structure import is_structured
 from otelguard.guards import ThinkingLoopGuard
 from otelguard.guards.base import ModelFacts
@@ -119,7 +119,7 @@ def test_a_restated_paragraph_is_cut_within_the_slow_lanes_cadence(size):
     trip = feed(StreamBreaker(), [text[i:i + size] for i in range(0, len(text), size)])
     onset = len(text) - 8 * len(PARAGRAPH)
     assert trip.rule == LONG_CYCLE and trip.period == len(PARAGRAPH)
-    assert 3 * len(PARAGRAPH) <= trip.chars - onset <= 3 * len(PARAGRAPH) + 512 + size
+    assert 3 * len(PARAGRAPH) <= trip.chars - onset <= 3 * len(PARAGRAPH) + SLOW_CHECK_EVERY + size
 
 
 def test_two_restatements_or_a_disabled_rule_do_not_trip():
@@ -229,7 +229,8 @@ def reasoning_of(item):
 def new_rules_run(tracer) -> None:
     with tracer.start_as_current_span("chat scripted", attributes=CHAT):  # a long cycle, cut mid-stream
         with pytest.raises(otelguard.RepetitiveOutputError) as raised:
-            for _ in otelguard.watch_stream(iter([PARAGRAPH[i:i + 6] for i in range(0, len(PARAGRAPH), 6)] * 10),
+            # deltas of 43 characters: the chunks recorded up to the cut stay within the SDK's 128 events a span
+            for _ in otelguard.watch_stream(iter([PARAGRAPH[i:i + 43] for i in range(0, len(PARAGRAPH), 43)] * 10),
                                             record_chunks=True):
                 pass
         assert raised.value.rule == "long-cycle"
@@ -237,9 +238,10 @@ def new_rules_run(tracer) -> None:
         with pytest.raises(otelguard.RepetitiveOutputError):
             for _ in otelguard.watch_stream(iter([PARAGRAPH] * 10), record_chunks=True, text_of=reasoning_of):
                 pass
+    # structure: not cut, although its deltas (two rows each) are identical 100 times over
     zeros = "Here it is:\n```\n" + "0, 0, 0, 0,\n" * 200 + "```\n"
-    with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:  # structure: left alone
-        for _ in otelguard.watch_stream(iter([zeros[i:i + 4] for i in range(0, len(zeros), 4)]), record_chunks=True):
+    with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:
+        for _ in otelguard.watch_stream(iter([zeros[i:i + 24] for i in range(0, len(zeros), 24)]), record_chunks=True):
             pass
         span.set_attribute("gen_ai.output.messages", output_messages(text=zeros))
     model_call(tracer, text=drift_loop("reword", random.Random(9), 4000))  # drift: flagged at the end
@@ -251,8 +253,10 @@ def test_the_analyzer_replays_the_new_rules_live_verdicts(tmp_path: Path) -> Non
     path = tmp_path / "new-rules.otlp.jsonl"
     export_one_run(path, new_rules_run)
     live = live_verdicts(path)
+    # The fenced zero table is not cut; the flag-only low-novelty rule marks it, as it marks the drift.
     assert sorted((rule, action) for _, _, _, rule, action, *_ in live) == [
-        ("long-cycle", "break"), ("long-cycle", "break"), ("low-novelty", "none"), ("text-loop", "steer")]
+        ("long-cycle", "break"), ("long-cycle", "break"), ("low-novelty", "none"), ("low-novelty", "none"),
+        ("text-loop", "steer")]
     assert live == analyzer_verdicts(path)
 
 
@@ -263,7 +267,7 @@ def test_the_new_rules_verdicts_are_counted_by_rule():
         counted = {(p["otelguard.rule"], p["otelguard.action"]): value
                    for p, value in metric_points(g.metric_reader, "otelguard.verdicts")}
     assert counted[("long-cycle", "break")] == 2 and counted[("text-loop", "steer")] == 1
-    assert counted[("low-novelty", "none")] == 1
+    assert counted[("low-novelty", "none")] == 2
 
 
 def export_one_run_on(tracer) -> None:

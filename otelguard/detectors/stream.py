@@ -26,7 +26,7 @@ from .structure import FENCE, fences_in, is_structured
 IDENTICAL_CHUNKS = "identical-chunks"
 REPEATING_CYCLE = "repeating-cycle"
 LONG_CYCLE = "long-cycle"
-SLOW_CHECK_EVERY = 512  # characters between the long-cycle (and mid-stream novelty) checks
+SLOW_CHECK_EVERY = 1024  # characters between the long-cycle (and mid-stream novelty) checks
 LONG_CYCLE_FLOOR = 64  # long cycles start above this period when the seed's cycle rule is off
 LONG_PROBE = 16  # characters of the tail a long cycle must repeat: prose seldom repeats 16 within 512
 CYCLE_CHECK_EVERY = 32  # a forming cycle is caught within this many characters (the design's cadence)
@@ -320,16 +320,15 @@ class StreamBreaker:
                     run += self._run
                 self._last = last
                 self._run = run
-                if run >= limit:
-                    return self._tripped(Trip(IDENTICAL_CHUNKS, chars, run=run))
-                budget = min(limit - run, MAX_BUDGET)  # a run grows by at most one a delta
+                if run < limit:
+                    budget = min(limit - run, MAX_BUDGET)  # a run grows by at most one a delta
+                else:
+                    deferred = self._identical_structure(run, deltas[-1])
+                    if not deferred:
+                        return self._tripped(Trip(IDENTICAL_CHUNKS, chars, run=run, structured=deferred is None))
+                    budget = deferred
         else:
             budget = MAX_BUDGET
-        if self._slow and not self.max_cycle:
-            # No cycle rule plans the batches (the reasoning breaker): the slow lane's cadence does.
-            left = -(-(self._slow_due - chars) * count // size) if size else 1  # at this batch's delta length
-            if left < budget:
-                budget = left if left > 1 else 1
         if self._slow:
             self._fresh.append(text)
             if chars >= self._slow_due:
@@ -382,6 +381,11 @@ class StreamBreaker:
                 self._steady_size, self._steady_count = size, count
             else:
                 self._steady_size = self._steady_count = 0
+        elif self._slow:
+            # No cycle rule plans the batches (the reasoning breaker): the slow lane's cadence does.
+            left = -(-(self._slow_due - chars) * count // size) if size else 1  # at this batch's delta length
+            if left < budget:
+                budget = left if left > 1 else 1
         self.budget = budget  # at least 1: a run short of its limit, `left` above, or MAX_BUDGET
         return None
 
@@ -418,13 +422,31 @@ class StreamBreaker:
         self._fresh = []
         if self.max_structured:
             self._fences += fences_in(fresh, self._history)
-        self._history = (self._history + fresh)[-self._history_keep:]
+        history = self._history
+        self._history = ""  # (dropped, so that += below may grow the string in place)
+        history += fresh
+        if len(history) > 2 * self._history_keep:  # trimmed now and then, not on every check
+            history = history[-self._history_keep:]
+        self._history = history
         if self.novelty is not None:
             self.novelty.feed(fresh)  # a dip is reported by the next slow check
 
     def _in_fence(self) -> bool:
         self._absorb()
         return self._fences % 2 == 1
+
+    def _identical_structure(self, run: int, delta: str) -> int | None:
+        """The identical-chunks run reached its limit: 0 when it trips as the seed's rule does; for
+        structured content (rows of a table, a fence's lines), the deltas it may still run before
+        max_structured_repeat_chars, or None once it has run past them."""
+        if not self.max_structured or not delta.strip():
+            return 0
+        if not (self._in_fence() or is_structured(delta + delta, len(delta), False)):
+            return 0
+        left = self.max_structured - run * len(delta)
+        if left <= 0:
+            return None
+        return min(-(-left // len(delta)), MAX_BUDGET)
 
     def _short_cycle(self, period: int, chars: int) -> Trip | None:
         """The seed's cycle rule found `period`: a trip, unless the repetition is structure still
