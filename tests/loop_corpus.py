@@ -17,6 +17,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from stream_support import cut
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 TUNE, HELD_OUT = "tune", "held-out"
@@ -334,13 +336,7 @@ def corpus() -> list[Sample]:
 
 def deltas(text: str, seed: int, sizes: tuple[int, int] = (1, 7)) -> list[str]:
     """The text cut into token-like deltas of uneven sizes (seeded)."""
-    rng = random.Random(seed)
-    out, at = [], 0
-    while at < len(text):
-        size = rng.randint(*sizes)
-        out.append(text[at : at + size])
-        at += size
-    return out
+    return cut(text, random.Random(seed), sizes)
 
 
 # --- judging a sample the way the guard does ------------------------------------------------------------

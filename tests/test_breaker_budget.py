@@ -13,7 +13,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
-from stream_support import reference_identical_trip
+from stream_support import cut, reference_identical_trip
 
 from otelguard.detectors.stream import (
     CYCLE_CHECK_EVERY,
@@ -123,15 +123,6 @@ def prose(rng: random.Random, chars: int) -> str:
     while sum(map(len, words)) + len(words) < chars:
         words.append(rng.choice(WORDS) + rng.choice(["", "", "", str(rng.randint(0, 999))]))
     return " ".join(words)[:chars]
-
-
-def cut(text: str, rng: random.Random, sizes: tuple[int, int]) -> list[str]:
-    deltas, at = [], 0
-    while at < len(text):
-        size = rng.randint(*sizes)
-        deltas.append(text[at : at + size])
-        at += size
-    return deltas
 
 
 @settings(max_examples=examples(200), deadline=None)
