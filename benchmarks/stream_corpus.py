@@ -99,6 +99,15 @@ def main() -> int:
         print(f"  {half}: loops max {max(loops):.3f} (median {statistics.median(loops):.3f}); legit judged "
               f"{len(judged)}/{len(legit)}, lowest {judged[0][0]:.3f}, median {statistics.median(v for v, _ in judged):.3f}; "
               f"within 2x of {config.min_novelty}: {len(near)} ({', '.join(near) or '-'})")
+    seed = ThinkingLoopGuard(ThinkingLoopGuardConfig(
+        max_structured_repeat_chars=0, max_long_cycle_chars=0, min_novelty=0, text_loop_repeats=0, text_loop_streak=0))
+    print("\nthe seed's rules alone (structure-blind, no long cycles, no novelty, no text-loop), both halves:")
+    for rule in RULES:
+        group = [s for s in samples if s.rule == rule]
+        caught = sum(1 for s in group if s.label == LOOP and judge(s, seed).rule is not None)
+        cut = [s.name for s in group if s.label == LEGIT and judge(s, seed).cut]
+        print(f"  {rule}: loops caught {caught}/{sum(s.label == LOOP for s in group)}, "
+              f"legit cut {len(cut)}/{sum(s.label == LEGIT for s in group)}")
     for half in (TUNE, HELD_OUT):
         legit = [s for s in samples if s.rule == "repeating-cycle" and s.label == LEGIT and s.split == half]
         needed, name = structured_allowance_needed(legit)

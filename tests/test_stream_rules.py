@@ -53,7 +53,11 @@ def test_the_corpus_has_thirty_loops_and_thirty_legitimate_samples_per_rule_in_t
             assert {s.split for s in samples} == {"tune", "held-out"}
 
 
-@pytest.mark.parametrize("sample", [s for s in CORPUS if s.label == LEGIT], ids=lambda s: f"{s.rule}:{s.name}")
+# The character rules share their legitimate samples: each text is judged once, by the whole guard.
+UNIQUE_LEGIT = list({(s.name, s.calls): s for s in CORPUS if s.label == LEGIT}.values())
+
+
+@pytest.mark.parametrize("sample", UNIQUE_LEGIT, ids=lambda s: f"{s.rule}:{s.name}")
 def test_no_legitimate_sample_is_cut_or_steered(sample):
     """Legitimate output is never cut; only the flag-only low-novelty rule may mark it (all-zero tables)."""
     outcome = judge(sample, DEFAULT, seed=3)

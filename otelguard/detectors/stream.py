@@ -198,8 +198,9 @@ class StreamBreaker:
         "_cycle_due",
         "_fences",
         "_fresh",
-        "_history",
         "_history_keep",
+        "_newer",
+        "_older",
         "_long_floor",
         "_long_onset",
         "_short_onset",
@@ -270,7 +271,9 @@ class StreamBreaker:
         self.novelty = novelty
         self._slow = bool(self.max_long_cycle or novelty is not None or (max_structured_repeat_chars and max_repeated_cycle_chars))
         self._fresh: list[str] = []
-        self._history = ""
+        # The history: the text of the last two slow checks, kept as the two strings they joined (no
+        # copy a check); together at least `_history_keep` characters once as many have arrived.
+        self._older = self._newer = ""
         self._history_keep = max(long_cycle_repeats * self.max_long_cycle, keep)
         self._slow_due = SLOW_CHECK_EVERY
         self._fences = 0
@@ -416,20 +419,21 @@ class StreamBreaker:
 
     # --- the rules past the hot path ------------------------------------------------------------
     def _absorb(self) -> None:
-        """Join the batches since the last slow check onto the history; count their code fences and
-        read them for novelty."""
+        """Join the batches since the last slow check; count their code fences and read them for
+        novelty; make them the newer part of the history."""
         fresh = "".join(self._fresh)
         self._fresh = []
         if self.max_structured:
-            self._fences += fences_in(fresh, self._history)
-        history = self._history
-        self._history = ""  # (dropped, so that += below may grow the string in place)
-        history += fresh
-        if len(history) > 2 * self._history_keep:  # trimmed now and then, not on every check
-            history = history[-self._history_keep:]
-        self._history = history
+            self._fences += fences_in(fresh, self._newer)
+        if len(self._newer) + len(fresh) <= self._history_keep:
+            self._newer += fresh  # (a short piece: absorbed early, for a structure check)
+        else:
+            self._older, self._newer = self._newer, fresh
         if self.novelty is not None:
             self.novelty.feed(fresh)  # a dip is reported by the next slow check
+
+    def _history(self) -> str:
+        return self._older + self._newer
 
     def _in_fence(self) -> bool:
         self._absorb()
@@ -455,7 +459,7 @@ class StreamBreaker:
             span = max(self.min_cycle_span, 2 * period)
             if is_structured(self._tail[-span:], period, self._in_fence()):
                 if self._short_onset < 0:
-                    self._short_onset = chars - periodic_run(self._history, period)
+                    self._short_onset = chars - periodic_run(self._history(), period)
                 if chars - self._short_onset < self.max_structured:
                     return None
                 return Trip(REPEATING_CYCLE, chars, period=period, structured=True)
@@ -466,9 +470,17 @@ class StreamBreaker:
         self._slow_due = chars + SLOW_CHECK_EVERY
         self._absorb()
         if self.max_long_cycle:
-            history = self._history
-            period = long_cycle_period(history, self._long_floor, self.max_long_cycle, self.long_cycle_repeats,
-                                       self.min_cycle_span)
+            # The tail's last LONG_PROBE characters must recur within max_long_cycle: on prose they do
+            # not, and one search of the newer part tells (the whole history is joined only on a hit).
+            newer = self._newer
+            n = len(newer)
+            if n > LONG_PROBE + self.max_long_cycle and newer.rfind(
+                    newer[n - LONG_PROBE:], n - LONG_PROBE - self.max_long_cycle, n - self._long_floor) < 0:
+                period = 0
+            else:
+                history = self._history()
+                period = long_cycle_period(history, self._long_floor, self.max_long_cycle, self.long_cycle_repeats,
+                                           self.min_cycle_span)
             if not period:
                 self._long_onset = -1
             elif self.max_structured and is_structured(history[-max(self.long_cycle_repeats * period, self.min_cycle_span):],
