@@ -213,8 +213,8 @@ def long_cycle_loops() -> list[Sample]:
         if unit.count(unit[:8]) > 1:  # keep the unit from holding a shorter cycle
             unit = unit[1:]
         prefix = loop_prefix(rng)
-        # a loop goes on: at least 2000 characters of it (six restatements of the longest units)
-        out.append(Sample(f"long-cycle-{i}", "long-cycle", LOOP, prefix + unit * max(6, 2000 // len(unit)), len(prefix)))
+        # a loop goes on (to the token limit): 4000 characters of it at least, past the breaker's slow cadence
+        out.append(Sample(f"long-cycle-{i}", "long-cycle", LOOP, prefix + unit * max(8, 4000 // len(unit)), len(prefix)))
     return out
 
 

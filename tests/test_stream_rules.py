@@ -234,13 +234,13 @@ def new_rules_run(tracer) -> None:
     with tracer.start_as_current_span("chat scripted", attributes=CHAT):  # a long cycle, cut mid-stream
         with pytest.raises(otelguard.RepetitiveOutputError) as raised:
             # deltas of 43 characters: the chunks recorded up to the cut stay within the SDK's 128 events a span
-            for _ in otelguard.watch_stream(iter([PARAGRAPH[i:i + 43] for i in range(0, len(PARAGRAPH), 43)] * 10),
+            for _ in otelguard.watch_stream(iter([PARAGRAPH[i:i + 43] for i in range(0, len(PARAGRAPH), 43)] * 20),
                                             record_chunks=True):
                 pass
         assert raised.value.rule == "long-cycle"
     with tracer.start_as_current_span("chat scripted", attributes=CHAT):  # the same, in the reasoning channel
         with pytest.raises(otelguard.RepetitiveOutputError):
-            for _ in otelguard.watch_stream(iter([PARAGRAPH] * 10), record_chunks=True, text_of=reasoning_of):
+            for _ in otelguard.watch_stream(iter([PARAGRAPH] * 20), record_chunks=True, text_of=reasoning_of):
                 pass
     # structure: not cut, although its deltas (two rows each) are identical 100 times over
     zeros = "Here it is:\n```\n" + "0, 0, 0, 0,\n" * 200 + "```\n"

@@ -26,7 +26,8 @@ from .structure import FENCE, fences_in, is_structured
 IDENTICAL_CHUNKS = "identical-chunks"
 REPEATING_CYCLE = "repeating-cycle"
 LONG_CYCLE = "long-cycle"
-SLOW_CHECK_EVERY = 1024  # characters between the long-cycle (and mid-stream novelty) checks
+SLOW_CHECK_EVERY = 2048  # characters between the long-cycle (and mid-stream novelty) checks: its search
+# of max_long_cycle characters, amortised over this many, is what the rule costs a delta
 LONG_CYCLE_FLOOR = 64  # long cycles start above this period when the seed's cycle rule is off
 LONG_PROBE = 16  # characters of the tail a long cycle must repeat: prose seldom repeats 16 within 512
 CYCLE_CHECK_EVERY = 32  # a forming cycle is caught within this many characters (the design's cadence)
