@@ -95,7 +95,8 @@ def _tooltip() -> common_builders.VizTooltipOptions:
     return common_builders.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI).sort(common.SortOrder.DESCENDING)
 
 
-def events_panel(title: str, description: str, *queries: prometheus.Dataquery, width: int = 12) -> timeseries.Panel:
+def events_panel(title: str, description: str, *queries: prometheus.Dataquery, width: int = 12,
+                 unit: str = "short", decimals: int = 0) -> timeseries.Panel:
     """A timeseries of counts per interval, drawn as stacked bars (one bar = events in that interval)."""
     panel = (
         timeseries.Panel()
@@ -104,9 +105,9 @@ def events_panel(title: str, description: str, *queries: prometheus.Dataquery, w
         .datasource(DATASOURCE)
         .span(width)
         .height(8)
-        .unit("short")
+        .unit(unit)
         .min(0)
-        .decimals(0)
+        .decimals(decimals)
         .draw_style(common.GraphDrawStyle.BARS)
         .fill_opacity(80)
         .stacking(common_builders.StackingConfig().mode(common.StackingMode.NORMAL))
@@ -249,6 +250,13 @@ def overview() -> dashboard.Dashboard:
             f"sum({counted(per_service('otelguard_loop_tokens_total'), RANGE)})",
         ),
         stat_panel(
+            "Spent in loops",
+            "Price in USD (genai-prices' table) of the model calls judged stalled or repetitive, for the chosen "
+            "agents: what the loops cost. Models the table does not know count their tokens only.",
+            f"sum({counted(per_service('otelguard_loop_cost_usd_total', AGENT), RANGE)})",
+            unit="currencyUSD",
+        ),
+        stat_panel(
             "Guard internal errors",
             "Exceptions the guard contained. Each one means a span went unjudged; should stay 0.",
             f"sum({counted(per_service('otelguard_internal_errors_total'), RANGE)})",
@@ -373,6 +381,23 @@ def overview() -> dashboard.Dashboard:
                 f"({counted(per_service('otelguard_loop_tokens_total'), RATE)})",
                 "{{gen_ai_request_model}} ({{otelguard_guard}})",
             ),
+        )
+    )
+
+    d = d.with_panel(
+        events_panel(
+            "Spent in loops by agent and model (USD)",
+            "Price in USD of the model calls a guard judged stalled or repetitive, by agent and model: each "
+            "loop's cost from its first stalled step. Priced from genai-prices' bundled table; a model it does "
+            "not know shows in the token panel only.",
+            query(
+                "sum by (gen_ai_agent_name, gen_ai_request_model) "
+                f"({counted(per_service('otelguard_loop_cost_usd_total', AGENT), RATE)})",
+                "{{gen_ai_agent_name}} ({{gen_ai_request_model}})",
+            ),
+            width=24,
+            unit="currencyUSD",
+            decimals=4,
         )
     )
 

@@ -6,25 +6,37 @@
 
     provider = TracerProvider()
     provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=[BatchSpanProcessor(exporter)]))
+
+The names below are imported on first use: `import otelguard` alone (as the `otelguard` command and
+its per-tool-call CLI hooks do) loads neither OpenTelemetry nor pydantic.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .config import GuardConfig
-from .control import AgentControl, GuardMessage, Mailbox, bind_control
-from .errors import (
-    AgentCancelled,
-    ConfigError,
-    OtelGuardError,
-    RepetitiveOutputError,
-    ToolTimeoutError,
-)
-from .live.processor import GuardSpanProcessor
-from .records import Verdict
-from .signals import ToolSignal
-from .streams import watch_stream
-from .tools import budget, tool_signal
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "AgentCancelled": ".errors",
+    "AgentControl": ".control",
+    "ConfigError": ".errors",
+    "GuardConfig": ".config",
+    "GuardMessage": ".control",
+    "GuardSpanProcessor": ".live.processor",
+    "Mailbox": ".control",
+    "OtelGuardError": ".errors",
+    "RepetitiveOutputError": ".errors",
+    "ToolSignal": ".signals",
+    "ToolTimeoutError": ".errors",
+    "Verdict": ".records",
+    "bind_control": ".control",
+    "budget": ".tools",
+    "tool_signal": ".tools",
+    "watch_stream": ".streams",
+}
 
 __all__ = [
     "AgentCancelled",
@@ -45,3 +57,27 @@ __all__ = [
     "tool_signal",
     "watch_stream",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'otelguard' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once imported, an ordinary module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:
+    from .config import GuardConfig
+    from .control import AgentControl, GuardMessage, Mailbox, bind_control
+    from .errors import AgentCancelled, ConfigError, OtelGuardError, RepetitiveOutputError, ToolTimeoutError
+    from .live.processor import GuardSpanProcessor
+    from .records import Verdict
+    from .signals import ToolSignal
+    from .streams import watch_stream
+    from .tools import budget, tool_signal

@@ -2,6 +2,9 @@
 
     otelguard analyze FILE... [--config F] [--json] [--fail-on ACTION] [knobs]
     otelguard demo [ARGS...]
+    otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
+    otelguard hook {claude-code,gemini-cli,codex,opencode} | otelguard hook reset SESSION
+    otelguard install-hook CLI [--user|--project] [--dry-run] / otelguard uninstall-hook CLI ...
 
 One function per subcommand: `_add_<name>_parser` declares it, `_run_<name>` runs it. `main` never
 lets a traceback out: usage errors and unreadable inputs print one line and return 2.
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import logging
 import os
 import sys
@@ -26,7 +28,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .hooks import CLIS as HOOK_CLIS
+from .terminal import printable, short_repr
+
 PROG = "otelguard"
+_MESSAGE_CHARS = 1000  # an error line quotes at most this much of anything
 EXIT_OK, EXIT_FAIL_ON, EXIT_USAGE, EXIT_INTERNAL, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 DEBUG_ENV = "OTELGUARD_DEBUG"
 
@@ -52,7 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _one_line_logging():
             return run(args)
     except UsageError as error:
-        print(f"{PROG} {args.command}: error: {error}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {printable(str(error), _MESSAGE_CHARS)}", file=sys.stderr)
+        return EXIT_USAGE
+    except MemoryError:  # (input past every bound the analyzer keeps, or a machine short of memory)
+        print(f"{PROG} {args.command}: error: out of memory: lower the memory bounds (see --help), or give it "
+              "more memory", file=sys.stderr)
         return EXIT_USAGE
     except SystemExit as exit_:  # a sub-parser's error()
         return _exit_code(exit_)
@@ -64,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as error:  # a bug in otelguard: one line, the traceback only on request
         if os.environ.get(DEBUG_ENV):
             raise
-        print(f"{PROG} {args.command}: internal error: {type(error).__name__}: {error} "
+        print(f"{PROG} {args.command}: internal error: {type(error).__name__}: "
+              f"{printable(str(error), _MESSAGE_CHARS)} "
               f"(set {DEBUG_ENV}=1 for the traceback, and please report it)", file=sys.stderr)
         return EXIT_INTERNAL
 
@@ -79,6 +90,9 @@ def _build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
     _add_analyze_parser(subparsers)
     _add_demo_parser(subparsers)
+    _add_serve_parser(subparsers)
+    _add_hook_parser(subparsers)
+    _add_install_hook_parsers(subparsers)
     return parser
 
 
@@ -105,7 +119,9 @@ _KNOBS = {
 
 
 def _add_analyze_parser(subparsers: Any) -> None:
+    from .analyzer.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
     from .analyzer.replay import DEFAULT_FLUSH_AFTER_RECORDS, DEFAULT_MAX_BUFFERED_SPANS
+    from .engine import DEFAULT_MAX_AGENTS
     from .analyzer.results import (
         DEFAULT_MAX_QUIET_AGENTS,
         DEFAULT_MAX_QUIET_ROWS,
@@ -129,7 +145,8 @@ def _add_analyze_parser(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE",
-                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input")
+                        help="OTLP JSON trace file(s), .gz allowed; - reads standard input. Log files of "
+                             "coding-agent CLIs (Claude Code, Gemini CLI, Codex, opencode) are read beside them")
     parser.add_argument("--config", metavar="F",
                         help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
@@ -165,12 +182,22 @@ def _add_analyze_parser(subparsers: Any) -> None:
                         help=f"list at most N steps without a verdict per agent (default {DEFAULT_MAX_QUIET_ROWS})")
     limits.add_argument("--max-agents", type=_positive_int, default=DEFAULT_MAX_QUIET_AGENTS, metavar="N",
                         help=f"list at most N agents without a verdict (default {DEFAULT_MAX_QUIET_AGENTS})")
+    limits.add_argument("--max-tracked-agents", type=_positive_int, default=DEFAULT_MAX_AGENTS, metavar="N",
+                        help="keep the guard state of at most N agents at once, as the live guard does; agents "
+                             "evicted past it are counted and make the verdict scope incomplete "
+                             f"(default {DEFAULT_MAX_AGENTS})")
+    limits.add_argument("--max-line-bytes", type=_positive_int, default=DEFAULT_MAX_LINE_BYTES, metavar="N",
+                        help="refuse (exit 2) a line, or a multi-line JSON document, longer than N bytes "
+                             f"(default {DEFAULT_MAX_LINE_BYTES:,})")
+    limits.add_argument("--max-decompressed-bytes", type=_positive_int, default=DEFAULT_MAX_DECOMPRESSED_BYTES,
+                        metavar="N", help="refuse (exit 2) an input file past N bytes after gzip "
+                                          f"(default {DEFAULT_MAX_DECOMPRESSED_BYTES:,})")
     parser.set_defaults(run=_run_analyze, parser=parser)
 
 
 def _run_analyze(args: argparse.Namespace) -> int:
     from .analyzer import AnalyzerOptions, InputError, ReplayLimits, analyze
-    from .analyzer.report import to_json, to_text
+    from .analyzer.report import write_json, write_text
     from .errors import ConfigError
 
     files = list(args.files)
@@ -183,20 +210,23 @@ def _run_analyze(args: argparse.Namespace) -> int:
         limits=ReplayLimits(flush_after_records=args.flush_after, max_buffered_spans=args.max_buffered_spans),
         max_quiet_rows=args.max_rows,
         max_quiet_agents=args.max_agents,
+        max_tracked_agents=args.max_tracked_agents,
+        max_line_bytes=args.max_line_bytes,
+        max_decompressed_bytes=args.max_decompressed_bytes,
     )
     try:
         analysis = analyze(files, config, options)
     except InputError as error:
-        print(f"{PROG} analyze: error: {error}", file=sys.stderr)
+        print(f"{PROG} analyze: error: {printable(str(error), _MESSAGE_CHARS)}", file=sys.stderr)
         return EXIT_USAGE
     except ConfigError as error:
         raise UsageError(str(error)) from None
     if args.json:
-        sys.stdout.write(json.dumps(to_json(analysis, fail_on=args.fail_on), ensure_ascii=False, indent=2) + "\n")
+        write_json(analysis, sys.stdout, fail_on=args.fail_on)
     else:
-        sys.stdout.write(to_text(analysis, fail_on=args.fail_on))
+        write_text(analysis, sys.stdout, fail_on=args.fail_on)
     sys.stdout.flush()
-    if args.fail_on and analysis.reaching(args.fail_on):
+    if args.fail_on and analysis.reached(args.fail_on):
         return EXIT_FAIL_ON
     if args.require_complete and (analysis.coverage.nothing_judged() or analysis.coverage.incomplete()):
         print(f"{PROG} analyze: nothing was judged, or the verdict scope is incomplete (--require-complete): "
@@ -238,7 +268,8 @@ def _int_list(text: str) -> list[int]:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, e.g. 3,5,8, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected integers separated by commas, e.g. 3,5,8, got {short_repr(text)}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -259,7 +290,7 @@ def _int(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected an integer, got {short_repr(text)}") from None
 
 
 # --- demo ----------------------------------------------------------------------------------------
@@ -292,6 +323,124 @@ def _run_demo(args: argparse.Namespace) -> int:
     return int(status or 0)
 
 
+# --- serve ---------------------------------------------------------------------------------------
+
+
+def _add_serve_parser(subparsers: Any) -> None:
+    """`otelguard serve`: the guard as an OTLP service (`otelguard.service`, needs otelguard[serve])."""
+    try:
+        from .service.command import add_arguments
+    except ModuleNotFoundError:  # the extra is missing: the command says so when run
+        add_arguments = None
+    parser = subparsers.add_parser(
+        "serve",
+        help="receive OTLP traces and logs from agents in any language, judge them, serve the verdicts as metrics",
+        description="Receive OTLP (HTTP and gRPC) from any agent, judge its spans with the same guards as the "
+                    "live processor, serve the verdicts as Prometheus metrics, and optionally forward everything.",
+    )
+    if add_arguments is not None:
+        add_arguments(parser)
+    parser.set_defaults(run=_run_serve, parser=parser)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    try:
+        from .service.command import ServeError, run
+    except ModuleNotFoundError as error:
+        raise UsageError(f"serve needs {error.name!r}: install otelguard[serve]") from None
+    if args.extra:
+        args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    try:
+        return run(args)
+    except ServeError as error:
+        raise UsageError(str(error)) from None
+
+
+# --- hook ------------------------------------------------------------------------------------------
+
+def _add_hook_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "hook",
+        help="judge one tool call of a coding-agent CLI (run by the CLI's hook; see install-hook)",
+        description=(
+            "Run by a coding-agent CLI before and after every tool call: reads the hook's JSON on stdin, "
+            "judges the call with the guards against the session's recent calls (kept in a local SQLite "
+            "history), and answers in the CLI's JSON: a reminder as context for the model, a blocked call "
+            "as denied. Always exits 0; any error allows the call and is logged beside the history. "
+            "`otelguard hook reset SESSION` forgets one session."
+        ),
+        epilog="environment: OTELGUARD_CONFIG (default ~/.config/otelguard/config.yaml), OTELGUARD_HOOK_DB "
+               "(default ${XDG_STATE_HOME:-~/.local/state}/otelguard/hooks.sqlite3), OTELGUARD_OTLP_ENDPOINT "
+               "(send verdicts as OTLP metrics and logs).",
+    )
+    parser.add_argument("cli", choices=[*HOOK_CLIS, "reset"], metavar="CLI",
+                        help=f"the CLI whose hook this is ({', '.join(HOOK_CLIS)}), or reset")
+    parser.add_argument("session", nargs="?", metavar="SESSION", help="with reset: the session id to forget")
+    parser.set_defaults(run=_run_hook, parser=parser)
+
+
+def _run_hook(args: argparse.Namespace) -> int:
+    if args.cli != "reset":
+        if args.session is not None or args.extra:
+            args.parser.error("a hook takes no arguments besides the CLI (its input comes on stdin)")
+        from .hooks.command import run as run_hook
+
+        return run_hook(args.cli, sys.stdin.buffer, sys.stdout)
+    if not args.session or args.extra:
+        args.parser.error("usage: otelguard hook reset SESSION")
+    from .hooks.command import reset
+
+    removed = reset(args.session)
+    print(f"{PROG} hook reset: {removed} event(s) of session {args.session!r} removed")
+    return EXIT_OK
+
+
+def _add_install_hook_parsers(subparsers: Any) -> None:
+    for name, install in (("install-hook", True), ("uninstall-hook", False)):
+        parser = subparsers.add_parser(
+            name,
+            help=("write" if install else "remove") + " the CLI's settings entry that runs `otelguard hook <cli>`",
+            description=(
+                "Merge into the CLI's settings (Claude Code, Gemini CLI, Codex CLI: their settings JSON, and "
+                "Codex's [features] hooks = true; opencode: a plugin file) the hook that runs this otelguard "
+                "by its absolute path, keeping everything else; installing twice changes nothing."
+                if install else
+                "Remove otelguard's hook entries (opencode: its plugin file) from the CLI's settings, and nothing else."
+            ),
+        )
+        parser.add_argument("cli", choices=HOOK_CLIS, metavar="CLI", help=", ".join(HOOK_CLIS))
+        where = parser.add_mutually_exclusive_group()
+        where.add_argument("--user", dest="scope", action="store_const", const="user",
+                           help="the user's settings, for every project (the default)")
+        where.add_argument("--project", dest="scope", action="store_const", const="project",
+                           help="the settings of the project in the current directory")
+        parser.add_argument("--dry-run", action="store_true", help="print the changes as a diff; write nothing")
+        parser.set_defaults(run=_run_install_hook, parser=parser, install=install, scope="user")
+
+
+def _run_install_hook(args: argparse.Namespace) -> int:
+    from .hooks.install import InstallError, changes
+
+    if args.extra:
+        args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    try:
+        planned = changes(args.cli, scope=args.scope, install=args.install)
+    except InstallError as error:
+        raise UsageError(str(error)) from None
+    changed = [change for change in planned if change.changed]
+    for change in changed:
+        if args.dry_run:
+            sys.stdout.write(change.diff())
+        else:
+            change.apply()
+            what = "removed" if change.after is None else "written"
+            print(f"{PROG} {args.command}: {change.path} {what}")
+    if not changed:
+        state = "already installed" if args.install else "not installed"
+        print(f"{PROG} {args.command}: {args.cli}: otelguard's hook is {state} ({args.scope} settings); nothing to change")
+    return EXIT_OK
+
+
 # --- output ---
 
 
@@ -299,10 +448,10 @@ class _OneLineFormatter(logging.Formatter):
     """otelguard's internal-error log lines without the traceback (OTELGUARD_DEBUG=1 keeps it)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = record.getMessage()
+        text = printable(record.getMessage(), _MESSAGE_CHARS)
         error = record.exc_info[1] if record.exc_info else None
         if error is not None:
-            text += f" ({type(error).__name__}: {error}; set {DEBUG_ENV}=1 for the traceback)"
+            text += f" ({type(error).__name__}: {printable(str(error), _MESSAGE_CHARS)}; set {DEBUG_ENV}=1 for the traceback)"
         return f"{PROG}: {record.levelname.lower()}: {text}"
 
 

@@ -22,12 +22,10 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from .conventions import READ_LIMITS
 from .errors import ConfigError
-
-TIMEOUT_POLICY = "timeout-policy"
-REPEAT_TOOL_REMINDER = "repeat-tool-reminder"
-THINKING_LOOP_GUARD = "thinking-loop-guard"
-GUARD_IDS = (TIMEOUT_POLICY, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD)
+from .guard_ids import GUARD_IDS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
+from .terminal import printable, short_repr
 
 StrictInt = Annotated[int, Field(strict=True)]
 
@@ -64,9 +62,9 @@ class RepeatToolReminderConfig(_Settings):
             raise ValueError("must not be empty")
         for item in value:
             if isinstance(item, bool) or not isinstance(item, int) or item < 2:
-                raise ValueError(f"every threshold must be an integer >= 2, got {item!r}")
+                raise ValueError(f"every threshold must be an integer >= 2, got {short_repr(item)}")
         if len(set(value)) != len(value):
-            raise ValueError(f"must not contain duplicates, got {list(value)}")
+            raise ValueError(f"must not contain duplicates, got {short_repr(list(value))}")
         return tuple(sorted(value))
 
     @field_validator("include", "exclude", mode="before")
@@ -84,7 +82,8 @@ class RepeatToolReminderConfig(_Settings):
 
 class ThinkingLoopGuardConfig(_Settings):
     max_thinking_steps: int = Field(3, ge=2)
-    min_reasoning_chars: int = Field(2048, ge=256)
+    # At most what the guard judges of a call's reasoning, and of its text (the last characters of longer ones).
+    min_reasoning_chars: int = Field(2048, ge=256, le=READ_LIMITS.judged_chars)
     repeat_ratio: float = Field(0.5, ge=0, le=1)
     similarity_threshold: float = Field(0.8, ge=0, le=1)
     escalate: Literal["warn", "steer", "cancel"] = "steer"
@@ -92,7 +91,7 @@ class ThinkingLoopGuardConfig(_Settings):
     cancel_cause: str = Field("thinking-loop", min_length=1)
     max_repeated_text: int = Field(60, ge=0)
     max_repeated_cycle_chars: int = Field(64, ge=0)
-    min_repeated_cycle_chars: int = Field(256, ge=2)
+    min_repeated_cycle_chars: int = Field(256, ge=2, le=READ_LIMITS.judged_chars)
     break_code: str = Field("REPETITIVE_OUTPUT", min_length=1)
     break_correction: bool = True
     # Structure-aware cycle rules: repetition inside a code fence, a table, CSV/TSV rows, a JSON array
@@ -224,9 +223,9 @@ class GuardConfig(BaseModel):
             except OSError as exc:
                 raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
             try:
-                source = yaml.safe_load(text)
+                source = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader
             except yaml.YAMLError as exc:
-                raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+                raise ConfigError(f"config file {path} is not valid YAML: {printable(str(exc), 500)}") from exc
             if source is None:
                 return cls()
         if not isinstance(source, dict):
@@ -237,6 +236,18 @@ class GuardConfig(BaseModel):
             raise ConfigError(_describe(exc, source)) from None
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without aliases: a config never needs one, and nested aliases ("billion laughs") make a
+    few hundred bytes expand to gigabytes."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, f"an alias (*{printable(str(event.anchor), 40)}): "
+                                              "aliases are not allowed in an otelguard config", event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def _describe(exc: ValidationError, source: dict[str, Any]) -> str:
     problems = []
     for error in exc.errors():
@@ -244,7 +255,7 @@ def _describe(exc: ValidationError, source: dict[str, Any]) -> str:
         field = _field_path(location, source)
         value = error.get("input")
         message = error["msg"].removeprefix("Value error, ")
-        problems.append(f"{field}: {message} (got {value!r})")
+        problems.append(f"{field}: {printable(message, 200)} (got {short_repr(value)})")
     return "invalid otelguard config: " + "; ".join(problems)
 
 
@@ -260,11 +271,11 @@ def _field_path(location: list[Any], source: dict[str, Any]) -> str:
             if parts == ["guards"] and isinstance(rows, list) and part < len(rows):
                 row = rows[part]
                 if isinstance(row, dict) and "id" in row:
-                    label += f" ({row['id']})"
+                    label += f" ({printable(str(row['id']), 40)})"
             parts.append(label)
         elif part in ("TimeoutPolicyConfig", "RepeatToolReminderConfig", "ThinkingLoopGuardConfig"):
             pass  # union member name: noise to a reader
         else:
-            parts.append(("." if parts else "") + str(part))
+            parts.append(("." if parts else "") + printable(str(part), 80))
         index += 1
     return "".join(parts) or "config"

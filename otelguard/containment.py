@@ -19,7 +19,7 @@ logger = logging.getLogger("otelguard")
 RAISE_ENV = "OTELGUARD_RAISE_INTERNAL_ERRORS"
 
 
-def _raise_internal_errors() -> bool:
+def raise_internal_errors() -> bool:
     return os.environ.get(RAISE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
@@ -34,13 +34,13 @@ class Containment:
             yield
         except Exception:
             self.record(where)
-            if _raise_internal_errors():
+            if raise_internal_errors():
                 raise
 
     def record_and_maybe_raise(self, where: str) -> None:
         """Call from an `except` block: count and log the exception, re-raise it when the switch is on."""
         self.record(where)
-        if _raise_internal_errors():
+        if raise_internal_errors():
             raise  # noqa: PLE0704 - re-raises the exception being handled by the caller
 
     def record(self, where: str) -> None:

@@ -27,12 +27,14 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Sequence, TextIO
 from urllib.parse import urlsplit
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 
+from . import pricing
 from .config import GuardConfig
 from .errors import ConfigError
 
@@ -63,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="guard config (YAML or JSON); default: all three guards with their defaults")
+    parser.add_argument("--otlp-service", action="store_true",
+                        help="instead: replay coding-agent CLIs' captured telemetry over OTLP/HTTP, at its recorded "
+                             "pace, to an `otelguard serve` started here (needs otelguard[serve])")
+    parser.add_argument("--captures", metavar="DIR", default=None,
+                        help="with --otlp-service: one directory per CLI with traces.jsonl.gz and logs.jsonl.gz "
+                             "(default: the repository's tests/fixtures/agent-clis)")
+    parser.add_argument("--speed", type=float, default=1.0, metavar="X",
+                        help="with --otlp-service: replay X times faster than recorded (default 1)")
 
 
 def main(args: argparse.Namespace | Sequence[str] | None = None, *, out: TextIO | None = None,
@@ -78,11 +88,29 @@ def main(args: argparse.Namespace | Sequence[str] | None = None, *, out: TextIO 
         args = parser.parse_args(list(args) if args is not None else None)
     out = out or sys.stdout
     err = err or sys.stderr
+    if args.otlp_service:
+        return _otlp_service_demo(args, out, err)
     try:
         return _Demo(args, out).run()
     except DemoError as exc:
         print(f"otelguard demo: {exc}", file=err)
         return exc.status
+
+
+def _otlp_service_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        from .service import demo as service_demo
+    except ModuleNotFoundError as exc:
+        print(f"otelguard demo: --otlp-service needs {exc.name!r}: pip install 'otelguard[serve]'", file=err)
+        return 2
+    if not args.speed > 0:
+        print("otelguard demo: --speed must be > 0", file=err)
+        return 2
+    try:
+        return service_demo.run(Path(args.captures) if args.captures else None, args.speed, out)
+    except service_demo.DemoInputError as exc:
+        print(f"otelguard demo: {exc}", file=err)
+        return 2
 
 
 # --- alerts ------------------------------------------------------------------------------------------
@@ -197,6 +225,7 @@ class _Demo:
 
                 downstream.append(BatchSpanProcessor(span_exporter))
             guard = GuardSpanProcessor(config, downstream=downstream, meter_provider=meter_provider)
+            pricing.wait_until_loaded(timeout=10)  # the planner's loop is priced: a demo may wait for the table
             tracer_provider = TracerProvider(resource=resource)
             tracer_provider.add_span_processor(guard)
             try:
@@ -256,8 +285,8 @@ class _Demo:
     def _metrics(self, registry: Any, *, serving: bool) -> None:
         from prometheus_client import generate_latest
 
-        shown = ("otelguard_verdicts_total", "otelguard_loop_tokens_total", "otelguard_control_calls_total",
-                 "otelguard_spans_total")
+        shown = ("otelguard_verdicts_total", "otelguard_loop_tokens_total", "otelguard_loop_cost_usd_total",
+                 "otelguard_control_calls_total", "otelguard_spans_total")
         samples = [line for line in generate_latest(registry).decode().splitlines()
                    if line.startswith(shown) and not line.endswith(" 0.0")]
         self.write()

@@ -36,6 +36,9 @@ TIMEOUT_BUDGET_S = 0.1
 MAX_LOOP_CALLS = 6
 """A scripted model gives up looping after this many calls when no guard message reaches it."""
 
+PRICED_AS = "gpt-4o-mini"
+"""The planner's scripted model goes by the name of a model in genai-prices' table: its loop is priced."""
+
 _WORDS = """ability absent accept account action active actual adapter address adjust advance affect agenda
 allocate almost alter amount analyze anchor answer append apply archive argue arrive aspect assert assume
 attach attempt audit author backlog balance banner barrier batch become before behave belong benefit beyond
@@ -198,7 +201,8 @@ class Scenarios:
             thought = reasoning_text(outcome.model_calls)
             return ModelResponse(parts=[ThinkingPart(thought)], usage=RequestUsage(input_tokens=10, output_tokens=_tokens(thought)))
 
-        agent = self.agent(FunctionModel(model, model_name="scripted-planner"), "planner-agent",
+        # Scripted, but named after a model genai-prices knows, so the demo shows what its loop cost.
+        agent = self.agent(FunctionModel(model, model_name=PRICED_AS), "planner-agent",
                            retries=MAX_LOOP_CALLS + 2)
         return await self._run(outcome, agent, "Why is test_checkout flaky?")
 

@@ -34,6 +34,9 @@ class Content(StrEnum):
     # reading it into text and tool calls (the offline analyzer always reads it). Says nothing about
     # whether there was output.
     UNREAD = "unread"
+    # Present but longer than the guard decodes on the agent's thread (`conventions.READ_LIMITS`): not
+    # read. Says nothing about whether there was output.
+    OVERSIZED = "oversized"
 
 
 class Status(StrEnum):
@@ -142,6 +145,9 @@ class ModelCall:
     chunk_events: int = 0  # textless chunk events (they only count chunks)
     dropped_events: int = 0
     status: Status = Status.UNSET
+    # Characters of reasoning and text read but not judged: past `conventions.READ_LIMITS.judged_chars`
+    # each is judged by its last characters.
+    unjudged_chars: int = 0
 
     @property
     def has_output(self) -> bool | None:
@@ -149,14 +155,14 @@ class ModelCall:
         text = self.text
         if (text and not text.isspace()) or self.tool_calls:  # (strip() would copy the text to tell)
             return True
-        if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.UNREAD):
+        if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.UNREAD, Content.OVERSIZED):
             return None  # no evidence either way
         return False
 
 
 @dataclass(slots=True)
 class ModelUsage:
-    """What a model call was and what it spent, for reports and the loop-token metric. No guard judges
+    """What a model call was and what it spent, for reports and the loop-token and loop-cost metrics. No guard judges
     these, so they are not part of the `ModelCall` every model span makes: whoever needs them reads
     them from the span (`conventions.model_usage`, or `conventions.model_name` for the model alone)."""
 
@@ -164,6 +170,7 @@ class ModelUsage:
     output_tokens: int | None = None
     reasoning_tokens: int | None = None
     finish_reasons: tuple[str, ...] = ()
+    input_tokens: int | None = None  # for the loop cost (otelguard.pricing)
 
 
 Record = AgentRun | ToolCall | ModelCall

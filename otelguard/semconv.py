@@ -18,6 +18,7 @@ GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_DETAILS_REASONING_TOKENS = "gen_ai.usage.details.reasoning_tokens"  # pydantic-ai
 GEN_AI_USAGE_REASONING_TOKENS = "gen_ai.usage.reasoning_tokens"  # OpenLLMetry
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
@@ -61,6 +62,7 @@ TOOL_NAME = "tool.name"
 LLM_MODEL_NAME = "llm.model_name"
 LLM_FINISH_REASON = "llm.finish_reason"
 LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
+LLM_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
 LLM_TOKEN_COUNT_COMPLETION_REASONING = "llm.token_count.completion_details.reasoning"
 
 # Flattened output messages: llm.output_messages.{i}.message.<suffix>
@@ -104,6 +106,7 @@ COMPLETION_TOOL_CALLS_PREFIX = "tool_calls."  # .{j}.{name,arguments}
 COMPLETION_FUNCTION_CALL_NAME = "function_call.name"
 COMPLETION_FUNCTION_CALL_ARGUMENTS = "function_call.arguments"
 GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"  # legacy
+GEN_AI_USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"  # legacy
 LLM_USAGE_REASONING_TOKENS = "llm.usage.reasoning_tokens"  # legacy
 
 GEN_AI_COMPLETION_CHUNK_EVENT = "gen_ai.content.completion.chunk"

@@ -14,6 +14,8 @@ from typing import Any, Iterator
 
 import pytest
 from hypothesis import settings
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -56,6 +58,20 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture
 def span_exporter() -> InMemorySpanExporter:
     return InMemorySpanExporter()
+
+
+@pytest.fixture
+def log_exporter() -> InMemoryLogRecordExporter:
+    return InMemoryLogRecordExporter()
+
+
+@pytest.fixture
+def logger_provider(log_exporter: InMemoryLogRecordExporter) -> Iterator[LoggerProvider]:
+    """The SDK's LoggerProvider, exporting each log record (the guard's evaluation events) to `log_exporter`."""
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+    yield provider
+    provider.shutdown()
 
 
 @pytest.fixture

@@ -6,15 +6,17 @@ test is skipped with the command that installs it, so a developer without it can
 suite; under CI (CI=true, as CI services set it) a missing binary fails the test instead, so a CI run
 never passes by skipping a tier. `.ci/run` installs every component listed here.
 
-Markers registered for tiers still to come (`alertmanager`, `agent_cli`) get an entry here when their
-first test lands.
+The coding-agent CLIs (`agent_cli`) are npm packages at pinned versions, installed into the
+repository's `.agent-clis/` (or the prefix `OTELGUARD_AGENT_CLIS` names) and found there or on PATH.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -23,16 +25,34 @@ import pytest
 class Component:
     binaries: tuple[str, ...]
     install: str  # the command that installs every one of `binaries`
+    search: tuple[str, ...] = ()  # directories looked in before PATH
+
+
+# The CLIs the agent_cli tier drives, at the versions it was written against (.ci/run installs these).
+AGENT_CLI_PACKAGES = tuple(json.loads((Path(__file__).with_name("agent_clis.json")).read_text())["packages"])
+AGENT_CLI_PREFIX = Path(os.environ.get("OTELGUARD_AGENT_CLIS") or Path(__file__).resolve().parent.parent / ".agent-clis")
 
 
 COMPONENTS: dict[str, Component] = {
     # Debian's prometheus package ships both the server and promtool.
     "prometheus": Component(binaries=("prometheus", "promtool"), install="apt-get install -y prometheus"),
+    # Debian's package names the server prometheus-alertmanager (upstream: alertmanager) and ships amtool.
+    "alertmanager": Component(
+        binaries=("prometheus-alertmanager", "amtool"), install="apt-get install -y prometheus-alertmanager"
+    ),
+    "agent_cli": Component(
+        binaries=("claude", "gemini", "codex", "opencode"),
+        install=f"npm install --prefix {AGENT_CLI_PREFIX} {' '.join(AGENT_CLI_PACKAGES)}",
+        search=(str(AGENT_CLI_PREFIX / "node_modules" / ".bin"),),
+    ),
 }
 
 
 # Fixtures that hand a test a component's binary: a test using one must carry the component's marker.
-COMPONENT_FIXTURES: dict[str, str] = {"promtool": "prometheus", "prometheus_binary": "prometheus"}
+COMPONENT_FIXTURES: dict[str, str] = {
+    "promtool": "prometheus", "prometheus_binary": "prometheus",
+    "alertmanager_binary": "alertmanager", "amtool": "alertmanager",
+}
 
 
 def in_ci() -> bool:
@@ -46,7 +66,8 @@ def missing_message(marker: str, binary: str) -> str:
 
 def binary(marker: str, name: str) -> str:
     """The path of `name`, one of the binaries of component `marker`; skip (fail under CI) when it is missing."""
-    path = shutil.which(name)
+    search = os.pathsep.join([*COMPONENTS[marker].search, os.environ.get("PATH", os.defpath)])
+    path = shutil.which(name, path=search)
     if path is None:
         message = missing_message(marker, name)
         if in_ci():

@@ -728,5 +728,7 @@ def test_step_rows_name_each_model_calls_model(tmp_path) -> None:
              attrs={"openinference.span.kind": "LLM", "llm.model_name": "oi-model",
                     "gen_ai.request.model": "not-this-one", "output.value": "done"}),
     ))
-    (agent_summary,) = analyze([path]).findings.agents.values()
-    assert [step.to_json()["model"] for step in agent_summary.steps] == ["fake-model", "resp-model", "oi-model"]
+    findings = analyze([path]).findings
+    (agent_summary,) = findings.agents()
+    steps = findings.steps(agent_summary.key)
+    assert [step.to_json()["model"] for step in steps] == ["fake-model", "resp-model", "oi-model"]

@@ -11,17 +11,16 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
 from otelguard import demo
+from otlp_collector_support import Collector, running_collector
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_DEMO = ("import argparse, sys, otelguard.demo as d; p = argparse.ArgumentParser(); d.add_arguments(p); "
@@ -152,41 +151,9 @@ def test_unreachable_collector_exits_1_with_one_line():
 
 # --- --otlp ------------------------------------------------------------------------------------------
 
-class Collector:
-    """A stand-in OTLP/HTTP collector on 127.0.0.1 that records every request body by path."""
-
-    def __init__(self) -> None:
-        self.received: dict[str, list[bytes]] = {}
-        received = self.received
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                received.setdefault(self.path, []).append(body)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture
 def collector() -> Iterator[Collector]:
-    stand_in = Collector()
-    stand_in.thread.start()
-    yield stand_in
-    stand_in.server.shutdown()
-    stand_in.server.server_close()
-    stand_in.thread.join(5)
+    yield from running_collector()
 
 
 def test_otlp_exports_the_guarded_spans(collector):

@@ -204,3 +204,22 @@ def test_a_tool_whose_deadline_fired_is_judged_timed_out():
 def test_a_span_view_is_a_source_with_no_parent_at_hand():
     span = call(2, 1)
     assert span.view() is span and span.parent_view() is None and not span.has_events
+
+
+def test_a_span_is_judged_as_the_kind_it_started_as():
+    """A span is classified once, at its start: the tool call whose budget a driver armed is ended as
+    a tool call even when its marker is gone by its end; a span handed over at its end alone, or marked
+    only after its start, is classified then."""
+    engine = GuardEngine()
+    engine.start(run(1))
+    started = call(2, 1)
+    assert engine.start(started).classification.kind is SpanKind.TOOL
+    unmarked_at_end = SpanView(started.name, TRACE, 2, 1, {"gen_ai.tool.name": "f"})
+    ended = engine.end(unmarked_at_end)
+    assert ended is not None and ended.classification.kind is SpanKind.TOOL
+
+    end_only = engine.end(call(3, 1))
+    assert end_only is not None and end_only.classification.kind is SpanKind.TOOL
+    engine.start(plain(4, 1))
+    late_marker = engine.end(model(4, 1))
+    assert late_marker is not None and late_marker.classification.kind is SpanKind.MODEL

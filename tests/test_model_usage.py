@@ -26,6 +26,10 @@ MODEL_USAGE = [
       "gen_ai.output.messages": "[{", "gen_ai.response.finish_reasons": '["stop", "length"]'},
      ModelUsage(None, None, None, ("stop", "length"))),
     ({}, ModelUsage()),
+    # Input tokens, for the loop cost: the current key first, the legacy one otherwise.
+    ({"gen_ai.usage.input_tokens": 120, "gen_ai.usage.prompt_tokens": 5, "gen_ai.usage.output_tokens": 7},
+     ModelUsage(None, 7, input_tokens=120)),
+    ({"gen_ai.usage.prompt_tokens": "88"}, ModelUsage(input_tokens=88)),
 ]
 
 

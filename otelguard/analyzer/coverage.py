@@ -15,17 +15,22 @@ from .. import fastjson
 from .otlp_json import (
     BAD_SPAN,
     BLANK,
+    DUPLICATE_KEY,
     LOG_RECORDS,
     METRICS,
     NOT_A_REQUEST,
     ReadProblem,
 )
+from ..conventions import READ_LIMITS
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
+from .cli_calls import CliCalls, missing_arguments_hint
+from .event_outputs import EventOutputs
 from .replay import IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"
 UNREADABLE_SPAN = "unreadable span (no valid ids, wrong field types)"
+DUPLICATED_KEY = "record with a key given twice (earlier copies not read)"
 _EXAMPLES_PER_REASON = 3
 
 
@@ -42,11 +47,18 @@ class FileCoverage:
     log_lines: int = 0
     log_records: int = 0
     log_records_with_genai: int = 0
+    cli_tool_records: int = 0  # log records read as a coding-agent CLI's tool call (in log_records)
+    genai_event_records: int = 0  # log records read as GenAI events (in log_records)
     metrics_lines: int = 0
     other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
     unparsable: Counter = field(default_factory=Counter)  # reason -> lines
     bad_spans: int = 0  # spans on readable lines that could not be read (no ids, wrong types)
+    duplicate_keys: int = 0  # records with a key given twice in one object (the earlier copies not read)
     spans: int = 0
+
+    @property
+    def log_records_read(self) -> int:
+        return self.cli_tool_records + self.genai_event_records
 
     @property
     def otlp_records(self) -> int:
@@ -65,6 +77,7 @@ class FileCoverage:
             "metrics_lines": self.metrics_lines,
             "unparsable": dict(self.unparsable),
             "bad_spans": self.bad_spans,
+            "duplicate_keys": self.duplicate_keys,
             "spans": self.spans,
         }
 
@@ -87,6 +100,8 @@ class Coverage:
         self.not_ours = 0
         self.model_output_not_captured = 0
         self.model_output_unreadable = 0
+        self.oversized_spans = 0  # model output or tool arguments longer than the guard decodes
+        self.judged_in_part = 0  # model calls whose reasoning or text was judged by its last characters
         self.tool_arguments_not_captured = 0
         self.dropped_events_spans = 0
         self.dropped_events = 0
@@ -96,12 +111,16 @@ class Coverage:
         self.internal_errors: Counter = Counter()  # where -> count (a bug in otelguard, contained)
         self.verdicts_from_live_record = 0  # tool deadlines, uncaptured stream cuts: read from the span
         self.buffer: TraceBuffer | None = None
+        # The engine's evictions: (what, reason) -> count; what is "agent", "span" or "stream".
+        self.evictions: Counter = Counter()
+        self.cli_calls: CliCalls | None = None
+        self.event_outputs: EventOutputs | None = None
 
     # --- reading ---------------------------------------------------------------------------------
     def problem(self, file: FileCoverage, problem: ReadProblem, line_text: str | None) -> None:
         reason = problem.reason
         if reason == BLANK:
-            file.blank_lines += 1
+            file.blank_lines += problem.lines
             return
         if reason == LOG_RECORDS:
             file.log_lines += 1
@@ -114,10 +133,12 @@ class Coverage:
             return
         if reason == BAD_SPAN:
             file.bad_spans += 1
+        elif reason == DUPLICATE_KEY:
+            file.duplicate_keys += 1
         else:
             if reason == NOT_A_REQUEST and problem.detail.startswith("malformed"):
                 reason = "malformed request"
-            file.unparsable[reason] += 1
+            file.unparsable[reason] += problem.lines
         examples = self.examples.setdefault(reason, [])
         if len(examples) < _EXAMPLES_PER_REASON and not any(
             p.file == problem.file and p.line == problem.line for p in examples
@@ -126,6 +147,14 @@ class Coverage:
 
     def internal_error(self, where: str) -> None:
         self.internal_errors[where] += 1
+
+    def evicted(self, what: str, reason: str, count: int) -> None:
+        """The engine's `on_evict`: state it dropped to stay within its bounds."""
+        self.evictions[(what, reason)] += count
+
+    def agents_evicted(self) -> dict[str, int]:
+        """Agents whose guard state the engine dropped, by reason ("capacity", "idle")."""
+        return {reason: n for (what, reason), n in sorted(self.evictions.items()) if what == "agent"}
 
     # --- judging ---------------------------------------------------------------------------------
     def judged_span(self, span: SpanView, kind: SpanKind, convention: str, record: Any, late: bool) -> None:
@@ -144,12 +173,19 @@ class Coverage:
         if span.dropped_attributes:
             self.dropped_attributes_spans += 1
         if isinstance(record, ModelCall):
-            if record.has_output is None:
+            if record.unjudged_chars:
+                self.judged_in_part += 1
+            if record.output_content is Content.OVERSIZED:
+                self.oversized_spans += 1
+            elif record.has_output is None:
                 self.model_output_not_captured += 1
             elif record.output_content is Content.MALFORMED:
                 self.model_output_unreadable += 1
-        elif isinstance(record, ToolCall) and record.arguments is None:
-            self.tool_arguments_not_captured += 1
+        elif isinstance(record, ToolCall):
+            if record.arguments is None:
+                self.tool_arguments_not_captured += 1
+            elif record.arguments_content is Content.OVERSIZED:
+                self.oversized_spans += 1
 
     # --- totals ----------------------------------------------------------------------------------
     @property
@@ -169,6 +205,9 @@ class Coverage:
     def bad_spans(self) -> int:
         return sum(f.bad_spans for f in self.files)
 
+    def duplicate_keys(self) -> int:
+        return sum(f.duplicate_keys for f in self.files)
+
     def skipped(self) -> dict[str, int]:
         """Spans read but not judged, by reason (plus lines that held none)."""
         skipped: Counter = Counter()
@@ -183,11 +222,21 @@ class Coverage:
                 skipped[f"line: {reason}"] += count
             if file.blank_lines:
                 skipped["line: blank"] += file.blank_lines
-            if file.log_lines:
+            if file.duplicate_keys:
+                skipped[DUPLICATED_KEY] += file.duplicate_keys
+            if file.log_lines and file.log_records > file.log_records_read:
                 skipped["line: OTLP log records (not read)"] += file.log_lines
             if file.metrics_lines:
                 skipped["line: OTLP metrics (not read)"] += file.metrics_lines
         return dict(skipped)
+
+    def _cli_tool_calls(self) -> dict[str, dict[str, int]]:
+        """Per coding-agent CLI: tool calls judged, those without arguments, and records joined into them."""
+        calls = self.cli_calls
+        if calls is None:
+            return {}
+        return {cli: {"calls": count, "without_arguments": calls.without_arguments[cli]}
+                for cli, count in sorted(calls.by_cli.items())}
 
     def nothing_judged(self) -> str | None:
         """Why no model or tool step was judged; None when at least one was."""
@@ -225,7 +274,8 @@ class Coverage:
         if unparsable:
             found.append(Warning_(
                 "unparsable-lines",
-                f"{unparsable} line(s) could not be read as OTLP spans ({self._where(exclude=BAD_SPAN)}): any "
+                f"{unparsable} line(s) could not be read as OTLP spans "
+                f"({self._where(exclude=(BAD_SPAN, DUPLICATE_KEY))}): any "
                 "spans on them are NOT in the verdict",
                 True,
             ))
@@ -236,10 +286,59 @@ class Coverage:
                 f"{bad} span(s) could not be read ({self._where(only=BAD_SPAN)}): they are NOT in the verdict",
                 True,
             ))
-        genai_logs = sum(f.log_records_with_genai for f in self.files)
+        duplicated = self.duplicate_keys()
+        if duplicated:
+            found.append(Warning_(
+                "duplicate-keys",
+                f"{duplicated} record(s) give a key twice in one object ({self._where(only=DUPLICATE_KEY)}): JSON "
+                "keeps the last copy, so the spans of the earlier copies are NOT in the verdict",
+                True,
+            ))
+        agents = self.agents_evicted()
+        if agents.get("capacity"):
+            found.append(Warning_(
+                "agents-evicted",
+                f"{agents['capacity']} agent(s) lost their guard state because more agents than "
+                "--max-tracked-agents were open at once (the live guard's bound): their later steps were judged "
+                "without their earlier ones, so verdicts may be missing; raise --max-tracked-agents",
+                True,
+            ))
+        if agents.get("idle"):
+            found.append(Warning_(
+                "agents-idle",
+                f"{agents['idle']} agent(s) idle for an hour of trace time lost their guard state, as they would "
+                "live: a later run of one starts afresh",
+                False,
+            ))
+        spans = sum(n for (what, _), n in self.evictions.items() if what == "span")
+        if spans:
+            found.append(Warning_(
+                "open-spans-evicted",
+                f"{spans} open span(s) inside agent runs were forgotten past the engine's bound on open spans: "
+                "spans under them were judged as their trace's, not their agent's",
+                True,
+            ))
+        # (records read as GenAI events carry gen_ai content: the rest of such records was not read)
+        genai_logs = sum(max(0, f.log_records_with_genai - f.genai_event_records) for f in self.files)
         logs = sum(f.log_records for f in self.files)
+        calls = self.cli_calls
+        for cli, missing in sorted(calls.without_arguments.items()) if calls is not None else ():
+            found.append(Warning_(
+                "cli-tool-arguments-not-exported",
+                f"{missing} of {calls.by_cli[cli]} {cli} tool call(s) came without their arguments "
+                f"({missing_arguments_hint(cli)}): repeated calls among them cannot be told apart",
+                True,
+            ))
+        outputs = self.event_outputs
+        if outputs is not None and (outputs.unmatched or outputs.evicted):
+            found.append(Warning_(
+                "genai-events-without-span",
+                f"{outputs.unmatched + outputs.evicted} span(s) named by GenAI output events were not found "
+                f"({outputs.evicted} held past the bound of {outputs.max_spans:,}): that output is NOT in the verdict",
+                True,
+            ))
         if genai_logs:
-            names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai)
+            names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai > f.genai_event_records)
             found.append(Warning_(
                 "log-records-not-read",
                 f"{genai_logs} of {logs} OTLP log record(s) carry gen_ai content ({names}) and are NOT in the "
@@ -260,6 +359,22 @@ class Coverage:
                 f"{self.model_output_unreadable} model span(s) have output that could not be parsed: what it "
                 "held is NOT in the verdict",
                 True,
+            ))
+        if self.oversized_spans:
+            limits = READ_LIMITS
+            found.append(Warning_(
+                "oversized-content",
+                f"{self.oversized_spans} span(s) carry model output or tool arguments longer than the guard decodes "
+                f"({limits.json_chars:,} characters of JSON, {limits.scanned_chars:,} of a Python repr or cut JSON): "
+                "what they held is NOT in the verdict (their arguments are told apart by length and both ends)",
+                True,
+            ))
+        if self.judged_in_part:
+            found.append(Warning_(
+                "judged-in-part",
+                f"{self.judged_in_part} model span(s) have reasoning or text longer than "
+                f"{READ_LIMITS.judged_chars:,} characters: each was judged by its last {READ_LIMITS.judged_chars:,}",
+                False,
             ))
         if self.tool_arguments_not_captured:
             found.append(Warning_(
@@ -316,12 +431,12 @@ class Coverage:
             ))
         return found
 
-    def _where(self, *, only: str | None = None, exclude: str | None = None) -> str:
+    def _where(self, *, only: str | None = None, exclude: tuple[str, ...] = ()) -> str:
         return "; ".join(
             f"{reason}: {', '.join(f'{_short(p.file)} line {p.line}' for p in problems)}"
-            + (f" ({problems[0].detail})" if reason == BAD_SPAN and problems[0].detail else "")
+            + (f" ({problems[0].detail})" if reason in (BAD_SPAN, DUPLICATE_KEY) and problems[0].detail else "")
             for reason, problems in self.examples.items()
-            if (only is None or reason == only) and reason != exclude
+            if (only is None or reason == only) and reason not in exclude
         )
 
     def incomplete(self) -> bool:
@@ -349,13 +464,22 @@ class Coverage:
                 for reason, problems in self.examples.items() for p in problems
             ],
             "skipped": self.skipped(),
-            "log_records_not_read": sum(f.log_records for f in self.files),
-            "log_records_with_genai_content": sum(f.log_records_with_genai for f in self.files),
+            "log_records_not_read": sum(f.log_records - f.log_records_read for f in self.files),
+            "genai_event_records": sum(f.genai_event_records for f in self.files),
+            "spans_given_output_from_events": self.event_outputs.merged if self.event_outputs is not None else 0,
+            "cli_tool_calls": self._cli_tool_calls(),
+            "log_records_with_genai_content": sum(max(0, f.log_records_with_genai - f.genai_event_records)
+                                                  for f in self.files),
             "model_output_not_captured": self.model_output_not_captured,
+            "oversized_spans": self.oversized_spans,
+            "judged_in_part": self.judged_in_part,
             "tool_arguments_not_captured": self.tool_arguments_not_captured,
             "dropped_span_events": {"spans": self.dropped_events_spans, "events": self.dropped_events},
             "dropped_attributes_spans": self.dropped_attributes_spans,
             "internal_errors": sum(self.internal_errors.values()),
+            "agents_evicted": sum(self.agents_evicted().values()),
+            "agents_evicted_by_reason": self.agents_evicted(),
+            "duplicate_keys": self.duplicate_keys(),
             "verdicts_from_live_record": self.verdicts_from_live_record,
             "replay": {
                 "traces_replayed": dict(buffer.flushed) if buffer else {},

@@ -1,9 +1,9 @@
-"""Opening input files for the analyzer: gzip detection, a binary sniff, and lines counted as read.
+"""Opening input files for the analyzer: gzip detection, a binary sniff, and bounded, numbered lines.
 
-`otlp_json.iter_lazy_spans` does the parsing. The analyzer hands it a `LineSource` (a text stream) instead
-of a path so that it can tell, while spans stream out, which line it is on: spans carry no line
-number, and the line is what tells record boundaries (when to check whether a trace is complete)
-and what the coverage block counts.
+`otlp_json.iter_lazy_spans` does the parsing. The analyzer hands it a `LineReader` instead of a path
+so that it can tell, while spans stream out, which line it is on: spans carry no line number, and
+the line is what tells record boundaries (when to check whether a trace is complete) and what the
+coverage block counts.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import zlib
 from typing import IO
 
 from ..errors import OtelGuardError
+from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, LineReader
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SNIFF_BYTES = 8192
@@ -36,63 +37,27 @@ class InputError(OtelGuardError):
         self.reason = reason
 
 
-class LineSource(io.TextIOBase):
-    """The text lines of one input file, counted as they are read.
-
-    `lines` is the number of lines read so far and `last` the most recent one, so whoever consumes
-    the parser's output can tell which line a span came from. Iterating is the only supported read.
-    """
-
-    def __init__(self, text: IO[str], name: str, *, compressed: bool, named_gz_not_gzip: bool):
-        super().__init__()
-        self._text = text
-        self.name = name
-        self.compressed = compressed
-        self.named_gz_not_gzip = named_gz_not_gzip
-        self.lines = 0
-        self.last = ""
-
-    def readable(self) -> bool:
-        return True
-
-    def __iter__(self) -> LineSource:
-        return self
-
-    def __next__(self) -> str:
-        line = self._text.readline()
-        if not line:
-            raise StopIteration
-        self.lines += 1
-        self.last = line
-        return line
-
-    def close(self) -> None:
-        try:
-            self._text.close()
-        finally:
-            super().close()
-
-
-def open_input(path: str | os.PathLike[str]) -> LineSource:
-    """Open one input file (`-`: standard input) for reading. Raises `InputError` when it cannot be
-    read at all.
+def open_input(path: str | os.PathLike[str], *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+               max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> LineReader:
+    """Open one input file (`-`: standard input) for reading, its lines bounded as `LineReader`
+    bounds them. Raises `InputError` when it cannot be read at all.
 
     Gzip is recognised by its magic bytes, whatever the name. A file whose first bytes hold a NUL is
     binary (OTLP/JSON is UTF-8 text): refused here, with the line it was found on.
     """
     label = os.fspath(path)
     if label == "-":
-        return _open_stream(sys.stdin.buffer, "<stdin>")
+        return _open_stream(sys.stdin.buffer, "<stdin>", max_line_bytes, max_decompressed_bytes)
     if os.path.isdir(label):
         raise InputError(label, 0, "is a directory, not an OTLP JSON file")
     try:
         raw = open(label, "rb")  # noqa: SIM115 - owned by the returned LineSource
     except OSError as error:
         raise InputError(label, 0, f"cannot open: {error.strerror or error}") from None
-    return _open_stream(raw, label)
+    return _open_stream(raw, label, max_line_bytes, max_decompressed_bytes)
 
 
-def _open_stream(raw: IO[bytes], label: str) -> LineSource:
+def _open_stream(raw: IO[bytes], label: str, max_line_bytes: int, max_decompressed_bytes: int) -> LineReader:
     named_gz = label.endswith((".gz", ".gzip"))
     try:
         buffered: IO[bytes] = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
@@ -107,6 +72,11 @@ def _open_stream(raw: IO[bytes], label: str) -> LineSource:
         line = head[: head.index(b"\x00")].count(b"\n") + 1
         hint = " (named .gz, but not gzip data)" if named_gz and not compressed else ""
         raise InputError(label, line, f"binary data, not OTLP JSON{hint}")
-    # Invalid UTF-8 becomes U+FFFD: such a line then fails as JSON and is counted, never raised.
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace")
-    return LineSource(text, label, compressed=compressed, named_gz_not_gzip=named_gz and not compressed)
+    def close() -> None:
+        try:
+            stream.close()
+        finally:
+            raw.close()  # a GzipFile over a file object leaves that file open
+
+    return LineReader(stream, name=label, compressed=compressed, named_gz_not_gzip=named_gz and not compressed,
+                      max_line_bytes=max_line_bytes, max_decompressed_bytes=max_decompressed_bytes, close=close)

@@ -22,8 +22,8 @@ import base64
 import binascii
 import gzip
 import io
+import json
 import os
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Annotated, Any
@@ -33,6 +33,15 @@ import msgspec
 from .. import fastjson
 from ..errors import OtelGuardError
 from ..records import SpanEvent, SpanView, Status
+from .lines import (
+    DEFAULT_MAX_LINE_BYTES,
+    InputLimitError,
+    LineReader,
+    Numbered,
+    ReadFailed,
+    text_lines,
+    too_long,
+)
 
 __all__ = ["LazySpan", "ReadProblem", "UnreadableInput", "iter_lazy_spans", "iter_spans"]
 
@@ -50,6 +59,7 @@ class ReadProblem:
     line: int
     reason: str
     detail: str = ""
+    lines: int = 1  # lines it covers from `line` on: a run of blank lines, a multi-line document
 
 
 # ReadProblem.reason values
@@ -59,6 +69,7 @@ NOT_A_REQUEST = "not an ExportTraceServiceRequest"
 LOG_RECORDS = "log records (not read)"
 METRICS = "metrics (not read)"
 BAD_SPAN = "bad span"
+DUPLICATE_KEY = "duplicate key"  # a key given twice in one object: only the last copy is read
 
 
 class UnreadableInput(OtelGuardError, OSError):
@@ -71,17 +82,20 @@ class UnreadableInput(OtelGuardError, OSError):
         self.reason = reason
 
 
-def iter_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Iterator[SpanView | ReadProblem]:
+def iter_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str] | LineReader, *,
+               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[SpanView | ReadProblem]:
     """Spans and skipped items of an OTLP/JSON trace file or stream, in file order.
 
-    The file is opened now (so a missing file raises here); it is read as the iterator advances.
+    The file is opened now (so a missing file raises here); it is read as the iterator advances. A
+    line (or multi-line document) longer than `max_line_bytes` raises `UnreadableInput`.
     """
     label = _label(source)
-    lines = _open_lines(source, label)
-    return _read_lines(lines, label, _span)
+    lines, limit = _open_lines(source, label, max_line_bytes)
+    return _read_lines(lines, label, _span, limit=limit)
 
 
-def iter_lazy_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Iterator[LazySpan | ReadProblem]:
+def iter_lazy_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str] | LineReader, *,
+                    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[LazySpan | ReadProblem]:
     """As `iter_spans`, with each span's `SpanView` built only by `LazySpan.view()` (and the attribute
     list of a span not in the usual shape decoded only then).
 
@@ -89,8 +103,8 @@ def iter_lazy_spans(source: str | os.PathLike[str] | IO[bytes] | IO[str]) -> Ite
     `iter_spans` checks it, only the decoding of what cannot fail is put off.
     """
     label = _label(source)
-    lines = _open_lines(source, label)
-    return _read_lines(lines, label, _lazy_span, _read_usual_request)
+    lines, limit = _open_lines(source, label, max_line_bytes)
+    return _read_lines(lines, label, _lazy_span, _read_usual_request, limit=limit)
 
 
 # --- input ---------------------------------------------------------------------------------------
@@ -102,17 +116,20 @@ def _label(source: Any) -> str:
     return str(getattr(source, "name", "<stream>"))
 
 
-def _open_lines(source: Any, label: str) -> Iterator[str]:
-    """Lines of the source as text. Streams the caller passed in are read, never closed."""
+def _open_lines(source: Any, label: str, max_line_bytes: int) -> tuple[Iterator[Numbered], int]:
+    """Numbered lines of the source (see `lines`), and the line bound they keep. Streams the caller
+    passed in are read, never closed; a `LineReader` brings its own bounds."""
+    if isinstance(source, LineReader):
+        return _checked(iter(source), label), source.max_line_bytes
     if isinstance(source, io.TextIOBase):
-        return _lines(source, label, release=lambda: None)
+        return _checked(text_lines(source, max_line_bytes), label), max_line_bytes
     owned = isinstance(source, (str, os.PathLike))
     try:
-        binary = open(source, "rb") if owned else source  # noqa: SIM115 - released by _lines
+        binary = open(source, "rb") if owned else source  # noqa: SIM115 - released by _released
     except OSError as error:
         raise UnreadableInput(label, 0, error.strerror or str(error)) from error
     try:
-        text, layers = _decode(binary)
+        stream, layers = _decode(binary)
     except OSError as error:
         if owned:
             binary.close()
@@ -120,39 +137,41 @@ def _open_lines(source: Any, label: str) -> Iterator[str]:
 
     def release() -> None:
         if owned:
-            text.close()
+            stream.close()
             binary.close()  # a GzipFile over a file object leaves that file open
             return
         # Unwrap without closing the caller's stream (closing a wrapper closes what it wraps).
-        text.detach()
         for layer in reversed(layers):
             if isinstance(layer, gzip.GzipFile):
                 layer.close()  # closes only the decompressor, not the stream under it
             else:
                 layer.detach()
 
-    return _lines(text, label, release)
+    reader = LineReader(stream, name=label, max_line_bytes=max_line_bytes)
+    return _released(_checked(iter(reader), label), release), max_line_bytes
 
 
-def _decode(binary: IO[bytes]) -> tuple[io.TextIOWrapper, list[Any]]:
-    """UTF-8 text over the bytes, un-gzipped when they start with the gzip magic; and the layers
-    added between the two."""
+def _decode(binary: IO[bytes]) -> tuple[IO[bytes], list[Any]]:
+    """The bytes, un-gzipped when they start with the gzip magic; and the layers added over them."""
     buffered: Any = binary if hasattr(binary, "peek") else io.BufferedReader(binary)  # type: ignore[arg-type]
     layers: list[Any] = [buffered] if buffered is not binary else []
     if buffered.peek(2)[:2] == _GZIP_MAGIC:
         buffered = gzip.GzipFile(fileobj=buffered)
         layers.append(buffered)
-    # Invalid UTF-8 becomes U+FFFD: the line then fails as JSON and is reported, never raised.
-    return io.TextIOWrapper(buffered, encoding="utf-8", errors="replace"), layers
+    return buffered, layers
 
 
-def _lines(stream: IO[str], label: str, release: Callable[[], None]) -> Iterator[str]:
-    line_number = 0
+def _checked(lines: Iterator[Numbered], label: str) -> Iterator[Numbered]:
+    """The lines, with a failing stream or a passed bound raised as `UnreadableInput`."""
     try:
-        for line_number, line in enumerate(stream, 1):  # noqa: B007 - reported on failure
-            yield line
-    except (OSError, EOFError, zlib.error) as error:
-        raise UnreadableInput(label, line_number + 1, str(error) or type(error).__name__) from error
+        yield from lines
+    except (ReadFailed, InputLimitError) as error:
+        raise UnreadableInput(label, error.line, error.reason) from None
+
+
+def _released(lines: Iterator[Numbered], release: Callable[[], None]) -> Iterator[Numbered]:
+    try:
+        yield from lines
     finally:
         release()
 
@@ -166,29 +185,53 @@ _SpanBuilder = Callable[[Any, "str | None"], Any]
 _UsualReader = Callable[[str, str, int], "list[Any] | None"]
 
 
-def _read_lines(lines: Iterator[str], label: str, build: _SpanBuilder, read_usual: _UsualReader | None = None,
-                ) -> Iterator[Any]:
-    json_lines = False  # once a line parsed on its own, the file is JSON Lines: never read it whole
-    for line_number, line in enumerate(lines, 1):
-        if not line or line.isspace():  # not `strip()`: that copies the whole line
-            yield ReadProblem(label, line_number, BLANK)
+def _read_lines(lines: Iterable[Numbered], label: str, build: _SpanBuilder, read_usual: _UsualReader | None = None,
+                *, limit: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Any]:
+    """The items of numbered lines. JSON Lines are read line by line. A line that opens an object it
+    does not close starts a multi-line (pretty-printed) document, held (up to `limit`) until it
+    parses; a line at column 0 that is an object on its own ends it early, as cut off: its lines
+    are reported, and every line after it is read as usual, with its own number."""
+    json_lines = False  # once a line parsed on its own, the file is JSON Lines: no documents over lines
+    document: _Document | None = None
+    for number, line in lines:
+        if type(line) is int:
+            yield ReadProblem(label, number, BLANK, lines=line)
             continue
+        if document is not None:
+            if line[0] != "{" or not _is_object(line):
+                if document.add(number, line):  # (a line that may close it)
+                    yield from document.parse(final=False)
+                    if document.done:
+                        document = None
+                continue
+            yield document.cut_off(number)  # a record on its own: the document before it ended early
+            document = None
         if read_usual is not None:
-            items = read_usual(line, label, line_number)
+            items = read_usual(line, label, number)
             if items is not None:
                 json_lines = True
                 yield from items
                 continue
         try:
-            document = fastjson.loads(line)
+            parsed = fastjson.loads(line)
         except (ValueError, RecursionError):
             if not json_lines and _opens_multiline_document(line):
-                yield from _read_whole(line, lines, label, line_number, build)
-                return
-            yield ReadProblem(label, line_number, NOT_JSON, _excerpt(line))
+                document = _Document(label, number, line, build, limit)
+                continue
+            yield ReadProblem(label, number, NOT_JSON, _excerpt(line))
             continue
         json_lines = True
-        yield from _read_document(document, label, line_number, build)
+        yield from _duplicate_key_problems(line, _containers(parsed), label, number)
+        yield from _read_document(parsed, label, number, build)
+    if document is not None:
+        yield from document.parse(final=True)
+
+
+def _is_object(line: str) -> bool:
+    try:
+        return isinstance(fastjson.loads(line), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _opens_multiline_document(line: str) -> bool:
@@ -197,23 +240,66 @@ def _opens_multiline_document(line: str) -> bool:
     return stripped.startswith("{") and not stripped.endswith("}")
 
 
-def _read_whole(first: str, rest: Iterator[str], label: str, first_number: int, build: _SpanBuilder) -> Iterator[Any]:
-    """A single (pretty-printed) document may be read whole; if it is not one, fall back to lines."""
-    text_lines = [first, *rest]
-    try:
-        document = fastjson.loads("".join(text_lines))
-    except (ValueError, RecursionError):
-        for offset, line in enumerate(text_lines):
-            number = first_number + offset
-            if not line.strip():
-                yield ReadProblem(label, number, BLANK)
-                continue
-            try:
-                yield from _read_document(fastjson.loads(line), label, number, build)
-            except (ValueError, RecursionError):
-                yield ReadProblem(label, number, NOT_JSON, _excerpt(line))
-        return
-    yield from _read_document(document, label, first_number, build)
+class _Document:
+    """A multi-line document being read: its text so far (at most `limit` characters), parsed when a
+    line starts with `}` (where a pretty-printed document closes) and at the end of the input."""
+
+    _JOIN_LINES = 1024  # lines joined into one string: no per-line object overhead for short lines
+
+    def __init__(self, label: str, first: int, line: str, build: _SpanBuilder, limit: int):
+        self.label = label
+        self.first = first
+        self.last = first
+        self.build = build
+        self.limit = limit
+        self.parts: list[str] = []
+        self.recent: list[str] = []
+        self.size = 0
+        self.done = False
+        self._hold(line)
+
+    def _hold(self, line: str) -> None:
+        self.size += len(line)
+        if self.size > self.limit:
+            raise UnreadableInput(self.label, self.first, too_long("the multi-line JSON document starting here is",
+                                                                   self.size, self.limit))
+        self.recent.append(line)
+        if len(self.recent) >= self._JOIN_LINES:
+            self.parts.append("".join(self.recent))
+            self.recent.clear()
+
+    def add(self, number: int, line: str) -> bool:
+        """Hold one more line; whether it may close the document (worth a `parse`)."""
+        self.last = number
+        self._hold(line)
+        return line[0] == "}"
+
+    def cut_off(self, before: int) -> ReadProblem:
+        self.done = True
+        return self._unreadable(f"a multi-line document cut off before line {before}")
+
+    def parse(self, final: bool) -> Iterator[Any]:
+        """The document's items if it parses; if it cannot (at the end of the input, or broken
+        before its end), the problem that its lines are not JSON."""
+        text = "".join((*self.parts, *self.recent))
+        try:
+            document = fastjson.loads(text)
+        except (ValueError, RecursionError) as error:
+            position = getattr(error, "pos", None)
+            broken = isinstance(position, int) and not text[position:].isspace() and position < len(text)
+            if final or broken:
+                self.done = True
+                yield self._unreadable(f"a multi-line document from line {self.first} to {self.last} that is not "
+                                       f"JSON: {_excerpt(text[:200])}")
+            return
+        self.done = True
+        yield from _duplicate_key_problems(text, _containers(document), self.label, self.first)
+        yield from _read_document(document, self.label, self.first, self.build)
+
+    def _unreadable(self, detail: str) -> ReadProblem:
+        self.parts.clear()
+        self.recent.clear()
+        return ReadProblem(self.label, self.first, NOT_JSON, detail, lines=self.last - self.first + 1)
 
 
 def _read_document(document: Any, label: str, line: int, build: _SpanBuilder) -> Iterator[Any]:
@@ -229,7 +315,65 @@ def _read_document(document: Any, label: str, line: int, build: _SpanBuilder) ->
     elif _field(document, "resourceMetrics", "resource_metrics") is not None:
         yield ReadProblem(label, line, METRICS)
     elif document:  # `{}` is an empty request, which holds nothing
-        yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(sorted(map(str, document))[:5]))
+        yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(_excerpt(key, 40)
+                                                                           for key in sorted(map(str, document))[:5]))
+
+
+# Every container key (resourceSpans, scopeSpans, spans, and their snake_case forms) ends so: a line
+# holding more of them than its parsed form has containers may hold a key twice (or only a value
+# that ends so), and is checked key by key.
+_CONTAINER_KEY_END = 'pans"'
+_MAX_DUPLICATES_NAMED = 3
+
+
+def _duplicate_key_problems(text: str, containers: int, label: str, line: int) -> Iterator[ReadProblem]:
+    """A problem when a key is given twice in one object of `text` (JSON parsers keep the last
+    copy: the first would be dropped unseen). `containers`: the container keys its parsed form holds."""
+    if text.count(_CONTAINER_KEY_END) <= containers:
+        return
+    duplicated = _duplicated_keys(text)
+    if duplicated:
+        names = ", ".join(repr(name[:40]) for name in duplicated[:_MAX_DUPLICATES_NAMED])
+        yield ReadProblem(label, line, DUPLICATE_KEY, f"{names} given more than once in an object: the earlier "
+                                                      "copies were not read")
+
+
+def _duplicated_keys(text: str) -> list[str]:
+    duplicated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        mapping = dict(items)
+        if len(mapping) != len(items):
+            seen: set[str] = set()
+            duplicated.extend(key for key, _ in items if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        return mapping
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return []
+    return duplicated
+
+
+def _containers(document: Any) -> int:
+    """The container keys of a parsed request (see `_CONTAINER_KEY_END`)."""
+    if not isinstance(document, Mapping):
+        return 0
+    count = 0
+    for resources in (document.get("resourceSpans"), document.get("resource_spans")):
+        if resources is None:
+            continue
+        count += 1
+        for resource in resources if isinstance(resources, list) else ():
+            if not isinstance(resource, Mapping):
+                continue
+            for scopes in (resource.get("scopeSpans"), resource.get("scope_spans")):
+                if scopes is None:
+                    continue
+                count += 1
+                count += sum(1 for scope in scopes if isinstance(scope, Mapping) and scope.get("spans") is not None) \
+                    if isinstance(scopes, list) else 0
+    return count
 
 
 def _read_resource_spans(resource_spans: Any, label: str, line: int, build: _SpanBuilder) -> Iterator[Any]:
@@ -249,7 +393,7 @@ def _built(build: _SpanBuilder, raw: Any, scope: str | None, label: str, line: i
     try:
         return build(raw, scope)
     except (_BadSpan, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
-        return ReadProblem(label, line, BAD_SPAN, str(error) or type(error).__name__)
+        return ReadProblem(label, line, BAD_SPAN, _excerpt(str(error), 200) or type(error).__name__)
 
 
 def _entries(value: Any, what: str, malformed: list[str]) -> list[Any]:
@@ -501,7 +645,7 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
         request = _USUAL_REQUEST.decode(line)
     except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):  # (a str with lone surrogates)
         return None  # a ValidationError is a DecodeError
-    items: list[Any] = []
+    items: list[Any] = list(_duplicate_key_problems(line, _usual_containers(request), label, line_number))
     document = None
     for r, resource in enumerate(request.resource_spans):
         for s, scope_spans in enumerate(resource.scope_spans or ()):
@@ -515,6 +659,14 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
                                   label, line_number)
                 items.append(item)
     return items
+
+
+def _usual_containers(request: _Request) -> int:
+    count = 1
+    for resource in request.resource_spans:
+        if resource.scope_spans is not None:
+            count += 1 + sum(1 for scope in resource.scope_spans if scope.spans is not None)
+    return count
 
 
 def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:

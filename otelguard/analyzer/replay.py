@@ -33,6 +33,7 @@ from ..containment import Containment
 from ..actions import Action
 from ..conventions import classify, read
 from ..engine import GuardEngine, Judged
+from .event_outputs import EventOutputs
 from .otlp_json import LazySpan
 from ..records import Classification, ModelCall, SpanView, Verdict
 from ..semconv import (
@@ -63,6 +64,7 @@ COMPLETE = "complete"
 IDLE = "idle"
 MEMORY = "memory"
 END_OF_INPUT = "end_of_input"
+AGE = "age"  # waited `max_wait_records` since its first span (a service judging live)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,9 @@ class ReplayLimits:
     flush_after_records: int = DEFAULT_FLUSH_AFTER_RECORDS
     max_buffered_spans: int = DEFAULT_MAX_BUFFERED_SPANS
     settle_records: int = DEFAULT_SETTLE_RECORDS
+    # A trace is replayed this many records after its first span at the latest, complete or not (its
+    # later spans then replay on their own, late). None: no bound (a file is read to its end anyway).
+    max_wait_records: int | None = None
 
     def __post_init__(self) -> None:
         if self.settle_records < 0:
@@ -80,6 +85,8 @@ class ReplayLimits:
             raise ValueError(f"flush_after_records must be >= 1, got {self.flush_after_records}")
         if self.max_buffered_spans < 1:
             raise ValueError(f"max_buffered_spans must be >= 1, got {self.max_buffered_spans}")
+        if self.max_wait_records is not None and self.max_wait_records < 1:
+            raise ValueError(f"max_wait_records must be >= 1, got {self.max_wait_records}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +101,12 @@ class Batch:
 class _Trace:
     """One trace's buffered spans, with what is known of its completeness kept up to date per span."""
 
-    __slots__ = ("trace_id", "spans", "last_record", "late", "roots", "missing")
+    __slots__ = ("trace_id", "spans", "first_record", "last_record", "late", "roots", "missing")
 
     def __init__(self, trace_id: int, record: int, late: bool):
         self.trace_id = trace_id
         self.spans: dict[int, LazySpan] = {}
+        self.first_record = record
         self.last_record = record
         self.late = late  # this trace had already been replayed once
         self.roots = 0
@@ -140,6 +148,8 @@ class TraceBuffer:
         self.late_spans = 0
         self.late_traces = 0
         self.flushed: dict[str, int] = {COMPLETE: 0, IDLE: 0, MEMORY: 0, END_OF_INPUT: 0}
+        if limits.max_wait_records is not None:
+            self.flushed[AGE] = 0
         self.traces_seen = 0
 
     def add(self, span: LazySpan, record: int) -> list[Batch] | tuple[()]:
@@ -205,6 +215,11 @@ class TraceBuffer:
             idle.append(trace_id)
         if idle:
             batches.append(self._take(idle, IDLE))
+        if self.limits.max_wait_records is not None:
+            oldest = record - self.limits.max_wait_records
+            aged = [trace_id for trace_id, trace in self._traces.items() if trace.first_record <= oldest]
+            if aged:
+                batches.append(self._take(aged, AGE))
         return batches
 
     def drain(self) -> list[Batch]:
@@ -266,8 +281,9 @@ class Replayer:
     """
 
     def __init__(self, engine: GuardEngine, on_judged: OnJudged, clock: ReplayClock, *,
-                 contain: Containment | None = None):
+                 contain: Containment | None = None, event_outputs: EventOutputs | None = None):
         self.engine = engine
+        self.event_outputs = event_outputs  # model output told in log events, added to its span when it ends
         self.on_judged = on_judged
         self.clock = clock
         self.contain = contain or Containment(lambda where: None)
@@ -306,6 +322,8 @@ class Replayer:
                     continue
                 parent_id = span.parent_span_id
                 span.parent = traces[span.trace_id].get(parent_id) if parent_id is not None else None
+                if self.event_outputs:
+                    self.event_outputs.merge_into(span)
                 judged = engine.end(span, timed_out_ms=self._recorded_facts(span))
                 if judged is None:
                     self.not_ours += 1

@@ -6,11 +6,15 @@ The JSON shape is the contract of design §6: `{"files", "config", "coverage", "
 
 from __future__ import annotations
 
+import io
+import json
 from collections import Counter
-from typing import Any
+from collections.abc import Iterator
+from typing import IO, Any
 
 from ..records import Verdict
-from .results import AgentSummary, Step, is_counting
+from ..terminal import printable, printable_json
+from .results import AgentSummary, Step
 from .run import Analysis
 
 _SPAN_WIDTH = 28
@@ -18,32 +22,80 @@ _WHAT_WIDTH = 60
 _VERDICT_WIDTH = 18
 _RULE_WIDTH = 17
 _ACTION_WIDTH = 7
+_NAME_CHARS = 200  # an agent's name or key shown, at most
 
 
 def to_json(analysis: Analysis, *, fail_on: str | None = None) -> dict[str, Any]:
+    return {key: list(value) if isinstance(value, Iterator) else value
+            for key, value in _sections(analysis, fail_on)}
+
+
+def write_json(analysis: Analysis, out: IO[str], *, fail_on: str | None = None) -> None:
+    """`to_json`'s document written to `out` one agent and one verdict at a time: never held whole
+    (one agent's listed steps are, while that agent is written)."""
+    out.write("{")
+    separator = "\n"
+    for key, value in _sections(analysis, fail_on):
+        out.write(f'{separator}  "{key}": ')
+        if isinstance(value, Iterator):
+            _write_array(out, value)
+        else:
+            out.write(printable_json(json.dumps(value, ensure_ascii=False, indent=2)).replace("\n", "\n  "))
+        separator = ",\n"
+    out.write("\n}\n")
+
+
+def _sections(analysis: Analysis, fail_on: str | None) -> Iterator[tuple[str, Any]]:
+    """The document's keys and values; the long lists as iterators. (The summary is made last.)"""
     findings = analysis.findings
-    return {
-        "files": analysis.files,
-        "config": analysis.config.model_dump(mode="json"),
-        "coverage": analysis.coverage.to_json(),
-        "agents": [agent.to_json() for agent in findings.agents.values()],
-        "verdicts": [row.to_json() for row in findings.verdicts],
-        "summary": summary_json(analysis, fail_on),
-    }
+    yield "files", analysis.files
+    yield "config", analysis.config.model_dump(mode="json")
+    yield "coverage", analysis.coverage.to_json()
+    yield "agents", (agent.to_json(findings.steps(agent.key)) for agent in findings.agents())
+    yield "verdicts", (row.to_json() for row in findings.verdicts())
+    yield "summary", summary_json(analysis, fail_on)
+
+
+def _write_array(out: IO[str], items: Iterator[Any]) -> None:
+    out.write("[")
+    separator = "\n    "
+    for item in items:
+        out.write(separator + printable_json(json.dumps(item, ensure_ascii=False)))
+        separator = ",\n    "
+    out.write("]" if separator == "\n    " else "\n  ]")
 
 
 def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
     findings = analysis.findings
-    by_action = Counter(row.verdict.action for row in findings.verdicts if not is_counting(row.verdict))
+    by_action = findings.findings_by_action
     return {
-        "agents": len(findings.agents) + findings.quiet_agents_not_listed,
+        "agents": findings.agents_listed + findings.quiet_agents_not_listed,
         "agents_not_listed": findings.quiet_agents_not_listed,
         "steps_judged": analysis.coverage.steps,
-        "verdicts": len(findings.verdicts),
+        "verdicts": findings.verdict_count,
         "findings": sum(by_action.values()),
         "findings_by_action": dict(sorted(by_action.items())),
         "fail_on": fail_on,
-        "failed": bool(fail_on and analysis.reaching(fail_on)),
+        "failed": bool(fail_on and analysis.reached(fail_on)),
+        "loops": loop_totals(_looping(findings)),
+    }
+
+
+def _looping(findings: Any) -> list[Any]:
+    """The agents with a loop of model calls (few: each loop is a step with a verdict)."""
+    return [agent for agent in findings.agents() if agent.loops]
+
+
+def loop_totals(agents: Any) -> dict[str, Any]:
+    """The loops of model calls over `agents`: how many, their tokens, and their price where known."""
+    loops = [loop for agent in agents for loop in agent.loops]
+    priced = [loop.spend.cost_usd for loop in loops if loop.spend.cost_usd is not None]
+    return {
+        "count": len(loops),
+        "input_tokens": sum(loop.spend.input_tokens for loop in loops),
+        "output_tokens": sum(loop.spend.output_tokens for loop in loops),
+        "cost_usd": round(sum(priced), 6) if priced else None,
+        "unpriced": len(loops) - len(priced),  # model not in genai-prices' table (or it is not installed)
     }
 
 
@@ -51,48 +103,56 @@ def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
 
 
 def to_text(analysis: Analysis, *, fail_on: str | None = None) -> str:
-    out: list[str] = []
+    out = io.StringIO()
+    write_text(analysis, out, fail_on=fail_on)
+    return out.getvalue()
+
+
+def write_text(analysis: Analysis, out: IO[str], *, fail_on: str | None = None) -> None:
+    """The tables, summary and coverage block, written a line at a time. Names, paths and problems
+    quoted from the input are shown, never obeyed by the terminal (`printable`)."""
+    for line in _text_lines(analysis, fail_on):
+        out.write(printable(line) + "\n")
+
+
+def _text_lines(analysis: Analysis, fail_on: str | None) -> Iterator[str]:
     coverage = analysis.coverage
     findings = analysis.findings
-    agents = len(findings.agents) + findings.quiet_agents_not_listed
+    agents = findings.agents_listed + findings.quiet_agents_not_listed
     traces = coverage.buffer.traces_seen if coverage.buffer else 0
-    out.append(
-        f"otelguard analyze: {_n(len(analysis.files), 'file')}, {_n(coverage.spans_read, 'span')} in "
-        f"{_n(traces, 'trace')}, {_n(coverage.steps, 'step')} judged for {_n(agents, 'agent')}"
-    )
-    for agent in findings.agents.values():
+    yield (f"otelguard analyze: {_n(len(analysis.files), 'file')}, {_n(coverage.spans_read, 'span')} in "
+           f"{_n(traces, 'trace')}, {_n(coverage.steps, 'step')} judged for {_n(agents, 'agent')}")
+    for agent in findings.agents():
         if agent.steps_total:
-            out.append("")
-            out.extend(_agent_table(agent))
+            yield ""
+            yield from _agent_table(agent, findings.steps(agent.key))
     if findings.quiet_agents_not_listed:
-        out.append("")
-        out.append(f"… {_n(findings.quiet_agents_not_listed, 'more agent')} without any verdict not listed "
-                   f"({_n(findings.quiet_agents_not_listed_steps, 'step')}; --max-agents)")
-    out.append("")
-    out.extend(_summary(analysis, fail_on))
-    out.append("")
-    out.extend(_coverage(analysis))
-    return "\n".join(out) + "\n"
+        yield ""
+        yield (f"… {_n(findings.quiet_agents_not_listed, 'more agent')} without any verdict not listed "
+               f"({_n(findings.quiet_agents_not_listed_steps, 'step')}; --max-agents)")
+    yield ""
+    yield from _summary(analysis, fail_on)
+    yield ""
+    yield from _coverage(analysis)
 
 
-def _agent_table(agent: AgentSummary) -> list[str]:
-    head = f"agent {agent.label}"
+def _agent_table(agent: AgentSummary, steps: Iterator[Step]) -> Iterator[str]:
+    head = f"agent {printable(agent.label, _NAME_CHARS)}"
     details = [_n(agent.traces, "trace"), f"{_n(agent.model_calls, 'model call')}, {_n(agent.tool_calls, 'tool call')}"]
     if agent.runs:
         details.insert(0, _n(agent.runs, "run"))
     if agent.name and not agent.key.startswith("span:"):
-        details.insert(0, f"key {agent.key}")
-    lines = [f"{head} · {' · '.join(details)}"]
+        details.insert(0, f"key {printable(agent.key, _NAME_CHARS)}")
+    yield f"{head} · {' · '.join(details)}"
     number_width = max(1, len(str(agent.steps_total)))
     header = (f"  {'#':>{number_width}}  {'kind':<5}  {'span':<{_SPAN_WIDTH}}  {'what':<{_WHAT_WIDTH}}  "
               f"{'verdict':<{_VERDICT_WIDTH}}  {'rule':<{_RULE_WIDTH}}  {'action':<{_ACTION_WIDTH}}  counts")
-    lines.append(header.rstrip())
-    for step in agent.steps:
-        lines.extend(_step_rows(step, number_width))
+    yield header.rstrip()
+    for step in steps:
+        yield from _step_rows(step, number_width)
     if agent.quiet_steps_not_listed:
-        lines.append(f"  {'':>{number_width}}  … {_n(agent.quiet_steps_not_listed, 'more step')} without a verdict "
-                     "not listed (--max-rows)")
-    return lines
+        yield (f"  {'':>{number_width}}  … {_n(agent.quiet_steps_not_listed, 'more step')} without a verdict "
+               "not listed (--max-rows)")
 
 
 def _step_rows(step: Step, number_width: int) -> list[str]:
@@ -135,11 +195,9 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
     else:
         model = coverage.kind_total("model")
         tool = coverage.kind_total("tool")
-        acting = Counter(row.verdict.action for row in findings.verdicts
-                         if not is_counting(row.verdict) and row.verdict.action != "none")
-        flags = Counter(row.verdict.rule for row in findings.verdicts
-                        if not is_counting(row.verdict) and row.verdict.action == "none")
-        counting = sum(1 for row in findings.verdicts if is_counting(row.verdict))
+        acting = {action: n for action, n in findings.findings_by_action.items() if action != "none"}
+        flags = findings.flags
+        counting = findings.counting
         lines.append(f"  judged: {_n(steps, 'step')} ({model} model, {tool} tool)")
         if acting:
             lines.append(f"  verdicts with an action: {sum(acting.values())} ({_breakdown(acting)})")
@@ -149,19 +207,38 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
             lines.append(f"  flagged without an action: {sum(flags.values())} ({_breakdown(flags)})")
         if counting:
             lines.append(f"  counting verdicts (a repeat between thresholds, a stall below the limit): {counting}")
-        stalls = sum(1 for row in findings.verdicts if row.verdict.verdict == "thinking_loop")
-        reactions = sum(1 for row in findings.verdicts
-                        if row.verdict.verdict == "thinking_loop" and row.verdict.action != "none")
-        cuts = sum(1 for row in findings.verdicts if row.verdict.action == "break")
+        stalls, reactions, cuts = findings.thinking_stalls, findings.thinking_reactions, findings.cuts
         lines.append(f"  thinking: {stalls}/{model} model call(s) stalled, {_n(reactions, 'reaction')} "
                      f"(over the {model} model call(s) read; see coverage); {cuts} cut mid-stream")
+        lines.extend(_loop_lines(_looping(findings)))
     if fail_on is not None:
-        reached = analysis.reaching(fail_on)
+        reached = analysis.reached(fail_on)
         if reached:
-            verb = "reaches" if len(reached) == 1 else "reach"
-            lines.append(f"  --fail-on {fail_on}: {_n(len(reached), 'verdict')} {verb} it: FAIL (exit 1)")
+            verb = "reaches" if reached == 1 else "reach"
+            lines.append(f"  --fail-on {fail_on}: {_n(reached, 'verdict')} {verb} it: FAIL (exit 1)")
         else:
             lines.append(f"  --fail-on {fail_on}: no verdict reaches it: pass")
+    return lines
+
+
+def _loop_lines(agents: Any) -> list[str]:
+    """What the loops of model calls cost, in total and per agent (from their first stalled step up to
+    the step that broke them or the end of the input)."""
+    totals = loop_totals(agents)
+    if not totals["count"]:
+        return []
+    def cost(value: float | None) -> str:
+        return "cost unknown" if value is None else f"${value:,.2f}"
+    line = (f"  loops: {_n(totals['count'], 'loop')} of model calls, {totals['input_tokens']:,} tokens in, "
+            f"{totals['output_tokens']:,} out, {cost(totals['cost_usd'])}")
+    if totals["unpriced"]:
+        line += f" ({totals['unpriced']} not priced: model not in genai-prices' table)"
+    lines = [line]
+    for agent in agents:
+        if agent.loops:
+            mine = loop_totals([agent])
+            lines.append(f"    {agent.label}: {_n(mine['count'], 'loop')}, {mine['input_tokens']:,} in, "
+                         f"{mine['output_tokens']:,} out, {cost(mine['cost_usd'])}")
     return lines
 
 
@@ -178,7 +255,10 @@ def _coverage(analysis: Analysis) -> list[str]:
     unparsable = coverage.unparsable_total()
     parts = [f"{_n(span_records, 'record')} with spans"]
     if log_lines:
-        parts.append(f"{log_lines} of OTLP logs ({_n(logs, 'log record')}, not read)")
+        cli, events = sum(f.cli_tool_records for f in files), sum(f.genai_event_records for f in files)
+        read = [f"{cli} read as CLI tool calls"] * bool(cli) + [f"{events} as GenAI events"] * bool(events)
+        how = ", ".join([*read, f"{logs - cli - events} not read"]) if read else "not read"
+        parts.append(f"{log_lines} of OTLP logs ({_n(logs, 'log record')}, {how})")
     if metrics:
         parts.append(f"{metrics} of OTLP metrics (not read)")
     other = records - span_records - log_lines - metrics
@@ -238,5 +318,5 @@ def _n(count: int, noun: str) -> str:
 
 
 def _cut(text: str, width: int) -> str:
-    text = text.replace("\n", " ")
+    text = printable(text.replace("\n", " "))
     return text if len(text) <= width else text[: width - 1] + "…"

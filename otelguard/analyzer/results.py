@@ -1,21 +1,26 @@
 """What the replay found: steps per agent, verdicts, and the order of actions for `--fail-on`.
 
-Memory stays bounded on large inputs: every step with a verdict is kept, but steps without one are
-kept only up to `max_quiet_rows` per agent, and only `max_quiet_agents` agents without any verdict
-keep a table (the others are counted). Verdicts themselves are all kept: they are the product.
+Every step with a verdict is kept, but steps without one are kept only up to `max_quiet_rows` per
+agent, and only `max_quiet_agents` agents without any verdict keep a table (the others are
+counted). What is kept goes to a `Spool` on disk: memory holds the summaries of the agents
+`_LIVE_AGENTS` most recently active and the totals, however many verdicts there are.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
-from ..actions import ACTION_ORDER
+from ..actions import ACTION_ORDER, Action
 from ..canonical import arguments_preview
-from ..conventions import model_name
+from .. import pricing
+from ..conventions import model_name, model_usage
+from ..loop_spend import LOOP_VERDICTS, LoopLedger, LoopSpend
 from ..engine import AgentRef, Judged
+from .spool import Spool
 from ..records import (
     Content,
     ModelCall,
@@ -34,6 +39,8 @@ _PREVIEW_CHARS = 60
 _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
+_MAX_OPEN_LOOPS = 100_000  # agents with a loop under way; one evicted starts its next step as a new loop
+_LIVE_AGENTS = 1024  # agent summaries held in memory (the most recently active); the others are spooled
 
 
 def is_counting(verdict: Verdict) -> bool:
@@ -78,19 +85,36 @@ class Step:
 
 
 @dataclass(slots=True)
+class Loop:
+    """One loop of model calls of an agent (stalled reasoning, or output that repeated itself): the
+    steps it spans and what it spent, up to the step that broke it or the end of the input."""
+
+    kind: str  # thinking_loop | repetitive_output
+    first_step: int
+    last_step: int
+    spend: LoopSpend
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "first_step": self.first_step, "last_step": self.last_step,
+                "input_tokens": self.spend.input_tokens, "output_tokens": self.spend.output_tokens,
+                "cost_usd": None if self.spend.cost_usd is None else round(self.spend.cost_usd, 6)}
+
+
+@dataclass(slots=True)
 class AgentSummary:
     key: str
     name: str | None
+    seq: int = 0  # the order in which agents were first seen
     runs: int = 0
     model_calls: int = 0
     tool_calls: int = 0
     verdicts: int = 0  # non-counting verdicts
-    steps: list[Step] = field(default_factory=list)
     steps_with_verdicts: int = 0
     quiet_rows: int = 0  # listed steps without a verdict
     quiet_steps_not_listed: int = 0
     first_trace_id: int | None = None
     traces: int = 0
+    loops: list[Loop] = field(default_factory=list)
     _last_trace: int | None = None
 
     @property
@@ -105,7 +129,8 @@ class AgentSummary:
     def steps_total(self) -> int:
         return self.model_calls + self.tool_calls
 
-    def to_json(self, *, with_steps: bool = True) -> dict[str, Any]:
+    def to_json(self, steps: Iterable[Step] | None = None) -> dict[str, Any]:
+        """The agent, with `steps` (its listed steps, `Findings.steps`) when given."""
         out: dict[str, Any] = {
             "key": self.key,
             "name": self.name,
@@ -115,9 +140,10 @@ class AgentSummary:
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
             "verdicts": self.verdicts,
+            "loops": [loop.to_json() for loop in self.loops],
         }
-        if with_steps:
-            out["steps"] = [step.to_json() for step in self.steps]
+        if steps is not None:
+            out["steps"] = [step.to_json() for step in steps]
             out["steps_not_listed"] = self.quiet_steps_not_listed
         return out
 
@@ -160,20 +186,36 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
 
 
 class Findings:
-    """Collects judged spans into agents, steps and verdicts (bounded; see the module doc)."""
+    """Collects judged spans into agents, steps and verdicts (bounded; see the module doc). Read
+    them back with `agents()`, `steps(key)` and `verdicts()` once the analysis is over."""
 
     def __init__(self, *, max_quiet_rows: int = DEFAULT_MAX_QUIET_ROWS,
                  max_quiet_agents: int = DEFAULT_MAX_QUIET_AGENTS):
         self.max_quiet_rows = max_quiet_rows
         self.max_quiet_agents = max_quiet_agents
-        self.agents: dict[str, AgentSummary] = {}
-        self.verdicts: list[VerdictRow] = []
+        self._spool = Spool()
+        self._live: OrderedDict[str, AgentSummary] = OrderedDict()  # least recently active first
+        self._spooled = False  # whether any agent summary went to the spool
+        self._settled = True  # whether the spool holds every agent as it is now
+        self._seq = 0
+        self.agents_listed = 0
         # Agents without any verdict yet, least recently active first: the first to go past the budget.
         self._quiet: OrderedDict[str, None] = OrderedDict()
         self.quiet_agents_not_listed = 0
         self.quiet_agents_not_listed_steps = 0
+        # Totals of the verdicts (the rows are in the spool).
+        self.verdict_count = 0
+        self.actions: Counter = Counter()  # action -> verdicts, counting ones too
+        self.findings_by_action: Counter = Counter()  # action -> verdicts that are findings (not counting)
+        self.flags: Counter = Counter()  # rule -> findings without an action
+        self.counting = 0
+        self.thinking_stalls = 0  # thinking_loop verdicts
+        self.thinking_reactions = 0  # ... with an action
+        self.cuts = 0  # `break` verdicts: streams cut
+        self._ledger = LoopLedger(_MAX_OPEN_LOOPS, on_evict=lambda reason, n: None)
 
     def add(self, span: SpanView, judged: Judged) -> None:
+        self._settled = False
         kind = judged.classification.kind
         agent = self._agent(judged.agent)
         if agent.first_trace_id is None:
@@ -199,52 +241,155 @@ class Findings:
         model = model_name(span, judged.classification) if kind is SpanKind.MODEL else None
         step = Step(agent.steps_total, kind.value, span.trace_id, span.span_id, span.name,
                     judged.classification.convention, summarize(judged.record, model), tuple(shown))
-        agent.steps.append(step)
+        row = _step_row(step)
+        self._spool.add_step(agent.key, row)
         if shown:
             agent.steps_with_verdicts += 1
             self._quiet.pop(agent.key, None)
-        for verdict in shown:
-            self.verdicts.append(VerdictRow(verdict, agent, step))
+        for index, verdict in enumerate(shown):
+            self._spool.add_verdict(agent.key, (index, row))
+            self._count(verdict)
             if not is_counting(verdict):
                 agent.verdicts += 1
+            if kind is SpanKind.MODEL and verdict.verdict in LOOP_VERDICTS:
+                self._loop_step(agent, step, verdict, span, judged)
+
+    def _loop_step(self, agent: AgentSummary, step: Step, verdict: Verdict, span: SpanView, judged: Judged) -> None:
+        """A model call judged part of a loop: its tokens (and price) count into the agent's loop."""
+        pricing.wait_until_loaded(timeout=30)  # a report may wait for the price table
+        loop_step = self._ledger.step(agent.key, verdict, model_usage(span, judged.classification))
+        loop = None if loop_step.started else next((l for l in reversed(agent.loops) if l.kind == verdict.verdict), None)
+        if loop is None:
+            agent.loops.append(Loop(verdict.verdict, step.number, step.number, loop_step.spend))
+        else:
+            loop.last_step, loop.spend = step.number, loop_step.spend
+
+    def _count(self, verdict: Verdict) -> None:
+        action = verdict.action
+        self.verdict_count += 1
+        self.actions[action] += 1
+        if is_counting(verdict):
+            self.counting += 1
+        else:
+            self.findings_by_action[action] += 1
+            if action == "none":
+                self.flags[verdict.rule] += 1
+        if verdict.verdict == "thinking_loop":
+            self.thinking_stalls += 1
+            self.thinking_reactions += action != "none"
+        self.cuts += action == "break"
 
     def _agent(self, ref: AgentRef) -> AgentSummary:
-        agent = self.agents.get(ref.key)
-        if agent is None:
-            agent = self.agents[ref.key] = AgentSummary(ref.key, ref.name)
-            self._quiet[ref.key] = None
+        key = ref.key
+        agent = self._live.get(key)
+        if agent is not None:
+            self._live.move_to_end(key)
+        else:
+            agent = self._spooled_agent(key) if self._spooled else None
+            if agent is None:
+                agent = AgentSummary(key, ref.name, self._seq)
+                self._seq += 1
+                self.agents_listed += 1
+                self._quiet[key] = None
+            self._live[key] = agent
+            if len(self._live) > _LIVE_AGENTS:
+                _, oldest = self._live.popitem(last=False)
+                self._spool.put_agent(oldest.key, oldest.seq, _AGENT_FIELDS(oldest))
+                self._spooled = True
             if len(self._quiet) > self.max_quiet_agents:
                 self._drop(next(iter(self._quiet)))
-        else:
-            if agent.name is None and ref.name:
-                agent.name = ref.name
-            if ref.key in self._quiet:
-                self._quiet.move_to_end(ref.key)
+        if agent.name is None and ref.name:
+            agent.name = ref.name
+        if key in self._quiet:
+            self._quiet.move_to_end(key)
         return agent
 
     def _drop(self, key: str) -> None:
         del self._quiet[key]
-        agent = self.agents.pop(key)
+        agent = self._live.pop(key, None) or self._spooled_agent(key)
+        self._spool.drop_agent(key)
+        self.agents_listed -= 1
         self.quiet_agents_not_listed += 1
-        self.quiet_agents_not_listed_steps += agent.steps_total
+        self.quiet_agents_not_listed_steps += agent.steps_total if agent is not None else 0
+
+    # --- reading, once the analysis is over --------------------------------------------------------
+    def _settle(self) -> None:
+        if self._settled:
+            return
+        for agent in self._live.values():
+            self._spool.put_agent(agent.key, agent.seq, _AGENT_FIELDS(agent))
+        self._spooled = self._settled = True
+
+    def _spooled_agent(self, key: str) -> AgentSummary | None:
+        row = self._spool.agent(key)
+        return None if row is None else AgentSummary(*row)
+
+    def agents(self) -> Iterator[AgentSummary]:
+        """The listed agents, in the order first seen."""
+        self._settle()
+        return (AgentSummary(*row) for row in self._spool.agents())
+
+    def steps(self, key: str) -> Iterator[Step]:
+        """An agent's listed steps, in replay order."""
+        self._settle()
+        return map(_step_of, self._spool.steps(key))
+
+    def verdicts(self) -> Iterator[VerdictRow]:
+        """Every verdict, in the order found."""
+        self._settle()
+        agents: OrderedDict[str, AgentSummary] = OrderedDict()  # the agents of recent rows
+        for key, (index, row) in self._spool.verdicts():
+            agent = agents.get(key)
+            if agent is None:
+                agent = agents[key] = self._spooled_agent(key)  # type: ignore[assignment]
+                if len(agents) > _LIVE_AGENTS:
+                    agents.popitem(last=False)
+            step = _step_of(row)
+            yield VerdictRow(step.verdicts[index], agent, step)
+
+
+# Spooled as tuples of their fields: pickling a slotted dataclass itself is several times slower.
+_AGENT_FIELDS = attrgetter(*(f.name for f in fields(AgentSummary)))
+_VERDICT_FIELDS = attrgetter(*(f.name for f in fields(Verdict)))
+_ACTION_AT = [f.name for f in fields(Verdict)].index("action")  # spooled as its string
+
+
+def _step_row(step: Step) -> tuple[Any, ...]:
+    verdicts = []
+    for verdict in step.verdicts:
+        values = list(_VERDICT_FIELDS(verdict))
+        values[_ACTION_AT] = str(values[_ACTION_AT])
+        verdicts.append(tuple(values))
+    return (step.number, step.kind, step.trace_id, step.span_id, step.span_name, step.convention, step.summary,
+            tuple(verdicts))
+
+
+def _step_of(row: tuple[Any, ...]) -> Step:
+    *head, rows = row
+    verdicts = []
+    for values in rows:
+        values = list(values)
+        values[_ACTION_AT] = Action(values[_ACTION_AT])
+        verdicts.append(Verdict(*values))
+    return Step(*head, tuple(verdicts))
 
 
 def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
     """What `describe` needs of a record (and, for a model call, the model's name), kept per listed
-    step: lengths, not text. Put into words only when shown (on a large input most listed steps are
+    step: lengths, not text; plain values (enums as their strings: cheap to spool). Put into words only when shown (on a large input most listed steps are
     not: their agent goes past --max-agents)."""
     if isinstance(record, ToolCall):
         arguments = record.arguments
         if arguments is not None:  # bounded previews, not the arguments (which may be long)
             arguments = (arguments_preview(arguments, _FACT_PREVIEW_CHARS) if arguments else None,
                          arguments_preview(arguments, _PREVIEW_CHARS))
-        return (_TOOL, record.name, arguments, record.arguments_content, record.status, record.denied)
+        return (_TOOL, record.name, arguments, record.arguments_content.value, record.status.value, record.denied)
     if isinstance(record, ModelCall):
         chunks = record.chunks
         return (_MODEL, model, len(record.reasoning), len(record.text),
-                tuple(map(_NAME, record.tool_calls)), record.has_output, record.output_content,
+                tuple(map(_NAME, record.tool_calls)), record.has_output, record.output_content.value,
                 sum(1 for chunk in chunks if chunk.kind == "text") if chunks else 0, record.chunk_events,
-                record.dropped_events, record.status)
+                record.dropped_events, record.status.value)
     return ()
 
 
@@ -252,13 +397,13 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     """What a step was (its `summarize`d record), as one short line and as JSON facts."""
     if not summary:
         return "", {}
-    if summary[0] is _TOOL:
+    if summary[0] == _TOOL:
         _, name, arguments, arguments_content, status, denied = summary
         facts: dict[str, Any] = {
             "tool": name,
             "arguments": arguments[0] if arguments is not None else None,
-            "arguments_content": arguments_content.value,
-            "status": status.value,
+            "arguments_content": arguments_content,
+            "status": status,
         }
         name = name or "(unnamed tool)"
         if arguments is None:
@@ -279,11 +424,11 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
         "text_chars": text_chars,
         "tool_calls_requested": list(tool_calls),
         "has_output": has_output,
-        "output_content": output_content.value,
+        "output_content": output_content,
         "text_chunks": text_chunks,
         "chunk_events": chunk_events,
         "dropped_events": dropped_events,
-        "status": status.value,
+        "status": status,
     }
     if has_output is None:
         what = "output not captured"
@@ -299,7 +444,7 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
         what += f" · {chunk_events} textless chunks"
     if dropped_events:
         what += f" · {dropped_events} dropped"
-    if output_content is Content.MALFORMED:
+    if output_content == Content.MALFORMED:
         what += " · unreadable"
     if status == Status.ERROR:
         what += " · error"

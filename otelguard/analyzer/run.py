@@ -1,14 +1,17 @@
 """`analyze(paths)`: read OTLP JSON files, replay their spans through one engine, collect the findings.
 
-Streaming end to end: files are read line by line (`otlp_json.iter_lazy_spans`), spans wait in the trace
-buffer only until their trace is complete (`replay.TraceBuffer`), and the findings keep every verdict
-but only a bounded number of quiet rows. Peak memory is about the largest set of traces in flight
-at once, not the file.
+Streaming end to end: files are read line by line, each line bounded (`lines.LineReader`,
+`otlp_json.iter_lazy_spans`), spans wait in the trace buffer only until their trace is complete
+(`replay.TraceBuffer`), the engine keeps `max_tracked_agents` agents (evictions counted), and the
+findings go to a spool on disk (`results.Findings`). Peak memory is about the largest set of traces
+in flight at once, not the file nor the number of verdicts.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,10 +19,13 @@ from typing import Any
 from ..actions import reaches
 from ..config import GuardConfig
 from ..containment import Containment
-from ..engine import GuardEngine, Judged
+from ..engine import DEFAULT_MAX_AGENTS, GuardEngine, Judged
+from .cli_calls import CliCalls, read_log_line
+from .event_outputs import EventOutputs
 from .otlp_json import (
     BAD_SPAN,
     BLANK,
+    LOG_RECORDS,
     NOT_A_REQUEST,
     LazySpan,
     ReadProblem,
@@ -29,13 +35,13 @@ from .otlp_json import (
 from ..records import SpanView
 from .coverage import Coverage, FileCoverage
 from .inputs import InputError, open_input
+from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
 from .replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from .results import (
     DEFAULT_MAX_QUIET_AGENTS,
     DEFAULT_MAX_QUIET_ROWS,
     Findings,
     VerdictRow,
-    is_counting,
 )
 
 
@@ -46,8 +52,15 @@ class AnalyzerOptions:
     limits: ReplayLimits = field(default_factory=ReplayLimits)
     max_quiet_rows: int = DEFAULT_MAX_QUIET_ROWS
     max_quiet_agents: int = DEFAULT_MAX_QUIET_AGENTS
+    # Agents whose guard state the engine keeps at once (the live bound); evictions are reported.
+    max_tracked_agents: int = DEFAULT_MAX_AGENTS
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
     def __post_init__(self) -> None:
+        for name in ("max_tracked_agents", "max_line_bytes", "max_decompressed_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.max_quiet_rows < 0:
             raise ValueError(f"max_quiet_rows must be >= 0, got {self.max_quiet_rows}")
         if self.max_quiet_agents < 1:
@@ -65,14 +78,21 @@ class Analysis:
 
     @property
     def verdicts(self) -> list[VerdictRow]:
-        return self.findings.verdicts
+        """Every verdict, as a list (all in memory: `findings.verdicts()` streams them)."""
+        return list(self.findings.verdicts())
 
     def reaching(self, threshold: str) -> list[VerdictRow]:
         """Verdicts whose action is `threshold` or stronger (see `actions.ACTION_ORDER`)."""
-        return [row for row in self.findings.verdicts if reaches(row.verdict.action, threshold)]
+        if not self.reached(threshold):
+            return []
+        return [row for row in self.findings.verdicts() if reaches(row.verdict.action, threshold)]
+
+    def reached(self, threshold: str) -> int:
+        """How many verdicts' actions are `threshold` or stronger."""
+        return sum(n for action, n in self.findings.actions.items() if reaches(action, threshold))
 
     def findings_count(self) -> int:
-        return sum(1 for row in self.findings.verdicts if not is_counting(row.verdict))
+        return sum(self.findings.findings_by_action.values())
 
 
 def analyze(
@@ -89,7 +109,7 @@ def analyze(
     buffer = TraceBuffer(options.limits)
     coverage.buffer = buffer
     clock = ReplayClock()
-    engine = GuardEngine(config, clock=clock)
+    engine = GuardEngine(config, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
     containment = Containment(coverage.internal_error)
     late_traces: frozenset[int] = frozenset()
 
@@ -99,7 +119,14 @@ def analyze(
                              judged.record, late)
         findings.add(span, judged)
 
-    replayer = Replayer(engine, on_judged, clock, contain=containment)
+    event_outputs = EventOutputs()
+    coverage.event_outputs = event_outputs
+    replayer = Replayer(engine, on_judged, clock, contain=containment, event_outputs=event_outputs)
+    # Coding-agent CLIs' tool calls (log records, spans): one record per call, joined within as many
+    # records as a trace may wait for its root.
+    cli_calls = CliCalls(engine, lambda span, judged, _: on_judged(span, judged), clock,
+                         wait=options.limits.flush_after_records, contain=containment)
+    coverage.cli_calls = cli_calls
 
     def replay(batches: list[Batch] | tuple[()]) -> None:
         nonlocal late_traces
@@ -108,19 +135,46 @@ def analyze(
             replayer.replay(batch)
 
     record = 0
-    for path in paths:
-        record = _read_file(path, record, coverage, buffer, replay)
+    for path in _log_files_first(paths):  # GenAI events then wait for the spans they name
+        record = _read_file(path, record, coverage, buffer, replay, cli_calls, event_outputs, options)
     replay(buffer.drain())
+    cli_calls.drain()
+    event_outputs.drain()
     coverage.verdicts_from_live_record = replayer.recorded_used
     coverage.not_ours = replayer.not_ours
     return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings)
 
 
+def _log_files_first(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    """The inputs, those whose first record is OTLP logs first (otherwise in the order given)."""
+    return sorted(paths, key=lambda path: not _starts_with_logs(path))
+
+
+def _starts_with_logs(path: str | os.PathLike[str]) -> bool:
+    """Whether the file's first record is OTLP logs, from its first 64 KiB (gzip or not; standard
+    input is not looked into: it can be read once)."""
+    if os.fspath(path) == "-":
+        return False
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(2)
+            raw.seek(0)
+            data = gzip.GzipFile(fileobj=raw).read(_PEEK_BYTES) if head == b"\x1f\x8b" else raw.read(_PEEK_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return False  # read in its turn, where the problem is reported
+    return b'"resourceLogs"' in data.lstrip()[:256]
+
+
+_PEEK_BYTES = 65_536
+
+
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
-               replay: Callable[[list[Batch] | tuple[()]], None]) -> int:
+               replay: Callable[[list[Batch] | tuple[()]], None], cli_calls: CliCalls,
+               event_outputs: EventOutputs, options: AnalyzerOptions) -> int:
     """Read one input file into the trace buffer, replaying what becomes ready; count what it held.
     `record` is the number of records (lines) read before it; returns the number after it."""
-    source = open_input(path)
+    source = open_input(path, max_line_bytes=options.max_line_bytes,
+                        max_decompressed_bytes=options.max_decompressed_bytes)
     file = FileCoverage(os.fspath(path), compressed=source.compressed, named_gz_not_gzip=source.named_gz_not_gzip)
     coverage.files.append(file)
     first_problem: ReadProblem | None = None
@@ -143,6 +197,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                     record_line = line
                     file.span_records += 1
                 spans += 1
+                cli_calls.add_span(item, None, record)
                 batches = add(item, record)
                 if batches:
                     replay(batches)
@@ -152,9 +207,14 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
             if line != current_line:
                 if current_line >= 0:
                     replay(buffer.ready(record))
+                    cli_calls.expire(record)
                 current_line = line
-                lines_with_items += 1
+                lines_with_items += problem.lines
                 record += 1
+            if problem.reason == LOG_RECORDS and line == source.lines:
+                cli_records, event_records = read_log_line(source.last, cli_calls, event_outputs, record)
+                file.cli_tool_records += cli_records
+                file.genai_event_records += event_records
             # A line with a span too broken to read was a trace request all the same.
             if line != record_line and problem.reason == BAD_SPAN:
                 record_line = line

@@ -19,7 +19,6 @@ Nothing here imports OpenTelemetry; spans come as `SpanView`s.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,12 +34,10 @@ from ..records import (
     ToolCall,
 )
 from . import genai, openinference, openllmetry
-from ._values import OutputFloor, model_name_of
+from ._values import READ_LIMITS, OutputFloor, ReadLimits, model_name_of
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "classify", "classify_marked", "looks_at", "model_name",
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "OutputFloor", "READ_LIMITS", "ReadLimits", "classify", "classify_marked", "looks_at", "model_name",
            "model_usage", "output_unread", "read"]
-
-_log = logging.getLogger(__name__)
 
 NAMED_SPANS = genai.LEGACY_SPAN_NAMES | openllmetry.NAMED_MODEL_SPANS
 # Any of these keys makes a span worth a closer look; a span with none of them (and no known name)
@@ -180,7 +177,10 @@ def _report_failure(classification: Classification, kind: SpanKind, error: Excep
     key = (str(classification.convention), kind.value, type(error))
     if key not in _reported_failures and len(_reported_failures) < _MAX_REPORTED_FAILURES:
         _reported_failures.add(key)
-        _log.warning("otelguard could not read a %s %s span", classification.convention, kind.value, exc_info=True)
+        import logging  # only on a failure: a CLI hook process starts without it
+
+        logging.getLogger(__name__).warning("otelguard could not read a %s %s span", classification.convention,
+                                            kind.value, exc_info=True)
 
 
 def _unreadable(kind: SpanKind) -> AgentRun | ToolCall | ModelCall:

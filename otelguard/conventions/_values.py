@@ -36,8 +36,26 @@ _TEXTLESS_CHUNK_EVENTS = frozenset(
     {sc.GEN_AI_COMPLETION_CHUNK_EVENT, sc.LLM_COMPLETION_CHUNK_EVENT, sc.OI_FIRST_TOKEN_EVENT}
 )
 
-# Content.OK < TRUNCATED < UNREAD < ABSENT < MALFORMED: when parts of one output disagree, the worst wins.
-_CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.UNREAD: 2, Content.ABSENT: 3, Content.MALFORMED: 4}
+# Content.OK < TRUNCATED < OVERSIZED < UNREAD < ABSENT < MALFORMED: when parts of one output disagree,
+# the worst wins.
+_CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, Content.UNREAD: 3,
+                     Content.ABSENT: 4, Content.MALFORMED: 5}
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """What the guard reads of one span, so that judging it stays within ~10 ms on the agent's
+    thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
+    `Content.OVERSIZED`; every driver reads alike, so live and offline verdicts agree."""
+
+    json_chars: int = 1 << 20  # a JSON attribute decoded (model output, tool arguments): orjson, ~2 ms
+    # A value read by a scan in Python (a repr of the Agents SDK's reasoning, JSON cut by a length
+    # limit): ~40-80 ns a character.
+    scanned_chars: int = 1 << 15
+    judged_chars: int = 1 << 14  # a call's reasoning, and its text, judged: their last characters
+
+
+READ_LIMITS = ReadLimits()
 
 
 # --- span-level access ---------------------------------------------------------------------------
@@ -216,11 +234,30 @@ def group_indexed(items: Iterable[tuple[Any, Any]], prefix: str) -> dict[int, di
 # --- JSON ---------------------------------------------------------------------------------------
 
 
+# The last JSON text decoded, and how: a live model span's floor test that finds output to read is
+# followed by the read, which decodes the same text again (one parse a judged model output instead of
+# two: the bar on the time a span's end may take, benchmarks/span_end_by_size.py). Swapped whole.
+_last_decoded: tuple[Any, tuple[Any, Content]] = (None, (None, Content.ABSENT))
+
+
 def load_json(value: Any) -> tuple[Any, Content]:
     """Decode a JSON attribute. Already-decoded structures pass through; cut JSON is salvaged.
 
-    Returns (value, OK), (salvaged prefix, TRUNCATED), (None, MALFORMED) or (None, ABSENT).
+    Returns (value, OK), (salvaged prefix, TRUNCATED), (None, MALFORMED), (None, ABSENT) or, past
+    the read limit, (None, OVERSIZED). The decoded value is shared with the next caller that decodes
+    the very same text: read it, never change it.
     """
+    global _last_decoded
+    last_text, last = _last_decoded
+    if value is last_text:
+        return last
+    decoded = _decode_json(value)
+    if type(value) is str:
+        _last_decoded = (value, decoded)
+    return decoded
+
+
+def _decode_json(value: Any) -> tuple[Any, Content]:
     if value is None:
         return None, Content.ABSENT
     if type(value) is not str:  # JSON text is the usual case: it skips the ABC check
@@ -232,10 +269,14 @@ def load_json(value: Any) -> tuple[Any, Content]:
             value = bytes(value).decode("utf-8", "replace")
         if not isinstance(value, str):
             return None, Content.MALFORMED
+    if len(value) > READ_LIMITS.json_chars:
+        return None, Content.OVERSIZED
     try:
         return fastjson.loads(value), Content.OK
     except (ValueError, RecursionError):
         pass
+    if len(value) > READ_LIMITS.scanned_chars:
+        return None, Content.OVERSIZED
     salvaged = _salvage_truncated_json(value)
     if salvaged is not None:
         return salvaged, Content.TRUNCATED
@@ -341,6 +382,8 @@ def read_arguments(value: Any) -> tuple[str | None, Content]:
     """Canonical tool arguments; JSON cut by a length limit is kept verbatim and marked TRUNCATED."""
     if isinstance(value, tuple):
         value = list(value)
+    elif type(value) is str and len(value) > READ_LIMITS.json_chars:
+        return _oversized_arguments(value), Content.OVERSIZED
     try:
         canonical, content = canonical_arguments(value)
     except Exception:  # canonical_arguments trusts json.dumps; a hostile object may still break it
@@ -348,6 +391,14 @@ def read_arguments(value: Any) -> tuple[str | None, Content]:
     if content is Content.MALFORMED and isinstance(value, str) and looks_truncated(value):
         return canonical, Content.TRUNCATED
     return canonical, content
+
+
+def _oversized_arguments(text: str) -> str:
+    """Arguments too long to decode, as their identity: the length and both ends of the text (the
+    same call repeated is the same text; two calls alike at both ends and in length are taken as
+    one)."""
+    edge = 512
+    return f"{text[:edge]}…({len(text) - 2 * edge} chars)…{text[-edge:]}"
 
 
 # --- reasoning encodings ------------------------------------------------------------------------
@@ -371,6 +422,8 @@ def decode_reasoning(content: Any) -> tuple[str, Content]:
         if state is not Content.MALFORMED and isinstance(decoded, list):
             return _summary_text(decoded), state
     if _CONTENT_REPR_START.match(text):
+        if len(text) > READ_LIMITS.scanned_chars:
+            return "", Content.OVERSIZED
         return _decode_content_repr(text)
     return text, Content.OK
 
@@ -506,8 +559,13 @@ def model_call(span: Any, output: Output | None) -> ModelCall:
     if output is None:
         # A failed call produced nothing, whatever the capture setting: that is known, not absent.
         output = Output(content=Content.OK if status is Status.ERROR else Content.ABSENT)
-    return ModelCall("\n".join(output.texts), "\n".join(output.reasoning), tuple(output.tool_calls), output.content,
-                     chunks, chunk_events, dropped_events_of(span), status)
+    text, reasoning = "\n".join(output.texts), "\n".join(output.reasoning)
+    judged, unjudged = READ_LIMITS.judged_chars, 0
+    if len(text) > judged or len(reasoning) > judged:  # read whole, judged by its last characters
+        unjudged = max(0, len(text) - judged) + max(0, len(reasoning) - judged)
+        text, reasoning = text[-judged:], reasoning[-judged:]
+    return ModelCall(text, reasoning, tuple(output.tool_calls), output.content, chunks, chunk_events,
+                     dropped_events_of(span), status, unjudged)
 
 
 # --- model usage ----------------------------------------------------------------------------------
@@ -521,6 +579,7 @@ class UsageKeys:
     output_tokens: tuple[str, ...]
     reasoning_tokens: tuple[str, ...]
     finish_reasons: tuple[str, ...]
+    input_tokens: tuple[str, ...] = ()
 
 
 def model_name_of(span: Any, keys: UsageKeys) -> str | None:
@@ -534,4 +593,5 @@ def model_usage_of(span: Any, keys: UsageKeys) -> ModelUsage:
         first_int(attributes, *keys.output_tokens),
         first_int(attributes, *keys.reasoning_tokens),
         as_str_tuple(first_present(attributes, *keys.finish_reasons)),
+        first_int(attributes, *keys.input_tokens),
     )

@@ -26,16 +26,16 @@ from ..records import (
     ToolCall,
 )
 from ._values import (
+    UNREAD_OUTPUT,
     Output,
     OutputFloor,
+    UsageKeys,
     as_name,
     as_text,
     attributes_of,
     error_message,
     first_present,
     load_json,
-    UNREAD_OUTPUT,
-    UsageKeys,
     model_call,
     model_usage_of,
     read_arguments,
@@ -147,6 +147,7 @@ USAGE_KEYS = UsageKeys(
     reasoning_tokens=(sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS, sc.GEN_AI_USAGE_REASONING_TOKENS,
                       sc.LLM_USAGE_REASONING_TOKENS),
     finish_reasons=(sc.GEN_AI_RESPONSE_FINISH_REASONS,),
+    input_tokens=(sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS),
 )
 
 
@@ -157,7 +158,7 @@ def read_model_usage(span: SpanView) -> ModelUsage:
 def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     """Whether `read_model` with this floor leaves the output unread, by the same tests, without
     making a record: the live guard then needs none of the span. (Output that may reach the floor is
-    parsed here and again by the read that follows.)"""
+    parsed here once: the read that follows gets the same decoded value from `load_json`.)"""
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False

@@ -30,6 +30,7 @@ from . import genai
 from ._values import (
     Output,
     OutputFloor,
+    UsageKeys,
     as_name,
     as_text,
     attributes_of,
@@ -38,7 +39,6 @@ from ._values import (
     group_indexed,
     iter_mappings,
     load_json,
-    UsageKeys,
     model_call,
     model_usage_of,
     read_arguments,
@@ -156,6 +156,7 @@ USAGE_KEYS = UsageKeys(
     reasoning_tokens=(sc.LLM_TOKEN_COUNT_COMPLETION_REASONING, sc.GEN_AI_USAGE_DETAILS_REASONING_TOKENS,
                       sc.GEN_AI_USAGE_REASONING_TOKENS),
     finish_reasons=(sc.GEN_AI_RESPONSE_FINISH_REASONS, sc.LLM_FINISH_REASON),
+    input_tokens=(sc.LLM_TOKEN_COUNT_PROMPT, sc.GEN_AI_USAGE_INPUT_TOKENS),
 )
 
 

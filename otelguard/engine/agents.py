@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from typing import Any, Callable, NamedTuple
@@ -23,6 +24,7 @@ from .bounded import BoundedMap, OnEvict, OpenSpans
 _MAX_RUNS_WITH_NESTED_AGENTS = 1024  # open run-scoped runs whose nested agents' keys are noted
 _MAX_NESTED_NAMES_A_RUN = 256
 _MAX_ENDED_RUNS_REMEMBERED = 1024
+_MAX_KEY_CHARS = 256  # a longer key keeps its start and a digest of the whole (see `_bounded`)
 
 
 class AgentRef(NamedTuple):
@@ -42,10 +44,19 @@ def agent_of_run(run: AgentRun, trace_id: int, span_id: int, enclosing: AgentRef
     """The agent of a run that starts in span `span_id`, inside `enclosing`'s run if any."""
     durable = run.durable_key
     if durable:
-        return AgentRef(durable, run.name, span_id)
+        return AgentRef(_bounded(durable), run.name, span_id)
     if enclosing is not None and run.name:
-        return AgentRef(f"{enclosing.key}/{run.name}", run.name, span_id, enclosing.scope_run_id)
+        return AgentRef(_bounded(f"{enclosing.key}/{run.name}"), run.name, span_id, enclosing.scope_run_id)
     return AgentRef(f"span:{trace_id:032x}:{span_id:016x}", run.name, span_id, span_id)
+
+
+def _bounded(key: str) -> str:
+    """The key, or past `_MAX_KEY_CHARS` its start and a digest of it all: a nested agent's key holds
+    its enclosing agent's, so without a bound keys would grow with the depth of nesting."""
+    if len(key) <= _MAX_KEY_CHARS:
+        return key
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"{key[:_MAX_KEY_CHARS - 34]}…#{digest}"
 
 
 def trace_agent(trace_id: int) -> AgentRef:

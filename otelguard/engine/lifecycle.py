@@ -19,10 +19,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .. import conventions
-from ..config import GuardConfig
 from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, looks_at
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
@@ -37,9 +36,13 @@ from ..records import (
     ToolCall,
     Verdict,
 )
+from ..validated_config import ValidatedConfig
 from .agents import UNMADE, AgentRef, Agents, agent_of_run, trace_agent
 from .bounded import OpenSpans
 from .source import SpanSource
+
+if TYPE_CHECKING:
+    from ..config import GuardConfig
 
 DEFAULT_MAX_AGENTS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
@@ -80,6 +83,13 @@ def _as_started(source: SpanSource) -> SpanView:
     return SpanView(source.name, source.trace_id, source.span_id, source.parent_span_id, source.attributes)
 
 
+def _validated(config: GuardConfig | dict | str | None) -> GuardConfig:
+    # pydantic, imported here only: a driver that hands a ValidatedConfig (the CLI hooks) never needs it
+    from ..config import GuardConfig
+
+    return GuardConfig.load(config)
+
+
 def _hooked(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
     """(index, guard) of the guards whose class overrides `hook`, in composition order: most guards
     leave most hooks as the base no-op, and every agent, model or tool span would call them."""
@@ -97,7 +107,7 @@ class GuardEngine:
 
     def __init__(
         self,
-        config: GuardConfig | dict | str | None = None,
+        config: GuardConfig | ValidatedConfig | dict | str | None = None,
         *,
         max_agents: int = DEFAULT_MAX_AGENTS,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
@@ -106,7 +116,7 @@ class GuardEngine:
         on_evict: Callable[[str, str, int], None] | None = None,
         full_records: bool = True,
     ):
-        self.config = GuardConfig.load(config)
+        self.config = config if isinstance(config, ValidatedConfig) else _validated(config)
         self.guards: list[Guard] = build_guards(self.config)
         self._output_floor = None if full_records else conventions.OutputFloor(
             text_chars=min((guard.judged_text_chars for guard in self.guards), default=math.inf),
@@ -143,6 +153,9 @@ class GuardEngine:
         # business, at its start or its end, and a driver may skip handing it over.
         self.spans_in_runs: Mapping[int, AgentRef] = self._open
         self._stream_trips: OpenSpans[int, Verdict] = OpenSpans(_MAX_PENDING_STREAM_TRIPS, on_evict=evicted("stream"))
+        # span id -> classification of every open agent, model or tool span: each span is classified
+        # once. An entry the bound evicts costs nothing but classifying that span again at its end.
+        self._classified: OpenSpans[int, Classification] = OpenSpans(max_open_spans)
 
     # --- the lifecycle ---------------------------------------------------------------------------
     def start(self, source: SpanSource) -> Started | None:
@@ -158,6 +171,7 @@ class GuardEngine:
             if self._open:
                 self.enter(source.span_id, source.parent_span_id)
             return None
+        self._classified.put(source.span_id, classification)
         kind = classification.kind
         parent_id = source.parent_span_id
         enclosing = self._open.get(parent_id) if parent_id is not None else None
@@ -173,17 +187,21 @@ class GuardEngine:
     def end(self, source: SpanSource, *, timed_out_ms: float | None = None) -> Judged | None:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
         `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
-        attributes = source.attributes
-        try:  # as in `start`
-            classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
-                              else classify_marked(source.name, attributes))
-        except (AttributeError, TypeError):
-            classification = None
-        if classification is None:
-            if self._open:
-                self._open.pop(source.span_id, None)
-            return None
         span_id = source.span_id
+        attributes = source.attributes
+        # Classified at its start (what the engine acted on then); else now: a span whose marker
+        # came after its start, or one handed over at its end alone.
+        classification = self._classified.pop(span_id, None) if self._classified else None
+        if classification is None:
+            try:  # as in `start`
+                classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
+                                  else classify_marked(source.name, attributes))
+            except (AttributeError, TypeError):
+                classification = None
+            if classification is None:
+                if self._open:
+                    self._open.pop(span_id, None)
+                return None
         agent = self._open.pop(span_id, None)
         if agent is None:
             agent = self._agent_by_parent(source.parent_span_id, source.trace_id)

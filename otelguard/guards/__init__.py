@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from ..config import (
-    REPEAT_TOOL_REMINDER,
-    THINKING_LOOP_GUARD,
-    TIMEOUT_POLICY,
-    GuardConfig,
-)
+from typing import TYPE_CHECKING
+
+from ..guard_ids import REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
 from .base import Guard, ModelFacts, ToolStart
 from .repeat_tool_reminder import RepeatToolReminder
 from .thinking_loop_guard import ThinkingLoopGuard
 from .timeout_policy import TimeoutPolicy
+
+if TYPE_CHECKING:
+    from ..config import GuardConfig
+    from ..validated_config import ValidatedConfig
 
 _BUILDERS = {
     TIMEOUT_POLICY: TimeoutPolicy,
@@ -20,8 +21,8 @@ _BUILDERS = {
 }
 
 
-def build_guards(config: GuardConfig) -> list[Guard]:
-    """One guard per config row, in composition (registration) order."""
+def build_guards(config: GuardConfig | ValidatedConfig) -> list[Guard]:
+    """One guard per config row, in composition (registration) order (rows validated already)."""
     return [_BUILDERS[row.id](row.config) for row in config.guards]
 
 

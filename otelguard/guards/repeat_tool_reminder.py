@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..actions import Action
 from ..canonical import arguments_preview, escape_quoted
-from ..config import REPEAT_TOOL_REMINDER, RepeatToolReminderConfig
 from ..detectors.repeat import RepeatChain, ToolFilter
+from ..guard_ids import REPEAT_TOOL_REMINDER
 from ..records import SpanView, ToolCall, Verdict
 from .base import Guard, ToolStart
+
+if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
+    from ..config import RepeatToolReminderConfig
 
 REPEATED_TOOL_CALL = "repeated_tool_call"
 

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import TYPE_CHECKING
 
 from ..actions import Action
-from ..config import THINKING_LOOP_GUARD, ThinkingLoopGuardConfig
 from ..detectors.novelty import NoveltyMeter
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector
+from ..guard_ids import THINKING_LOOP_GUARD
 from ..records import ModelCall, SpanView, Verdict
 from .base import Guard, ModelFacts
+
+if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
+    from ..config import ThinkingLoopGuardConfig
 
 THINKING_LOOP = "thinking_loop"
 REPETITIVE_OUTPUT = "repetitive_output"

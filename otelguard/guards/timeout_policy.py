@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..actions import Action
-from ..config import TIMEOUT_POLICY, TimeoutPolicyConfig
 from ..detectors.timeout import is_framework_timeout
+from ..guard_ids import TIMEOUT_POLICY
 from ..records import SpanView, ToolCall, Verdict
 from ..semconv import OTELGUARD_TOOL_TIMEOUT_MS
 from .base import Guard, ToolStart
+
+if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
+    from ..config import TimeoutPolicyConfig
 
 TOOL_TIMEOUT_VERDICT = "tool_timeout"  # the verdict; signals.TOOL_TIMEOUT is the abort reason
 

@@ -2,7 +2,8 @@
 
 `processor` (the SpanProcessor, a thin driver), `sdk_span` (the only reader of the SDK's private
 fields), `timeouts` (tool budgets and signals), `delivery` (metrics and control hooks),
-`enrichment` (verdicts on exported spans), `metrics`, `registry`, `watchdog`, `dispatch`.
+`enrichment` (verdicts on exported spans), `evaluation_events` (verdicts as GenAI evaluation events),
+`metrics`, `registry`, `watchdog`, `dispatch`.
 """
 
 from __future__ import annotations

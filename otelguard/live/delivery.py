@@ -1,4 +1,5 @@
-"""Verdicts out: metrics for every verdict, and the control hook for those that ask for a reaction.
+"""Verdicts out: metrics and an evaluation event for every verdict, and the control hook for those
+that ask for a reaction.
 
 Control hooks run off the span thread (`ControlDispatcher`); the span thread waits at most
 `hook_wait_s`. The control of an agent run is the one bound when its span started
@@ -14,16 +15,17 @@ from typing import Any
 from ..actions import Action
 from ..control import AgentControl, GuardMessage, bound_control
 from ..conventions import model_usage
-from ..engine import AgentRef, Judged
+from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
+from ..loop_spend import LOOP_VERDICTS, LoopLedger
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
+from .evaluation_events import EvaluationEvents
 from .metrics import GuardMetrics
 
 _INJECTED = frozenset({Action.REMIND, Action.WARN, Action.BLOCK})
 _STEERED = frozenset({Action.STEER, Action.BREAK})
-_LOOP_VERDICTS = ("thinking_loop", "repetitive_output")  # model calls whose tokens were spent in a loop
 
 
 def deliver(control: Any, verdict: Verdict) -> Action | None:
@@ -82,32 +84,54 @@ class AgentRuns:
 
 
 class Delivery:
-    """Records verdicts in metrics and delivers reactions to the agent's control."""
+    """Records verdicts in metrics and evaluation events, and delivers reactions to the agent's control."""
 
     def __init__(self, metrics: GuardMetrics, runs: AgentRuns, dispatcher: ControlDispatcher,
-                 default_control: AgentControl | None):
+                 default_control: AgentControl | None, evaluations: EvaluationEvents | None = None,
+                 max_loops: int = DEFAULT_MAX_AGENTS):
         self.metrics = metrics
         self.runs = runs
         self.dispatcher = dispatcher
         self.default_control = default_control
+        # None: no evaluation events (`otelguard serve` judges remote agents and emits none yet).
+        self.evaluations = evaluations if evaluations is not None else EvaluationEvents.off()
+        self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
 
-    def judged(self, judged: Judged) -> None:
-        """A span's verdicts: each counted, each reaction delivered; a loop's tokens counted once read."""
+    def judged(self, judged: Judged, service_name: str | None = None) -> dict[str, Any] | None:
+        """A span's verdicts: each counted and emitted as an event, each reaction delivered; a loop's
+        tokens and their price counted once read. `service_name`: the sender's, labelling the verdicts
+        (`otelguard serve`). Returns the loop's spend so far as span attributes (None when the span is
+        no step of a loop of model calls)."""
         usage = None
+        span = judged.span
+        spent: dict[str, Any] | None = None
         for verdict in judged.verdicts:
-            self.metrics.verdict(verdict, judged.agent.name)
+            self.metrics.verdict(verdict, judged.agent.name, service_name)
             if verdict.repeat_count is not None:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
-            if type(judged.record) is ModelCall and verdict.verdict in _LOOP_VERDICTS and judged.span is not None:
-                usage = usage or model_usage(judged.span, judged.classification)
+            spend = None
+            if type(judged.record) is ModelCall and verdict.verdict in LOOP_VERDICTS and span is not None:
+                usage = usage or model_usage(span, judged.classification)
                 if usage.output_tokens:
                     self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
+                step = self.loops.step(judged.agent.key, verdict, usage)
+                spend, spent = step.spend, step.spend.attributes()
+                if step.new_cost_usd:
+                    self.metrics.loop_cost(verdict, judged.agent.name, usage.model, step.new_cost_usd)
+            if span is not None and self.evaluations.wants(verdict):
+                self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
+                                      response_id=span.attributes.get("gen_ai.response.id"),
+                                      extra=spent if spend is not None else None)
             if needs_delivery(verdict):
                 self._deliver(judged.agent, verdict)
+        return spent
 
-    def now(self, agent: AgentRef | None, verdict: Verdict) -> None:
-        """A verdict reached outside a span's end (a stream cut mid-call)."""
+    def now(self, agent: AgentRef | None, verdict: Verdict, span_context: Any) -> None:
+        """A verdict reached outside a span's end (a stream cut mid-call) in the span of `span_context`."""
         self.metrics.verdict(verdict, agent.name if agent else None)
+        if self.evaluations.wants(verdict):
+            self.evaluations.emit(verdict, span_context.trace_id, span_context.span_id,
+                                  agent_name=agent.name if agent else None, trace_flags=span_context.trace_flags)
         if needs_delivery(verdict):
             self._deliver(agent, verdict)
 

@@ -17,10 +17,10 @@ MAX_LABEL_VALUES = 100  # distinct model-controlled label values (tool names) be
 LABEL_GENERATION_S = 600.0  # a capped label value not seen for two of these frees its slot
 MAX_LABEL_CHARS = 128  # longer model-controlled values are cut: a label is an identifier, not content
 INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstream.on_ending", "downstream.on_end",
-                         "control_hook", "watchdog", "deliver", "dispatch.worker_died")
+                         "control_hook", "watchdog", "deliver", "dispatch.worker_died", "evaluation_events")
 CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
-EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
+EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream", "loop")
 # One in this many agent, model or tool span ends the guard handles (agent ends and model spans left
 # unread included) is timed for `otelguard.processing.duration`: with an SDK MeterProvider a
 # histogram record costs ~4 us, as much as judging a whole tool span.
@@ -94,6 +94,10 @@ class GuardMetrics:
         self.loop_tokens = meter.create_counter(
             "otelguard.loop.tokens", unit="{token}",
             description="Output tokens spent in model calls judged stalled or repetitive")
+        # Unit "usd": the Prometheus exporters append it, making `otelguard_loop_cost_usd_total`.
+        self.loop_cost_counter = meter.create_counter(
+            "otelguard.loop.cost", unit="usd",
+            description="Price in USD (genai-prices) of the model calls judged stalled or repetitive")
         self.control_calls = meter.create_counter(
             "otelguard.control.calls", unit="{call}", description="Control hook calls by outcome")
         self.internal_errors = meter.create_counter(
@@ -108,6 +112,7 @@ class GuardMetrics:
         self._tool_label = LabelCap()  # replaced by reserve_tools once the configuration is known
         self._agent_label = LabelCap()
         self._model_label = LabelCap()
+        self._service_label = LabelCap()  # senders name themselves: as capped as a model-controlled name
 
     def reserve_tools(self, names: Iterable[str]) -> None:
         """Tool names the configuration lists always report as themselves, whatever the model named."""
@@ -124,38 +129,59 @@ class GuardMetrics:
             for reason in ("capacity", "idle"):
                 self.evictions.add(0, {"otelguard.state": what, "reason": reason})
 
-    def verdict(self, verdict: Verdict, agent_name: str | None) -> None:
-        self.verdicts.add(1, {
+    def verdict(self, verdict: Verdict, agent_name: str | None, service_name: str | None = None) -> None:
+        """Count one verdict; `service_name` (the sender's, in `otelguard serve`) adds a `service.name` label."""
+        labels = {
             "otelguard.guard": verdict.guard,
             "otelguard.rule": verdict.rule,
             "otelguard.action": verdict.action,
             "gen_ai.agent.name": self._agent_label(agent_name),
             "gen_ai.tool.name": self._tool_label(verdict.tool),
-        })
+        }
+        if service_name is not None:
+            labels["service.name"] = self._service_label(service_name)
+        self.verdicts.add(1, labels)
 
-    def span(self, kind: str, convention: str) -> None:
+    def span(self, kind: str, convention: str, service_name: str | None = None) -> None:
         """Count one judged span. `kind` may be a `SpanKind` (a str enum: made a plain label at
-        collection)."""
-        key = (kind, convention)
+        collection); `service_name` as in `verdict`."""
+        key = (kind, convention, service_name)
         with self._span_counts_lock:
             self._span_counts[key] = self._span_counts.get(key, 0) + 1
 
     def span_counts(self) -> dict[tuple[str, str], int]:
-        """{(kind label, convention): spans counted so far}."""
+        """{(kind label, convention): spans counted so far}, over every sender."""
+        totals: dict[tuple[str, str], int] = {}
+        for (kind, convention, _), count in self._counts_by_service().items():
+            totals[kind, convention] = totals.get((kind, convention), 0) + count
+        return totals
+
+    def _counts_by_service(self) -> dict[tuple[str, str, str | None], int]:
         with self._span_counts_lock:
             counted = list(self._span_counts.items())
-        totals: dict[tuple[str, str], int] = {}
-        for (kind, convention), count in counted:
-            label = (str(kind), convention)
+        totals: dict[tuple[str, str, str | None], int] = {}
+        for (kind, convention, service), count in counted:
+            label = (str(kind), convention, service)
             totals[label] = totals.get(label, 0) + count
         return totals
 
     def _observe_spans(self, options: CallbackOptions) -> Iterable[Observation]:
-        for (kind, convention), count in self.span_counts().items():
-            yield Observation(count, {"otelguard.span.kind": kind, "otelguard.convention": convention})
+        for (kind, convention, service), count in self._counts_by_service().items():
+            labels = {"otelguard.span.kind": kind, "otelguard.convention": convention}
+            if service is not None:
+                labels["service.name"] = self._service_label(service)
+            yield Observation(count, labels)
 
     def loop_token_spend(self, guard: str, model: str | None, tokens: int) -> None:
         self.loop_tokens.add(tokens, {"otelguard.guard": guard, "gen_ai.request.model": self._model_label(model)})
+
+    def loop_cost(self, verdict: Verdict, agent_name: str | None, model: str | None, usd: float) -> None:
+        self.loop_cost_counter.add(usd, {
+            "otelguard.guard": verdict.guard,
+            "otelguard.rule": verdict.rule,
+            "gen_ai.agent.name": self._agent_label(agent_name),
+            "gen_ai.request.model": self._model_label(model),
+        })
 
     def control(self, action: str, outcome: str) -> None:
         self.control_calls.add(1, {"otelguard.action": action, "outcome": outcome})

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry import context as context_api
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -38,6 +39,7 @@ from . import registry
 from .delivery import AgentRuns, Delivery
 from .dispatch import ControlDispatcher
 from .enrichment import enriched, mark_run
+from .evaluation_events import EvaluationEvents
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
 from .sdk_span import PublicSdkSpan, SdkSpan, acting_hooks, attributes_of, context_of, name_of, parent_of
 from .timeouts import ToolBudgets
@@ -63,6 +65,8 @@ class GuardSpanProcessor(SpanProcessor):
         max_agents: int = DEFAULT_MAX_AGENTS,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
         hook_wait_s: float = 0.045,  # plus timer overshoot: the span thread waits at most ~50 ms
+        logger_provider: LoggerProvider | None = None,
+        evaluation_events: str = "actions",  # gen_ai.evaluation.result events: "actions", "all" or "off"
     ):
         _check_settings(max_agents=max_agents, idle_ttl_s=idle_ttl_s, hook_wait_s=hook_wait_s)
         self.metrics = GuardMetrics(meter_provider)
@@ -84,7 +88,8 @@ class GuardSpanProcessor(SpanProcessor):
         self._runs = AgentRuns(max_agents, on_evict=lambda reason, n: self.metrics.evicted("run", reason, n))
         dispatcher = ControlDispatcher(wait_s=hook_wait_s, on_outcome=self.metrics.control,
                                        on_error=self._containment.record)
-        self._delivery = Delivery(self.metrics, self._runs, dispatcher, control)
+        evaluations = EvaluationEvents(logger_provider, evaluation_events, self._containment)
+        self._delivery = Delivery(self.metrics, self._runs, dispatcher, control, evaluations)
         self._ends = itertools.count()  # spans handed to the engine's end: every so many is timed
         self.running = True
         registry.register(self)
@@ -203,15 +208,14 @@ class GuardSpanProcessor(SpanProcessor):
         if kind is SpanKind.AGENT:
             self._runs.ended(judged.agent.run_span_id)
             return span
-        if judged.verdicts:
-            self._delivery.judged(judged)
+        spent = self._delivery.judged(judged) if judged.verdicts else None  # a loop's spend, for the span
         shown = judged.verdicts if judged.stream_verdict is None else (*judged.verdicts, judged.stream_verdict)
         if not shown:
             return span
         if not self._downstream:
-            mark_run(self._runs.span(judged.agent), shown, span.get_span_context().span_id)
+            mark_run(self._runs.span(judged.agent), shown, span.get_span_context().span_id, spent)
             return span
-        return enriched(span, shown)
+        return enriched(span, shown, spent)
 
     # --- for the user-facing API -----------------------------------------------------------------
     def holds(self, span_id: int) -> bool:
@@ -228,7 +232,7 @@ class GuardSpanProcessor(SpanProcessor):
         with self._containment.contained("deliver"):
             if on_model_span:
                 self.engine.report_stream_trip(span.get_span_context().span_id, verdict)
-            self._delivery.now(self.agent_of(span), verdict)
+            self._delivery.now(self.agent_of(span), verdict, span.get_span_context())
 
 
 @functools.cache

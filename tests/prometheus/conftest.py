@@ -1,10 +1,10 @@
 """Fixtures for the metrics tests: Prometheus tools, real processes, and the queries we ship.
 
-Real binaries only: `promtool` and `prometheus` come from Debian's `prometheus` package, which
-`.ci/run` installs. A test handed either carries `@pytest.mark.prometheus`; under CI (CI=true) a
-missing binary fails the test, elsewhere it is skipped with the install command
-(`apt-get install -y prometheus`), so a developer without Prometheus can still run the rest of the
-suite (see tests/external_support.py).
+Real binaries only: `promtool` and `prometheus` come from Debian's `prometheus` package,
+`prometheus-alertmanager` and `amtool` from `prometheus-alertmanager`; `.ci/run` installs both. A
+test handed one carries its package's marker (`@pytest.mark.prometheus` / `alertmanager`); under CI
+(CI=true) a missing binary fails the test, elsewhere it is skipped with the install command, so a
+developer without them can still run the rest of the suite (see tests/external_support.py).
 Every process a test starts goes through `processes` and is stopped when the test ends.
 """
 
@@ -16,10 +16,14 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import pytest
 import yaml
@@ -42,6 +46,18 @@ def promtool() -> str:
 def prometheus_binary() -> str:
     """Path of the real prometheus server binary."""
     return binary("prometheus", "prometheus")
+
+
+@pytest.fixture(scope="session")
+def alertmanager_binary() -> str:
+    """Path of the real Alertmanager server binary (Debian's prometheus-alertmanager)."""
+    return binary("alertmanager", "prometheus-alertmanager")
+
+
+@pytest.fixture(scope="session")
+def amtool() -> str:
+    """Path of the real amtool (Alertmanager's config checker and router tester)."""
+    return binary("alertmanager", "amtool")
 
 
 @pytest.fixture
@@ -150,6 +166,122 @@ def processes(tmp_path: Path) -> Iterator[Processes]:
 
 
 # ---------------------------------------------------------------------------------------------
+# The guarded demo and a Prometheus scraping it
+# ---------------------------------------------------------------------------------------------
+
+DEMO_START_TIMEOUT = 90.0  # the demo's scripted runs take < 30 s (issue 4); installs may be cold
+
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # loopback only
+        return response.status, response.read().decode()
+
+
+class PrometheusAPI:
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    def get(self, path: str, **params: str | list[str]) -> Any:
+        query = urllib.parse.urlencode(params, doseq=True)
+        try:
+            status, body = http_get(f"{self.base}{path}?{query}")
+        except urllib.error.HTTPError as exc:
+            if exc.code in (400, 422):  # a bad query: no point retrying
+                raise AssertionError(f"Prometheus rejected {path} {params}: {exc.read().decode()}") from None
+            raise
+        payload = json.loads(body)
+        assert status == 200 and payload["status"] == "success", payload
+        return payload["data"]
+
+    def query(self, expr: str) -> list[dict]:
+        """Instant query at the current time; the result vector."""
+        data = self.get("/api/v1/query", query=expr)
+        assert data["resultType"] == "vector", data
+        return data["result"]
+
+    def label_values(self, label: str, match: str) -> list[str]:
+        return self.get(f"/api/v1/label/{label}/values", **{"match[]": match})
+
+
+@dataclass
+class ServedDemo:
+    started: Started
+    port: int
+    # Prometheus' scrape job for it: the `job` label, i.e. what the dashboards call the service.
+    job: str = "otelguard-demo"
+
+
+@pytest.fixture
+def served_demo(processes: Processes, free_port: Callable[[], int]) -> ServedDemo:
+    """`otelguard demo --serve` on a free loopback port, once it serves the guard's metrics."""
+    port = free_port()
+    demo = processes.start(
+        "demo", [sys.executable, "-m", "otelguard", "demo", "--serve", f"127.0.0.1:{port}"], cwd=REPO
+    )
+    metrics_url = f"http://127.0.0.1:{port}/metrics"
+
+    def demo_serving() -> bool:
+        if demo.process.poll() is not None:
+            raise AssertionError(f"demo exited with {demo.process.returncode}:\n{demo.output()}")
+        status, body = http_get(metrics_url)
+        return status == 200 and "otelguard_verdicts_total" in body
+
+    try:
+        wait_until(demo_serving, timeout=DEMO_START_TIMEOUT, what=f"the demo to serve guard metrics at {metrics_url}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- demo output ---\n{demo.output()}") from None
+    return ServedDemo(demo, port)
+
+
+@pytest.fixture
+def prometheus_scraping(
+    processes: Processes, free_port: Callable[[], int], prometheus_binary: str, tmp_path: Path
+) -> Callable[..., tuple[Started, PrometheusAPI]]:
+    """`prometheus_scraping(demo, **extra_config)`: a real Prometheus scraping the demo every second
+    with the shipped rules loaded (evaluated every second), ready and with the demo's target up."""
+
+    def start(demo: ServedDemo, **extra_config: Any) -> tuple[Started, PrometheusAPI]:
+        port = free_port()
+        config = {
+            "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(RULES_FILE)],
+            "scrape_configs": [
+                {"job_name": demo.job, "static_configs": [{"targets": [f"127.0.0.1:{demo.port}"]}]},
+            ],
+            **extra_config,
+        }
+        config_path = tmp_path / "prometheus.yml"
+        config_path.write_text(yaml.safe_dump(config))
+        prometheus = processes.start(
+            "prometheus",
+            [
+                prometheus_binary,
+                f"--config.file={config_path}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+        )
+        base = f"http://127.0.0.1:{port}"
+
+        def ready() -> bool:
+            if prometheus.process.poll() is not None:
+                raise AssertionError(f"prometheus exited:\n{prometheus.output()}")
+            return http_get(f"{base}/-/ready")[0] == 200
+
+        wait_until(ready, timeout=30, what="prometheus to be ready")
+        api = PrometheusAPI(base)
+        wait_until(
+            lambda: any(t["health"] == "up" for t in api.get("/api/v1/targets")["activeTargets"]),
+            timeout=30,
+            what="prometheus to scrape the demo successfully",
+        )
+        return prometheus, api
+
+    return start
+
+
+# ---------------------------------------------------------------------------------------------
 # The queries we ship
 # ---------------------------------------------------------------------------------------------
 
@@ -238,6 +370,9 @@ METRIC_LABELS: dict[str, frozenset[str]] = {
     "otelguard_spans_total": frozenset({"otelguard_span_kind", "otelguard_convention"}),
     "otelguard_repeat_run_length_bucket": frozenset({"le"}),
     "otelguard_loop_tokens_total": frozenset({"otelguard_guard", "gen_ai_request_model"}),
+    "otelguard_loop_cost_usd_total": frozenset(
+        {"otelguard_guard", "otelguard_rule", "gen_ai_agent_name", "gen_ai_request_model"}
+    ),
     "otelguard_control_calls_total": frozenset({"otelguard_action", "outcome"}),
     "otelguard_internal_errors_total": frozenset({"where"}),
     "otelguard_state_evictions_total": frozenset(),

@@ -84,11 +84,38 @@ def test_every_alert_has_a_unit_test(alert_rules: list[dict]) -> None:
     assert {rule["alert"] for rule in alert_rules} <= fired
 
 
+SEVERITIES = {"critical", "warning", "info"}
+
+
+def severity_outcomes(severity: str) -> set[str]:
+    """The values a severity label can take: itself, or each literal branch of a template."""
+    return {part.strip() for part in re.split(r"\{\{.*?\}\}", severity) if part.strip()}
+
+
 def test_every_alert_is_labelled_and_annotated(alert_rules: list[dict]) -> None:
-    """Each alert carries a severity and a summary and description for the on-call person."""
+    """Each alert carries a severity (Alertmanager routes on it) and a summary and description for the
+    on-call person."""
     for rule in alert_rules:
-        assert rule.get("labels", {}).get("severity") in {"critical", "warning", "info"}, rule["alert"]
+        outcomes = severity_outcomes(rule.get("labels", {}).get("severity", ""))
+        assert outcomes and outcomes <= SEVERITIES, rule["alert"]
         assert {"summary", "description"} <= set(rule.get("annotations", {})), rule["alert"]
+
+
+def test_severity_outcomes_reads_template_branches() -> None:
+    """A templated severity yields its literal branches; a purely dynamic one yields none (and is rejected)."""
+    assert severity_outcomes("warning") == {"warning"}
+    assert severity_outcomes('{{ if $labels.x | match "^a$" }}critical{{ else }}warning{{ end }}') == {
+        "critical", "warning"
+    }
+    assert severity_outcomes("{{ $labels.x }}") == set()
+
+
+def test_loop_alert_severity_follows_the_action(alert_rules: list[dict]) -> None:
+    """The loop alert keeps the action as a label and derives its severity from it (tested by promtool in
+    otelguard-rules.test.yaml: remind/steer/warn are warnings, block/cancel/break critical)."""
+    loop = next(rule for rule in alert_rules if rule["alert"] == "OtelguardLoopDetected")
+    assert "otelguard_action" in re.search(r"\bby\s*\(([^)]*)\)", loop["expr"]).group(1)
+    assert severity_outcomes(loop["labels"]["severity"]) == {"critical", "warning"}
 
 
 def test_every_alert_keeps_the_service_label(alert_rules: list[dict]) -> None:

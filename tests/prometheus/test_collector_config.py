@@ -21,7 +21,11 @@ import pytest
 import yaml
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "collector-config"
-CONFIG_FILES = ("agent-to-prometheus.yaml", "fleet-tier1-loadbalancer.yaml", "fleet-tier2-backend.yaml")
+CONFIG_FILES = (
+    "agent-metrics-only.yaml", "agent-to-prometheus.yaml", "fleet-tier1-loadbalancer.yaml", "fleet-tier2-backend.yaml",
+)
+# The oldest otelcol-contrib that knows every component name the configs use (collector-config/README.md).
+MINIMUM_COLLECTOR = "otelcol-contrib >= v0.154.0"
 SIGNALS = frozenset({"traces", "metrics", "logs"})
 
 # --------------------------------------------------------------------------------------------
@@ -688,6 +692,41 @@ def test_agent_config_sends_traces_on_and_metrics_to_prometheus() -> None:
     )
     assert "span_metrics" in pipelines["traces"]["exporters"]
     assert "span_metrics" in pipelines["metrics"]["receivers"]
+
+
+# Exporters that send data somewhere other than this collector's own Prometheus endpoint.
+_FORWARDING_EXPORTERS = {"otlp_grpc", "otlp_http", "load_balancing"}
+
+
+def forwarding_exporters(config: dict[str, Any]) -> list[str]:
+    """The exporters of `config` that send data on to another service (a trace backend, another tier)."""
+    return [e for e in config.get("exporters") or {} if _component_type(e) in _FORWARDING_EXPORTERS]
+
+
+def test_metrics_only_config_needs_no_trace_backend() -> None:
+    """The metrics-only config forwards nothing and needs no environment: spans end in span_metrics,
+    every metric (the guard's own and span_metrics') goes to the Prometheus exporter."""
+    config, documented = load("agent-metrics-only.yaml")
+    assert forwarding_exporters(config) == []
+    assert documented == set()
+    pipelines = config["service"]["pipelines"]
+    assert pipelines["traces"]["exporters"] == ["span_metrics"]
+    assert pipelines["metrics"]["receivers"] == ["otlp", "span_metrics"]
+    assert pipelines["metrics"]["exporters"] == ["prometheus"]
+
+
+def test_forwarding_check_sees_a_trace_backend() -> None:
+    """The check above can fail: the config that sends traces on has a forwarding exporter."""
+    config, _ = load("agent-to-prometheus.yaml")
+    assert forwarding_exporters(config) == ["otlp_grpc/traces"]
+
+
+@pytest.mark.parametrize("name", CONFIG_FILES)
+def test_config_states_the_minimum_collector_version(name: str) -> None:
+    """Each config's header names the oldest collector that knows its component names, as the README does."""
+    header = (CONFIG_DIR / name).read_text().split("\n\n", 1)[0]
+    assert f"Needs {MINIMUM_COLLECTOR}" in header
+    assert MINIMUM_COLLECTOR.split(">= ")[1] in (CONFIG_DIR / "README.md").read_text()
 
 
 def fleet_routing_errors(config: dict[str, Any]) -> list[str]:

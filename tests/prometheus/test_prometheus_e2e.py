@@ -19,55 +19,16 @@ from __future__ import annotations
 import json
 import re
 import signal
-import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-RULES = REPO / "dashboards" / "alerts" / "otelguard-rules.yaml"
 DASHBOARD_DIR = REPO / "dashboards" / "json"
-SCRAPE_JOB = "otelguard-demo"  # becomes the `job` label, i.e. what the dashboards call the service
-DEMO_START_TIMEOUT = 90.0  # the demo's scripted runs take < 30 s (issue 4); installs may be cold
 DATA_TIMEOUT = 90.0
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # loopback only
-        return response.status, response.read().decode()
-
-
-class PrometheusAPI:
-    def __init__(self, base: str) -> None:
-        self.base = base
-
-    def get(self, path: str, **params: str | list[str]) -> Any:
-        query = urllib.parse.urlencode(params, doseq=True)
-        try:
-            status, body = http_get(f"{self.base}{path}?{query}")
-        except urllib.error.HTTPError as exc:
-            if exc.code in (400, 422):  # a bad query: no point retrying
-                raise AssertionError(f"Prometheus rejected {path} {params}: {exc.read().decode()}") from None
-            raise
-        payload = json.loads(body)
-        assert status == 200 and payload["status"] == "success", payload
-        return payload["data"]
-
-    def query(self, expr: str) -> list[dict]:
-        """Instant query at the current time; the result vector."""
-        data = self.get("/api/v1/query", query=expr)
-        assert data["resultType"] == "vector", data
-        return data["result"]
-
-    def label_values(self, label: str, match: str) -> list[str]:
-        return self.get(f"/api/v1/label/{label}/values", **{"match[]": match})
 
 
 # The alert expressions are `<aggregation> <comparison> <threshold>`. The demo's counters are
@@ -102,7 +63,7 @@ def variable_queries() -> dict[str, str]:
     return found
 
 
-def run_label_values(api: PrometheusAPI, query: str, variables: dict[str, str]) -> list[str]:
+def run_label_values(api: Any, query: str, variables: dict[str, str]) -> list[str]:
     """Evaluate a Grafana `label_values(selector, label)` variable query the way Grafana does."""
     match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", query)
     assert match is not None, query
@@ -113,64 +74,14 @@ def run_label_values(api: PrometheusAPI, query: str, variables: dict[str, str]) 
 
 
 @pytest.fixture
-def demo_and_prometheus(processes, free_port, prometheus_binary: str, wait_until, tmp_path: Path):
+def demo_and_prometheus(served_demo, prometheus_scraping):
     """The demo serving metrics and a Prometheus scraping it every second, both running."""
-    demo_port = free_port()
-    demo = processes.start(
-        "demo", [sys.executable, "-m", "otelguard", "demo", "--serve", f"127.0.0.1:{demo_port}"], cwd=REPO
-    )
-    metrics_url = f"http://127.0.0.1:{demo_port}/metrics"
-
-    def demo_serving() -> bool:
-        if demo.process.poll() is not None:
-            raise AssertionError(f"demo exited with {demo.process.returncode}:\n{demo.output()}")
-        status, body = http_get(metrics_url)
-        return status == 200 and "otelguard_verdicts_total" in body
-
-    try:
-        wait_until(demo_serving, timeout=DEMO_START_TIMEOUT, what=f"the demo to serve guard metrics at {metrics_url}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n--- demo output ---\n{demo.output()}") from None
-
-    prom_port = free_port()
-    config = {
-        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(RULES)],
-        "scrape_configs": [
-            {"job_name": SCRAPE_JOB, "static_configs": [{"targets": [f"127.0.0.1:{demo_port}"]}]},
-        ],
-    }
-    config_path = tmp_path / "prometheus.yml"
-    config_path.write_text(yaml.safe_dump(config))
-    prometheus = processes.start(
-        "prometheus",
-        [
-            prometheus_binary,
-            f"--config.file={config_path}",
-            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-            "--log.level=warn",
-        ],
-    )
-    base = f"http://127.0.0.1:{prom_port}"
-
-    def ready() -> bool:
-        if prometheus.process.poll() is not None:
-            raise AssertionError(f"prometheus exited:\n{prometheus.output()}")
-        return http_get(f"{base}/-/ready")[0] == 200
-
-    wait_until(ready, timeout=30, what="prometheus to be ready")
-    api = PrometheusAPI(base)
-    wait_until(
-        lambda: any(t["health"] == "up" for t in api.get("/api/v1/targets")["activeTargets"]),
-        timeout=30,
-        what="prometheus to scrape the demo successfully",
-    )
-    return demo, prometheus, api
+    prometheus, api = prometheus_scraping(served_demo)
+    return served_demo.started, prometheus, api
 
 
 def wait_for_series(
-    api: PrometheusAPI, queries: dict[str, str], wait_until: Callable[..., Any], what: str
+    api: Any, queries: dict[str, str], wait_until: Callable[..., Any], what: str
 ) -> None:
     """Poll until every query returns at least one series; fail naming the ones that never did."""
     pending = dict(queries)
@@ -192,19 +103,20 @@ def wait_for_series(
 
 @pytest.mark.prometheus
 def test_every_shipped_query_returns_series_from_the_guarded_demo(
-    demo_and_prometheus, dashboard_targets, alert_rules, render_promql, wait_until, processes
+    served_demo, demo_and_prometheus, dashboard_targets, alert_rules, render_promql, wait_until, processes
 ) -> None:
     """Every dashboard panel query and every alert expression returns series on real demo data."""
     demo, prometheus, api = demo_and_prometheus
+    job = served_demo.job
 
     # The template variables resolve: the demo's job is a service, and it has judged agents.
     var_queries = variable_queries()
     services = wait_until(
         lambda: run_label_values(api, var_queries["service"], {}), timeout=DATA_TIMEOUT, what="service values"
     )
-    assert SCRAPE_JOB in services
+    assert job in services
     agents = wait_until(
-        lambda: run_label_values(api, var_queries["agent"], {"service": SCRAPE_JOB}),
+        lambda: run_label_values(api, var_queries["agent"], {"service": job}),
         timeout=DATA_TIMEOUT,
         what="agent values",
     )
@@ -215,7 +127,7 @@ def test_every_shipped_query_returns_series_from_the_guarded_demo(
 
     # ... and so does each with the demo's service and its agents selected explicitly (Grafana
     # renders a multi-value selection as a regex alternation) ...
-    chosen = {"$service": grafana_regex_escape(SCRAPE_JOB), "$agent": "|".join(map(grafana_regex_escape, agents))}
+    chosen = {"$service": grafana_regex_escape(job), "$agent": "|".join(map(grafana_regex_escape, agents))}
     wait_for_series(
         api, {t.id: render_promql(t.expr, chosen) for t in dashboard_targets}, wait_until,
         "panel queries for the selected service and agents",
@@ -252,7 +164,7 @@ def test_every_shipped_query_returns_series_from_the_guarded_demo(
 
     firing = wait_until(loop_alerts, timeout=30, what="OtelguardLoopDetected to fire on the demo's loops")
     assert {a["labels"]["gen_ai_agent_name"] for a in firing} <= set(agents)
-    assert {a["labels"]["job"] for a in firing} == {SCRAPE_JOB}
+    assert {a["labels"]["job"] for a in firing} == {job}
 
     # The demo stops cleanly on SIGTERM.
     assert processes.stop(demo, sig=signal.SIGTERM) == 0, demo.output()

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
+from support.http_replies import ReplyingHandler
+
 
 @dataclass(frozen=True)
 class ToolCallReply:
@@ -108,13 +110,7 @@ class FakeOpenAIServer:
 
 
 def _handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out in separate writes
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet test output
-            pass
-
+    class Handler(ReplyingHandler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b"{}"
@@ -139,21 +135,8 @@ def _handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             else:
                 self._json(200, _chat(server, model, reply) if chat else _response(server, model, reply))
 
-        def _json(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
         def _sse(self, events: Iterator[tuple[str | None, dict[str, Any] | str]]) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
+            self._sse_start()
             try:
                 for event, payload in events:
                     data = payload if isinstance(payload, str) else json.dumps(payload)

@@ -1,0 +1,166 @@
+"""Coding-agent CLIs' tool calls (`conventions.agent_clis`) into one engine, one record per call.
+
+Where a CLI tells of a call twice (a log record and a span), the two are joined by their join key,
+in either arrival order: a record with the call's arguments is judged at once and its key
+remembered, so the other record of the call is only merged away; a record without arguments waits
+up to `wait` (in the caller's units: seconds in the service, records in the analyzer) for the one
+that has them, and is judged alone if none comes (its arguments then count as not exported). Each
+call is handed to the engine as the GenAI tool span `as_tool_span` makes, started and ended, in the
+CLI session's own chain (one agent per session). Memory is bounded: at most `max_held` records wait,
+and the `max_joined` most recent keys are remembered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ..containment import Containment
+from ..conventions.agent_clis import (
+    ARGUMENT_SETTINGS,
+    SPAN_NAMES,
+    CliToolCall,
+    as_tool_span,
+    from_span,
+    joined,
+    model_span,
+)
+from ..engine import GuardEngine, Judged
+from ..records import SpanView
+from .event_outputs import EventOutputs
+from .otlp_json import LazySpan
+from .replay import ReplayClock
+
+logger = logging.getLogger("otelguard")
+
+DEFAULT_MAX_HELD = 10_000
+DEFAULT_MAX_JOINED = 65_536
+
+# Told of each judged call: the span the engine read, what it decided, and the origin the caller
+# handed in with the record judged (the service: the sender's service.name).
+OnCallJudged = Callable[[SpanView, Judged, Any], None]
+
+
+class CliCalls:
+    def __init__(self, engine: GuardEngine, on_judged: OnCallJudged, clock: ReplayClock, *, wait: float,
+                 contain: Containment, max_held: int = DEFAULT_MAX_HELD, max_joined: int = DEFAULT_MAX_JOINED):
+        self.engine = engine
+        self.on_judged = on_judged
+        self.clock = clock
+        self.wait = wait
+        self.contain = contain
+        self.max_held = max_held
+        self.max_joined = max_joined
+        self._held: OrderedDict[str, tuple[CliToolCall, Any, float]] = OrderedDict()  # key -> (call, origin, since)
+        self._judged: OrderedDict[str, None] = OrderedDict()  # keys of calls judged already
+        self.records = 0  # CLI tool records read
+        self.calls = 0  # tool calls judged
+        self.model_calls = 0  # model calls judged
+        self.joined = 0  # records merged into a call judged from another record
+        self.by_cli: Counter[str] = Counter()  # CLI -> calls judged
+        self.without_arguments: Counter[str] = Counter()  # CLI -> calls judged without arguments
+
+    def add(self, call: CliToolCall, origin: Any, now: float) -> None:
+        """One CLI tool record, at `now`."""
+        self.records += 1
+        key = call.join_key
+        if key in self._judged:
+            self.joined += 1  # its other record was judged already, with the arguments it had
+            return
+        held = self._held.pop(key, None)
+        if held is not None:
+            self.joined += 1
+            call = joined(call, held[0]) if call.arguments is not None else joined(held[0], call)
+            self._judge(call, origin)
+        elif call.arguments is None:
+            self._held[key] = (call, origin, now)
+            if len(self._held) > self.max_held:
+                _, (oldest, oldest_origin, _) = self._held.popitem(last=False)
+                self._judge(oldest, oldest_origin)
+        else:
+            self._judge(call, origin)
+
+    def add_span(self, span: LazySpan, origin: Any, now: float) -> bool:
+        """A span, if it is a CLI's tool or model span (it goes on to its trace all the same): whether it was."""
+        if span.name not in SPAN_NAMES:
+            return False
+        status = span.view().status
+        model = model_span(span.name, span.attributes, span.span_id, span.start_ns, span.end_ns or span.start_ns,
+                           status)
+        if model is not None:
+            self.model_calls += 1
+            self._run(model, origin)
+            return True
+        call = from_span(span.name, span.attributes, span.trace_id, span.parent_span_id, span.end_ns or 0, status)
+        if call is None:
+            return False
+        self.add(call, origin, now)
+        return True
+
+    def expire(self, now: float) -> None:
+        """Judge alone the records that waited `wait` for another record of their call."""
+        held = self._held
+        while held:
+            key, (call, origin, since) = next(iter(held.items()))
+            if now - since < self.wait:
+                break
+            del held[key]
+            self._judge(call, origin)
+
+    def drain(self) -> None:
+        """Judge every waiting record (the input ended)."""
+        while self._held:
+            _, (call, origin, _) = self._held.popitem(last=False)
+            self._judge(call, origin)
+
+    def _judge(self, call: CliToolCall, origin: Any) -> None:
+        self._judged[call.join_key] = None
+        if len(self._judged) > self.max_joined:
+            self._judged.popitem(last=False)
+        self.calls += 1
+        self.by_cli[call.cli] += 1
+        if call.arguments is None:
+            if not self.without_arguments[call.cli]:
+                logger.warning("%s exports tool calls without their arguments: repeated calls cannot be told apart "
+                               "(%s)", call.cli, missing_arguments_hint(call.cli))
+            self.without_arguments[call.cli] += 1
+        self._run(as_tool_span(call), origin)
+
+    def _run(self, span: SpanView, origin: Any) -> None:
+        """Start and end one span in the engine (its session's chain)."""
+        if span.end_ns and span.end_ns > self.clock.ns:
+            self.clock.ns = span.end_ns
+        try:
+            self.engine.start(span)
+            judged = self.engine.end(span)
+            if judged is not None:
+                self.on_judged(span, judged, origin)
+        except Exception:
+            self.contain.record_and_maybe_raise("cli_call")
+
+
+def missing_arguments_hint(cli: str) -> str:
+    """How to make a CLI export its tool arguments."""
+    setting = ARGUMENT_SETTINGS.get(cli)
+    return f"set {setting}" if setting else "its telemetry does not carry them"
+
+
+def read_log_line(line: str, calls: CliCalls, event_outputs: EventOutputs, now: float) -> tuple[int, int]:
+    """Read one OTLP/JSON logs line: its CLI tool calls into `calls`, its GenAI events' output into
+    `event_outputs`. Returns (CLI tool records, GenAI event records) read."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    from ..service.received import MalformedRequest, log_calls_of, parse_json
+
+    try:
+        request = parse_json(line.encode("utf-8", "replace"), ExportLogsServiceRequest)
+    except MalformedRequest:
+        return 0, 0
+    received = log_calls_of(request)
+    for call, _ in received.calls:
+        calls.add(call, None, now)
+    for trace_id, span_id, event in received.events:
+        event_outputs.add(trace_id, span_id, event.messages)
+    return len(received.calls), len(received.events)

@@ -1,0 +1,160 @@
+"""`otelguard hook <cli>`: one tool call's hook, from stdin to the CLI's answer on stdout, exit 0.
+
+The call is judged by the same engine and guards as every driver: the session's recent calls are
+replayed from the local history (`replay`), the new call is judged, and the history gets the call,
+all under the history's write lock (parallel calls take turns). Harmless by construction: input the
+CLI does not document, an invalid config, a locked or unreadable history, or any error of otelguard's
+own allows the call (nothing printed) and is written to the log beside the history.
+
+(With `OTELGUARD_URL` set, a later version asks a running `otelguard serve` first and falls back to
+this local path: `decide` is where that goes.)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sqlite3
+import sys
+import time
+from typing import BinaryIO, TextIO
+
+from .. import fastjson
+from ..actions import Action
+from ..canonical import escape_quoted
+from ..engine import GuardEngine
+from ..records import Verdict
+from . import hook_config, log, paths
+from .answers import Decision, render
+from .history import HookHistory, StoredEvent, is_corrupt, set_aside
+from .payload import POST, PRE, HookEvent, parse
+from .replay import SessionReplay
+
+_REMIND_RANK = Action.REMIND.rank
+_ENGINE_BOUNDS = {"max_agents": 64, "idle_ttl_s": None, "max_open_spans": 4096}  # one session a process
+
+
+def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
+    """Judge the call on `stdin`, print the answer; always 0 (see the module doc). Whatever otelguard
+    writes to stderr meanwhile (a contained error's warning) goes to the log."""
+    began = time.perf_counter()
+    log_path = paths.log_path()
+    stderr, sys.stderr = sys.stderr, io.StringIO()
+    try:
+        answer, event, verdicts = _answer(cli, stdin, log_path)
+    finally:
+        written, sys.stderr = sys.stderr.getvalue(), stderr
+    if written:
+        log.write(log_path, "WARNING", f"{cli} hook wrote to stderr:\n{written}")
+    try:
+        stdout.write(answer)
+        stdout.flush()
+    except OSError:
+        pass
+    if verdicts and os.environ.get("OTELGUARD_OTLP_ENDPOINT"):
+        try:
+            from .export import send_later
+
+            send_later(event, verdicts)
+        except Exception as error:  # the call is answered already: telemetry is no reason to fail it
+            log.write(log_path, "ERROR", f"could not start the OTLP sender: {type(error).__name__}: {error}")
+    if os.environ.get("OTELGUARD_DEBUG"):
+        log.write(log_path, "DEBUG", f"{cli} hook took {(time.perf_counter() - began) * 1000:.1f} ms")
+    return 0
+
+
+def _answer(cli: str, stdin: BinaryIO, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
+    """(what to print, the call, its verdicts)."""
+    try:
+        event = parse(cli, fastjson.loads(stdin.read()))
+    except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
+        log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {escape_quoted(str(error))}")
+        return "", None, ()
+    try:
+        decision, verdicts = decide(event)
+    except hook_config.HookConfigError as error:
+        log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
+        return "", event, ()
+    except Exception as error:
+        if isinstance(error, sqlite3.DatabaseError) and is_corrupt(error):
+            aside = set_aside(paths.db_path())
+            log.write(log_path, "ERROR", f"the history was damaged ({error}), set aside as {aside}; call allowed")
+            return "", event, ()
+        import traceback
+
+        from ..containment import raise_internal_errors
+
+        if raise_internal_errors():  # the project's own tests: a bug fails them
+            raise
+        log.write(log_path, "ERROR", f"internal error, call allowed ({cli} {event.phase}):\n" + traceback.format_exc())
+        return "", event, ()
+    acted = [verdict for verdict in verdicts if verdict.action != Action.NONE]
+    if acted:
+        log.write(log_path, "INFO", f"{cli} session {escape_quoted(event.session)}, {event.phase} "
+                  f"{escape_quoted(event.tool)}: " + "; ".join(
+                      f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
+                      for v in acted))
+    return render(event, decision), event, verdicts
+
+
+def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
+    """The local path: judge `event` against its session's history."""
+    history = HookHistory(paths.db_path())
+    try:
+        engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), **_ENGINE_BOUNDS)
+        with history.locked():
+            events = history.events(event.cli, event.session)
+            call_id = event.call_id or _paired(events, event) or f"otelguard-{os.urandom(8).hex()}"
+            replay = SessionReplay(engine, event.cli, event.session)
+            replay.replay(events)
+            if event.phase == PRE:
+                started = replay.start(event.run, call_id, event.tool, event.arguments)
+                history.append(event, call_id)
+                block = started.tool.block if started is not None and started.tool is not None else None
+                if block is None:
+                    return Decision(), ()
+                # The CLI answers the call with the reason as its error: that is the call's result.
+                blocked = HookEvent(event.cli, POST, event.session, event.tool, event.arguments, event.run,
+                                    call_id, block.message, failed=True)
+                history.append(blocked, call_id, blocked=True)
+                return Decision(block=block.message), (block,)
+            judged = replay.end(event.run, call_id, event.tool, event.arguments, event.result, event.failed,
+                                event.duration_ms)
+            history.append(event, call_id)
+            verdicts = judged.verdicts if judged is not None else ()
+            return decision_after(verdicts), verdicts
+    finally:
+        history.close()
+
+
+def decision_after(verdicts: tuple[Verdict, ...]) -> Decision:
+    """After a call: one message for the model, the guards' texts joined without repeats; a cancel
+    among them stops the agent instead."""
+    reacting = [v for v in verdicts if v.message and Action.parse(v.action).rank >= _REMIND_RANK]
+    if not reacting:
+        return Decision()
+    text = "\n\n".join(dict.fromkeys(v.message for v in reacting if v.message))
+    if any(v.action == Action.CANCEL for v in reacting):
+        return Decision(stop=text)
+    return Decision(context=text)
+
+
+def _paired(events: list[StoredEvent], event: HookEvent) -> str | None:
+    """For a CLI without call ids (Gemini CLI): the oldest call still open with the same tool and
+    arguments is the one that ended."""
+    if event.phase != POST:
+        return None
+    ended = {stored.call_id for stored in events if stored.phase == POST}
+    for stored in events:
+        if (stored.phase == PRE and stored.call_id not in ended and stored.tool == event.tool
+                and stored.arguments == event.arguments):
+            return stored.call_id
+    return None
+
+
+def reset(session: str) -> int:
+    history = HookHistory(paths.db_path())
+    try:
+        return history.reset(session)
+    finally:
+        history.close()

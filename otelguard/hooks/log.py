@@ -1,0 +1,32 @@
+"""The hooks' log, beside the history: what a hook did that a user may want to know (a reminder or
+block sent, an invalid config, an internal error with its traceback, anything otelguard wrote to
+stderr meanwhile). Written without the `logging` module (a hook process starts without it, as it
+starts without anything it does not need), rotated past `MAX_BYTES` to one `.1` file (two hooks
+rotating at once may put a line in the old file). Names and ids from the CLI are quoted escaped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+MAX_BYTES = 1_000_000
+
+
+def write(path: str, level: str, message: str) -> None:
+    line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {level} {message.rstrip()}\n"
+    try:
+        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        try:
+            if os.stat(path).st_size > MAX_BYTES:
+                os.replace(path, path + ".1")
+        except FileNotFoundError:
+            pass
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(descriptor, line.encode("utf-8", "replace"))
+        finally:
+            os.close(descriptor)
+    except OSError:
+        sys.__stderr__.write(line)  # the CLI keeps a hook's stderr in its debug log

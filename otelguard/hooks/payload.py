@@ -1,0 +1,144 @@
+"""Each CLI's hook input as one `HookEvent`: a tool call about to run (`pre`) or that ran (`post`).
+
+What each CLI sends (see the README's hooks table):
+- Claude Code: `PreToolUse` / `PostToolUse` / `PostToolUseFailure` with `session_id`, `prompt_id` (one
+  per user prompt), `tool_name`, `tool_input`, `tool_use_id`; after the call `tool_response` or
+  `error`, and `duration_ms`.
+- Codex CLI: Claude's shape, with `turn_id` for the prompt and `tool_response` as text.
+- Gemini CLI: `BeforeTool` / `AfterTool` with `session_id`, `tool_name`, `tool_input`, no call id;
+  `tool_response` holds `llmContent`, `returnDisplay` and an optional `error`.
+- opencode (through otelguard's plugin, `opencode_plugin.js`): `{"event": "before"|"after",
+  "input": {tool, sessionID, callID, args?}, "output": {...}}` as the plugin API hands them over.
+
+Everything in it is untrusted: names and ids are checked to be text, arguments canonicalised, results
+kept as text. Long arguments and results are bounded (`bounded`), the same way for the call being
+judged and for the history, so identity survives the cut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..canonical import canonical_arguments
+
+PRE, POST = "pre", "post"
+MAX_ARGUMENTS_CHARS = 8192
+MAX_RESULT_CHARS = 8192
+_MAX_ID_CHARS = 256
+
+
+class PayloadError(ValueError):
+    """The hook input is not what the CLI documents (the call is allowed, and this is logged)."""
+
+
+@dataclass(slots=True)
+class HookEvent:
+    cli: str
+    phase: str  # PRE | POST
+    session: str
+    tool: str
+    arguments: str | None  # canonical JSON, bounded
+    run: str | None = None  # the user prompt / turn the call belongs to, where the CLI says
+    call_id: str | None = None
+    result: str | None = None  # bounded text
+    failed: bool = False
+    duration_ms: float | None = None
+    hook_event_name: str | None = None  # as the CLI named the event (answers echo it)
+
+
+def parse(cli: str, data: Any) -> HookEvent:
+    if not isinstance(data, dict):
+        raise PayloadError(f"hook input must be a JSON object, got {type(data).__name__}")
+    if cli == "opencode":
+        return _opencode(data)
+    event_name = _text(data.get("hook_event_name"), "hook_event_name")
+    if cli == "gemini-cli":
+        phases = {"BeforeTool": PRE, "AfterTool": POST}
+    else:
+        phases = {"PreToolUse": PRE, "PostToolUse": POST, "PostToolUseFailure": POST}
+    phase = phases.get(event_name)
+    if phase is None:
+        raise PayloadError(f"{cli} hook event {event_name!r} is not a tool hook")
+    event = HookEvent(
+        cli=cli, phase=phase, session=_text(data.get("session_id"), "session_id"),
+        tool=_text(data.get("tool_name"), "tool_name"), arguments=arguments_of(data.get("tool_input")),
+        run=_optional_text(data.get("prompt_id") if cli == "claude-code" else data.get("turn_id")),
+        call_id=_optional_text(data.get("tool_use_id")), hook_event_name=event_name,
+        duration_ms=_number(data.get("duration_ms")),
+    )
+    if phase == POST:
+        if cli == "gemini-cli":
+            response = data.get("tool_response")
+            error = response.get("error") if isinstance(response, dict) else None
+            event.failed = error is not None and error != ""
+            event.result = result_of(response.get("llmContent") if isinstance(response, dict) else response)
+        elif event_name == "PostToolUseFailure":
+            event.failed = True
+            event.result = result_of(data.get("error"))
+        else:
+            event.result = result_of(data.get("tool_response"))
+    return event
+
+
+def _opencode(data: dict[str, Any]) -> HookEvent:
+    phase = {"before": PRE, "after": POST}.get(data.get("event"))  # type: ignore[arg-type]
+    inputs = data.get("input")
+    if phase is None or not isinstance(inputs, dict):
+        raise PayloadError("opencode hook input must be {'event': 'before'|'after', 'input': {...}}")
+    output = data.get("output") if isinstance(data.get("output"), dict) else {}
+    arguments = inputs.get("args") if "args" in inputs else output.get("args")
+    event = HookEvent(
+        cli="opencode", phase=phase, session=_text(inputs.get("sessionID"), "input.sessionID"),
+        tool=_text(inputs.get("tool"), "input.tool"), arguments=arguments_of(arguments),
+        call_id=_optional_text(inputs.get("callID")), hook_event_name=f"tool.execute.{data['event']}",
+    )
+    if phase == POST:
+        event.result = result_of(output.get("output"))
+        metadata = output.get("metadata")
+        exit_code = metadata.get("exit") if isinstance(metadata, dict) else None
+        event.failed = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code != 0
+        event.duration_ms = _number(data.get("duration_ms"))
+    return event
+
+
+def arguments_of(value: Any) -> str | None:
+    text, _ = canonical_arguments(value)
+    return None if text is None else bounded(text, MAX_ARGUMENTS_CHARS)
+
+
+def result_of(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return bounded(text, MAX_RESULT_CHARS)
+
+
+def bounded(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and a digest of the whole: what is kept of a long value
+    (in the history and for the call judged alike), so two long values still compare equal or not."""
+    if len(text) <= limit:
+        return text
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"{text[:limit]}… (+{len(text) - limit} chars, blake2b {digest})"
+
+
+def _text(value: Any, field: str) -> str:
+    text = _optional_text(value)
+    if text is None:
+        raise PayloadError(f"hook input has no {field}")
+    return text
+
+
+def _optional_text(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()[:_MAX_ID_CHARS]
+    return None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None

@@ -1,0 +1,83 @@
+"""What each loop has spent since its first repeated step: tokens in and out, and their price.
+
+A loop here is what the thinking-loop guard judges on model calls: a run of stalled calls (its first
+step is the call whose verdict counts one stalled call) or one call whose output repeated itself.
+Each such call's usage is read from its span; the loop's tokens are kept per model and priced as a
+whole at each step (`otelguard.pricing`), so a price table loaded after the loop began still prices
+its earlier steps. The running total goes on the call's span and evaluation event and the price
+into `otelguard.loop.cost` (live), or into the analyzer's report. A loop made of repeated tool calls
+is judged on tool spans, which carry no usage: it has no spend here.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine.bounded import OpenSpans
+from .pricing import price_usd
+from .records import ModelUsage, Verdict
+
+THINKING_LOOP, REPETITIVE_OUTPUT = "thinking_loop", "repetitive_output"
+LOOP_VERDICTS = (THINKING_LOOP, REPETITIVE_OUTPUT)  # verdicts on model calls whose tokens were spent in a loop
+
+
+@dataclass
+class LoopSpend:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None while a model of the loop has no price (unknown, or no table yet)
+
+    def attributes(self) -> dict[str, Any]:
+        attributes: dict[str, Any] = {"otelguard.loop.input_tokens": self.input_tokens,
+                                      "otelguard.loop.output_tokens": self.output_tokens}
+        if self.cost_usd is not None:
+            attributes["otelguard.loop.cost_usd"] = round(self.cost_usd, 9)
+        return attributes
+
+
+@dataclass
+class _Loop:
+    tokens: dict[str | None, list[int]] = field(default_factory=dict)  # model -> [input, output]
+    counted_usd: float = 0.0  # of its price, what went into the cost metric so far
+
+    def price(self) -> float | None:
+        prices = [price_usd(model, spent[0], spent[1]) for model, spent in self.tokens.items()]
+        return None if None in prices else sum(prices)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class LoopStep:
+    spend: LoopSpend  # the loop's spend so far, this call included
+    new_cost_usd: float  # price not counted before: this call's, plus earlier steps priced only now
+    started: bool  # this call started the loop
+
+
+class LoopLedger:
+    """The spend of each agent's current loop, by kind of loop. Bounded like the agents' state."""
+
+    def __init__(self, max_loops: int, on_evict: Callable[[str, int], None]):
+        self._loops: OpenSpans[tuple[str, str], _Loop] = OpenSpans(max_loops, on_evict=on_evict)
+        self._lock = threading.Lock()
+
+    def step(self, agent_key: str, verdict: Verdict, usage: ModelUsage) -> LoopStep:
+        """Add one judged call's usage to its agent's loop of that kind."""
+        starts = verdict.verdict == REPETITIVE_OUTPUT or verdict.thinking_stalled == 1
+        key = (agent_key, verdict.verdict)
+        with self._lock:
+            loop = None if starts else self._loops.get(key)
+            if loop is None:
+                starts = True  # no loop under way (or it was evicted): this call starts one
+                loop = _Loop()
+                self._loops.put(key, loop)
+            spent = loop.tokens.setdefault(usage.model, [0, 0])
+            spent[0] += usage.input_tokens or 0
+            spent[1] += usage.output_tokens or 0
+            cost = loop.price()
+            new_cost = 0.0
+            if cost is not None:
+                new_cost, loop.counted_usd = max(cost - loop.counted_usd, 0.0), cost
+            totals = (sum(t[0] for t in loop.tokens.values()), sum(t[1] for t in loop.tokens.values()))
+        return LoopStep(LoopSpend(*totals, cost), new_cost, starts)

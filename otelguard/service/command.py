@@ -1,0 +1,128 @@
+"""`otelguard serve`: run a `GuardService` until SIGTERM or SIGINT, printing each alert as it fires.
+
+    otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
+
+`off` for a listener turns it off. On SIGTERM or SIGINT the receivers stop, what was accepted is
+judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config or an
+address that cannot be bound (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import TextIO
+from urllib.parse import urlsplit
+
+from ..analyzer.results import is_counting
+from ..canonical import escape_quoted
+from ..engine import Judged
+from ..live.metrics import MAX_LABEL_CHARS
+from ..records import Verdict
+from ..semconv import GEN_AI_CONVERSATION_ID
+from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_METRICS, Address
+
+OFF = "off"
+
+
+class ServeError(Exception):
+    """A problem reported in one line; exit status 2."""
+
+
+def address(text: str) -> Address | None:
+    """HOST:PORT (`[::1]:4318` for IPv6), or `off`."""
+    if text == OFF:
+        return None
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT or {OFF}, e.g. 127.0.0.1:4318 (got {text!r})")
+    return host, int(port)
+
+
+def forward_url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"expected an OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (got {text!r})")
+    return text.rstrip("/")
+
+
+def _shown(value: Address) -> str:
+    return f"{value[0]}:{value[1]}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", type=address, default=DEFAULT_HTTP, metavar="HOST:PORT",
+                        help=f"OTLP/HTTP receiver (/v1/traces, /v1/logs, /v1/metrics; default {_shown(DEFAULT_HTTP)})")
+    parser.add_argument("--grpc", type=address, default=DEFAULT_GRPC, metavar="HOST:PORT",
+                        help=f"OTLP/gRPC receiver (default {_shown(DEFAULT_GRPC)})")
+    parser.add_argument("--metrics", type=address, default=DEFAULT_METRICS, metavar="HOST:PORT",
+                        help=f"Prometheus text at /metrics (default {_shown(DEFAULT_METRICS)})")
+    parser.add_argument("--config", metavar="F", help="guard config (YAML or JSON); default: all guards")
+    parser.add_argument("--forward", type=forward_url, metavar="URL",
+                        help="send what is received on to this OTLP/HTTP endpoint, spans with their verdicts")
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    from ..config import GuardConfig
+    from ..errors import ConfigError
+    from .server import GuardService, ServiceOptions
+
+    out = out or sys.stdout
+    try:
+        config = GuardConfig.load(args.config)
+    except ConfigError as error:
+        raise ServeError(f"--config {args.config}: {error}") from None
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward)
+        service = GuardService(config, options, on_verdict=AlertLine(out))
+        try:
+            service.start()
+        except OSError as error:
+            service.stop()
+            raise ServeError(f"cannot listen: {error.strerror or error}") from None
+        listening = [f"OTLP/HTTP {service.http_url}" if args.http else "",
+                     f"OTLP/gRPC {service.grpc_target}" if args.grpc else "",
+                     f"metrics {service.metrics_url}" if args.metrics else "",
+                     f"forwarding to {args.forward}" if args.forward else ""]
+        print("otelguard serve: " + ", ".join(item for item in listening if item), file=out, flush=True)
+        while not stop.wait(0.5):
+            pass
+        print("otelguard serve: stopping; judging what was received", file=out, flush=True)
+        service.stop()
+        judge = service.judge
+        print(f"otelguard serve: {judge.received} spans received, {judge.judged_verdicts} verdicts", file=out,
+              flush=True)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+class AlertLine:
+    """Prints one line per verdict that is a finding (not one that only counts), as it is reached."""
+
+    def __init__(self, out: TextIO):
+        self._out = out
+        self._lock = threading.Lock()
+
+    def __call__(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
+        if is_counting(verdict):
+            return
+        session = judged.span.attributes.get(GEN_AI_CONVERSATION_ID) if judged.span is not None else None
+        who = (f"agent={_shown_safely(judged.agent.name)}" if judged.agent.name else
+               f"session={_shown_safely(session)}" if isinstance(session, str) else f"agent={judged.agent.key}")
+        tool = f"  tool={_shown_safely(verdict.tool)}" if verdict.tool else ""
+        count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
+        with self._lock:
+            print(f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "
+                  f"service={_shown_safely(service)}  {who}{tool}{count}", file=self._out, flush=True)
+
+
+def _shown_safely(value: str | None) -> str:
+    """A sender's or model's name on the terminal: control characters escaped, cut like a label."""
+    return escape_quoted(str(value)[:MAX_LABEL_CHARS])

@@ -1,0 +1,52 @@
+"""The OTLP/gRPC receiver: the trace, logs and metrics services generated in `opentelemetry-proto`,
+served by grpc.aio. Each `Export` hands its decoded request to the service as the HTTP receiver
+does; a full judge queue answers `UNAVAILABLE` (which OTLP exporters retry)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+from .judge import QueueFull
+
+if TYPE_CHECKING:
+    from .server import Address, GuardService
+
+
+def _servicer(base: type, signal: str, service: GuardService) -> Any:
+    class Servicer(base):  # type: ignore[misc, valid-type]
+        async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802 - generated name
+            try:
+                return service.accept_message(signal, request)
+            except QueueFull as error:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, f"busy: {error}")
+            except Exception:  # a bug in otelguard: counted and logged
+                service.containment.record_and_maybe_raise("service.receive")
+                await context.abort(grpc.StatusCode.INTERNAL, "internal error in otelguard (logged)")
+
+    return Servicer()
+
+
+async def grpc_server(service: GuardService, address: Address) -> tuple[grpc.aio.Server, Address]:
+    """A started grpc.aio server on `address` (port 0: any free port); raises OSError when it cannot bind."""
+    server = grpc.aio.server()
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
+        _servicer(trace_service_pb2_grpc.TraceServiceServicer, "traces", service), server)
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(
+        _servicer(logs_service_pb2_grpc.LogsServiceServicer, "logs", service), server)
+    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(
+        _servicer(metrics_service_pb2_grpc.MetricsServiceServicer, "metrics", service), server)
+    host, port = address
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(target)
+    except RuntimeError as error:
+        raise OSError(f"cannot listen on {target}: {error}") from None
+    if not bound:
+        raise OSError(f"cannot listen on {target}")
+    await server.start()
+    return server, (host, bound)

@@ -1,0 +1,248 @@
+"""OTLP trace requests, as they arrive over HTTP (protobuf or JSON) or gRPC, made spans the engine reads.
+
+One decoder: a JSON body is made the protobuf message first (its hex ids turned into the bytes the
+protobuf JSON mapping wants), so both encodings reach the engine through `spans_of`. A body that is
+no request at all raises `MalformedRequest` (the receiver answers 400 and keeps nothing); a span
+that cannot be judged (ids of the wrong size, all zero) is rejected on its own and counted in the
+partial success, as the OTLP specification asks.
+
+A `ReceivedSpan` is the analyzer's `LazySpan` (a `SpanSource`) that also remembers where it came from:
+the sender's `service.name` for metric labels, and its protobuf message for forwarding.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.json_format import ParseDict, ParseError
+from google.protobuf.message import DecodeError, Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
+
+from .. import fastjson
+from ..analyzer.otlp_json import LazySpan
+from ..conventions.agent_clis import CliToolCall, from_log
+from ..conventions.genai_events import EventOutput, event_name, read_event
+from ..errors import OtelGuardError
+from ..records import SpanEvent, Status
+from . import otlp_json_messages
+
+SERVICE_NAME = "service.name"
+UNKNOWN_SERVICE = "unknown_service"  # what the SDKs report when service.name is not set
+_TRACE_ID_BYTES, _SPAN_ID_BYTES = 16, 8
+_STATUS = {0: Status.UNSET, 1: Status.OK, 2: Status.ERROR}
+
+
+class MalformedRequest(OtelGuardError):
+    """The body is not an OTLP export request in the encoding it claims (answered with 400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a received span came from: what forwarding rebuilds its request from."""
+
+    service: str
+    resource: Resource
+    resource_schema_url: str
+    scope_spans: ScopeSpans  # its scope (the spans in it are not read through here)
+
+
+class ReceivedSpan(LazySpan):
+    """A span as received: a `LazySpan` with its `Origin` and protobuf message."""
+
+    __slots__ = ("message", "origin")
+
+    def __init__(self, message: Span, origin: Origin, *args: Any):
+        super().__init__(*args)
+        self.message = message
+        self.origin = origin
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """What one request held: the spans to judge, and those rejected (with the first reason)."""
+
+    spans: list[ReceivedSpan]
+    rejected: int = 0
+    reason: str = ""
+
+
+def parse_protobuf(body: bytes, message: type[Message] = ExportTraceServiceRequest) -> Any:
+    try:
+        request = message()
+        request.ParseFromString(body)
+    except (DecodeError, ValueError, RuntimeError) as error:
+        raise MalformedRequest(f"not a protobuf {message.DESCRIPTOR.name}: {error or 'truncated'}") from None
+    return request
+
+
+def parse_json(body: bytes, message: type[Message] = ExportTraceServiceRequest) -> Any:
+    """An OTLP/JSON body as its protobuf message. Traces and logs, which are judged, are built by
+    `otlp_json_messages` (the protobuf library's generic JSON parser takes ~0.3 ms a span); metrics,
+    only forwarded, by that parser, their hex ids made the base64 of the protobuf JSON mapping."""
+    try:
+        document = fastjson.loads(body)
+    except (ValueError, RecursionError) as error:
+        raise MalformedRequest(f"not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise MalformedRequest(f"not an OTLP/JSON {message.DESCRIPTOR.name}: a JSON {type(document).__name__}")
+    try:
+        if message is ExportTraceServiceRequest:
+            return otlp_json_messages.trace_request(document)
+        if message is ExportLogsServiceRequest:
+            return otlp_json_messages.logs_request(document)
+        _hex_ids_to_base64(document)
+        return ParseDict(document, message(), ignore_unknown_fields=True)
+    except (ParseError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
+        raise MalformedRequest(f"not an OTLP/JSON {message.DESCRIPTOR.name}: {type(error).__name__}: {error}") from None
+
+
+_ID_KEYS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+
+
+def _hex_ids_to_base64(node: Any) -> None:
+    """Every id field below `node` turned from OTLP/JSON hex to protobuf-JSON base64, in place. An id
+    that is not hex is left empty: its span is then rejected on its own (see `spans_of`)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in _ID_KEYS and isinstance(value, str):
+                    item[key] = _hex_to_base64(value)
+                elif isinstance(value, (dict, list)):
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(value for value in item if isinstance(value, (dict, list)))
+
+
+def _hex_to_base64(value: str) -> str:
+    try:
+        return base64.b64encode(bytes.fromhex(value)).decode("ascii")
+    except ValueError:
+        return ""
+
+
+def service_name(resource: Resource) -> str:
+    for entry in resource.attributes:
+        if entry.key == SERVICE_NAME and entry.value.WhichOneof("value") == "string_value":
+            return entry.value.string_value
+    return UNKNOWN_SERVICE
+
+
+def spans_of(request: ExportTraceServiceRequest) -> Received:
+    """The spans of a decoded request, each checked: a span with a trace or span id of the wrong
+    size, or all zero, is rejected (its trace cannot be put together)."""
+    spans: list[ReceivedSpan] = []
+    rejected = 0
+    reason = ""
+    for resource_spans in request.resource_spans:
+        resource = resource_spans.resource
+        service = service_name(resource)
+        for scope_spans in resource_spans.scope_spans:
+            origin = Origin(service, resource, resource_spans.schema_url, scope_spans)
+            scope = scope_spans.scope.name or None
+            for span in scope_spans.spans:
+                problem = _id_problem(span)
+                if problem:
+                    rejected += 1
+                    reason = reason or problem
+                    continue
+                spans.append(_received(span, origin, scope))
+    return Received(spans, rejected, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedLogs:
+    """What one logs request held: the CLI tool calls in it, each with its sender's service.name;
+    the GenAI events (`conventions.genai_events`) with the span each names and what it adds; and how
+    many log records were not read (neither)."""
+
+    calls: list[tuple[CliToolCall, str]]
+    not_read: int
+    events: list[tuple[int, int, EventOutput]] = field(default_factory=list)
+
+
+def log_calls_of(request: Any) -> ReceivedLogs:
+    """What a decoded `ExportLogsServiceRequest` holds for the guard: CLI tool calls
+    (`conventions.agent_clis`) and GenAI events."""
+    calls: list[tuple[CliToolCall, str]] = []
+    events: list[tuple[int, int, EventOutput]] = []
+    not_read = 0
+    for resource_logs in request.resource_logs:
+        service = service_name(resource_logs.resource)
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                attributes = attributes_of(record.attributes)[0]
+                trace_id, span_id = int.from_bytes(record.trace_id, "big"), int.from_bytes(record.span_id, "big")
+                call = from_log(attributes, record.time_unix_nano, record.observed_time_unix_nano, trace_id, span_id)
+                if call is not None:
+                    calls.append((call, service))
+                    continue
+                event = read_event(event_name(record.event_name, attributes), attributes, any_value(record.body))
+                if event is not None and span_id:
+                    events.append((trace_id, span_id, event))
+                else:
+                    not_read += 1
+    return ReceivedLogs(calls, not_read, events)
+
+
+def _id_problem(span: Span) -> str:
+    if len(span.trace_id) != _TRACE_ID_BYTES or not any(span.trace_id):
+        return f"span {span.name[:60]!r}: trace id must be {_TRACE_ID_BYTES} bytes, not all zero"
+    if len(span.span_id) != _SPAN_ID_BYTES or not any(span.span_id):
+        return f"span {span.name[:60]!r}: span id must be {_SPAN_ID_BYTES} bytes, not all zero"
+    if span.parent_span_id and len(span.parent_span_id) != _SPAN_ID_BYTES:
+        return f"span {span.name[:60]!r}: parent span id must be {_SPAN_ID_BYTES} bytes"
+    return ""
+
+
+def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
+    attributes, unreadable = attributes_of(span.attributes)
+    events = tuple(SpanEvent(event.name, attributes_of(event.attributes)[0], event.time_unix_nano)
+                   for event in span.events)
+    status = span.status
+    return ReceivedSpan(
+        span, origin, span.name, int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"),
+        int.from_bytes(span.parent_span_id, "big") or None, span.start_time_unix_nano,
+        span.end_time_unix_nano or None, scope, attributes, _STATUS.get(status.code, Status.UNSET),
+        status.message or None, span.dropped_attributes_count + unreadable, events, span.dropped_events_count,
+    )
+
+
+def attributes_of(entries: Any) -> tuple[dict[str, Any], int]:
+    """(attributes, how many had no value): decoded as the OTLP/JSON reader decodes them (arrays
+    as tuples, kvlists as dicts)."""
+    attributes: dict[str, Any] = {}
+    unreadable = 0
+    for entry in entries:
+        value = any_value(entry.value)
+        if value is None:
+            unreadable += 1
+        else:
+            attributes[entry.key] = value
+    return attributes, unreadable
+
+
+def any_value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "array_value":
+        return tuple(any_value(item) for item in value.array_value.values)
+    if kind == "kvlist_value":
+        return attributes_of(value.kvlist_value.values)[0]
+    if kind == "bytes_value":
+        return value.bytes_value
+    return None

@@ -1,0 +1,276 @@
+"""`GuardService`: the receivers, the judge, the metrics endpoint and forwarding, as one object.
+
+    service = GuardService(config, ServiceOptions(http=("127.0.0.1", 0), grpc=None))
+    service.start()            # binds now (a taken port fails here), serves on a thread of its own
+    ... service.http_url, service.metrics_url ...
+    service.stop()             # stops intake, judges what was accepted, forwards it, closes
+
+`otelguard serve` (see `otelguard.service.cli`) runs one until SIGTERM or SIGINT. The receivers run
+on one asyncio loop (uvicorn for HTTP, grpc.aio for gRPC) and only decode and queue; the judge
+(`judge.SpanJudge`) runs the guards on its own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from collections.abc import Iterable
+
+from google.protobuf.message import Message
+from opentelemetry.metrics import Observation
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ..config import GuardConfig
+from ..containment import Containment
+from ..live.metrics import GuardMetrics
+from .forward import Forwarder
+from .judge import JudgeOptions, OnVerdict, SpanJudge
+from .received import log_calls_of, parse_json, parse_protobuf, spans_of
+
+Address = tuple[str, int]
+DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
+DEFAULT_GRPC: Address = ("127.0.0.1", 4317)
+DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
+
+REQUESTS = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
+            "metrics": ExportMetricsServiceRequest}
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceOptions:
+    """Where to listen (None: not at all; port 0: any free port) and where to forward."""
+
+    http: Address | None = DEFAULT_HTTP
+    grpc: Address | None = DEFAULT_GRPC
+    metrics: Address | None = DEFAULT_METRICS
+    forward: str | None = None
+    judge: JudgeOptions = field(default_factory=JudgeOptions)
+
+
+class GuardService:
+    def __init__(self, config: GuardConfig | dict | str | None = None, options: ServiceOptions = ServiceOptions(),
+                 *, on_verdict: OnVerdict | None = None):
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from opentelemetry.sdk.metrics import MeterProvider
+        from prometheus_client import CollectorRegistry
+
+        self.options = options
+        self.registry = CollectorRegistry()
+        self.meter_provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=self.registry)])
+        self.metrics = GuardMetrics(self.meter_provider)
+        self.containment = Containment(self.metrics.internal_error)
+        self.log_records = self.meter_provider.get_meter("otelguard").create_counter(
+            "otelguard.service.log_records", unit="{record}",
+            description="Log records received: read as a CLI's tool call, or not read")
+        self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
+        self.judge = SpanJudge(config, self.metrics, options=options.judge,
+                               on_replayed=self.forwarder.spans if self.forwarder is not None else None,
+                               on_verdict=on_verdict)
+        self.config = self.judge.config
+        meter = self.meter_provider.get_meter("otelguard")
+        self.rejected_spans = meter.create_counter(
+            "otelguard.service.rejected_spans", unit="{span}", description="Spans rejected (partial success)")
+        self.rejected_spans.add(0)
+        meter.create_observable_counter(
+            "otelguard.service.spans", callbacks=[self._observe_spans], unit="{span}",
+            description="Spans accepted, and of them: judged late (after their trace), duplicates skipped, "
+                        "not an agent/model/tool span")
+        meter.create_observable_counter(
+            "otelguard.cli.tool_calls", callbacks=[self._observe_cli_calls], unit="{call}",
+            description="Coding-agent CLI tool calls judged, by CLI and whether their arguments were exported")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._servers: list[Any] = []
+        self._grpc: Any = None
+        self._stopped = False
+        self.http_address: Address | None = None
+        self.grpc_address: Address | None = None
+        self.metrics_address: Address | None = None
+
+    # --- what every receiver calls ---------------------------------------------------------------
+    def accept(self, signal: str, body: bytes, encoding: str) -> Message:
+        """Decode one OTLP/HTTP body of `signal` and accept it; raises `MalformedRequest`
+        (nothing kept) or `QueueFull`."""
+        from .http import JSON
+
+        kind = REQUESTS[signal]
+        request = parse_json(body, kind) if encoding == JSON else parse_protobuf(body, kind)
+        return self.accept_message(signal, request)
+
+    def accept_message(self, signal: str, request: Any) -> Message:
+        """Accept one decoded export request: spans are queued for the judge (and forwarded once
+        judged), logs and metrics forwarded. Returns the response, with any partial success."""
+        if signal == "traces":
+            received = spans_of(request)
+            self.judge.submit(received.spans)
+            if received.rejected:
+                self.rejected_spans.add(received.rejected)
+            if not received.rejected:
+                return ExportTraceServiceResponse()
+            return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+                rejected_spans=received.rejected, error_message=received.reason))
+        if signal == "logs":
+            logs = log_calls_of(request)
+            self.judge.submit_logs(logs.calls, logs.events)
+            self.log_records.add(len(logs.calls), {"read": "cli_tool_call"})
+            self.log_records.add(len(logs.events), {"read": "genai_event"})
+            self.log_records.add(logs.not_read, {"read": "not_read"})
+        if self.forwarder is not None:
+            self.forwarder.send(signal, request)
+        return ExportLogsServiceResponse() if signal == "logs" else ExportMetricsServiceResponse()
+
+    def _observe_spans(self, options: Any) -> Iterable[Observation]:
+        judge = self.judge
+        yield Observation(judge.received, {"outcome": "accepted"})
+        yield Observation(judge.buffer.late_spans, {"outcome": "late"})
+        yield Observation(judge.buffer.duplicates, {"outcome": "duplicate"})
+        yield Observation(judge.not_ours, {"outcome": "not_ours"})
+
+    def _observe_cli_calls(self, options: Any) -> Iterable[Observation]:
+        calls = self.judge.cli_calls
+        for cli, count in list(calls.by_cli.items()):
+            absent = calls.without_arguments[cli]
+            yield Observation(count - absent, {"cli": cli, "arguments": "exported"})
+            yield Observation(absent, {"cli": cli, "arguments": "not_exported"})
+
+    # --- running ---------------------------------------------------------------------------------
+    @property
+    def http_url(self) -> str:
+        assert self.http_address is not None
+        return f"http://{_host(self.http_address)}"
+
+    @property
+    def metrics_url(self) -> str:
+        assert self.metrics_address is not None
+        return f"http://{_host(self.metrics_address)}/metrics"
+
+    @property
+    def grpc_target(self) -> str:
+        assert self.grpc_address is not None
+        return _host(self.grpc_address)
+
+    def start(self) -> None:
+        """Bind every listener (raises OSError when one cannot be bound) and serve on a thread."""
+        import uvicorn
+
+        from .http import metrics_app, receiver_app
+
+        listeners = []
+        try:
+            for address, app in ((self.options.http, receiver_app(self)), (self.options.metrics,
+                                                                         metrics_app(self.registry))):
+                if address is None:
+                    listeners.append(None)
+                    continue
+                sock = _bound(address)
+                config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False)
+                listeners.append((uvicorn.Server(config), sock))
+        except OSError:
+            for listener in listeners:
+                if listener is not None:
+                    listener[1].close()
+            raise
+        http, metrics = listeners
+        if http is not None:
+            self.http_address = http[1].getsockname()[:2]
+        if metrics is not None:
+            self.metrics_address = metrics[1].getsockname()[:2]
+        self._servers = [listener for listener in listeners if listener is not None]
+        self._loop = asyncio.new_event_loop()
+        if self.options.grpc is not None:
+            try:
+                self._grpc, self.grpc_address = self._loop.run_until_complete(self._grpc_server(self.options.grpc))
+            except OSError:
+                for _, sock in self._servers:
+                    sock.close()
+                self._loop.close()
+                self._loop = None
+                raise
+        started = threading.Event()
+        self._thread = threading.Thread(target=self._serve, args=(started,), name="otelguard-serve", daemon=True)
+        self._thread.start()
+        started.wait(10)
+
+    async def _grpc_server(self, address: Address) -> tuple[Any, Address]:
+        from .grpc import grpc_server
+
+        return await grpc_server(self, address)
+
+    def _serve(self, started: threading.Event) -> None:
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+
+        async def main() -> None:
+            tasks = [asyncio.create_task(server.serve(sockets=[sock])) for server, sock in self._servers]
+            while not all(server.started for server, _ in self._servers):
+                await asyncio.sleep(0.005)
+            started.set()
+            await asyncio.gather(*tasks)
+
+        try:
+            loop.run_until_complete(main())
+        finally:
+            started.set()
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Stop receiving, judge what was accepted, forward it, and close."""
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._loop is not None and self._thread is not None:
+            if self._thread.is_alive():
+                closing = asyncio.run_coroutine_threadsafe(self._close_receivers(grace_s), self._loop)
+                closing.result(grace_s + 5)
+                self._thread.join(grace_s + 5)
+            self._loop.close()
+        self.judge.close()
+        if self.forwarder is not None:
+            self.forwarder.close()
+        self.meter_provider.shutdown()
+
+    async def _close_receivers(self, grace_s: float) -> None:
+        for server, _ in self._servers:
+            server.should_exit = True
+        if self._grpc is not None:
+            await self._grpc.stop(grace_s)  # in-flight calls finish within the grace period
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Judge everything received so far now (see `SpanJudge.flush`), and forward it."""
+        judged = self.judge.flush(timeout_s)
+        if self.forwarder is not None:
+            self.forwarder.flush()
+        return judged
+
+
+def _bound(address: Address) -> socket.socket:
+    host, port = address
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _host(address: Address) -> str:
+    host, port = address[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -1,0 +1,44 @@
+"""A loopback HTTP server for tests that receive what a real client sends (a webhook, OTLP/HTTP)."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Self
+
+# (path, request body) -> (status, content type, response body)
+OnPost = Callable[[str, bytes], tuple[int, str, bytes]]
+
+
+class LoopbackServer:
+    """Answers POSTs on 127.0.0.1, on a free port, from a daemon thread; `base` is its URL. Closed by
+    `close()` (joins the thread) or as a context manager."""
+
+    def __init__(self, on_post: OnPost):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, content_type, reply = on_post(self.path, body)
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,186 @@
+"""End to end: the real coding-agent CLIs (npm, pinned in agent_clis.json), guarded by `otelguard hook`.
+
+Each CLI runs offline against a scripted fake model (tests/support/fake_llm.py: the only fake part)
+with the hook installed by `otelguard install-hook` into a temporary home. The script is a loop a model falls
+into: the same call ten times, then an A/B alternation three times, then a final answer. The test
+reads what the model was shown (the requests it got) and the hook log: the reminders at the 3rd and
+5th identical call reach the model as context, the 8th, 9th and 10th are denied before they run with
+the guard's message, and the session still ends normally with the final answer.
+
+Tier `agent_cli`: skipped without the CLIs (with the command that installs them), failed under CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from external_support import binary
+from support.fake_llm import FakeLLM, Script
+
+from otelguard.cli import main as otelguard_main
+from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
+
+pytestmark = pytest.mark.agent_cli
+
+FINAL = "The directory holds notes.txt, with 3 lines."
+IDENTICAL_CALLS = 10
+RUN_TIMEOUT_S = 240
+
+
+@dataclass
+class Cli:
+    name: str  # as `otelguard hook` names it
+    binary: str
+    loop_call: Callable[[Path], tuple[str, dict[str, Any]]]  # what the model repeats
+    a_b: Callable[[Path], list[tuple[str, dict[str, Any]]]]  # the alternation
+
+
+CLIS = {
+    "claude-code": Cli(
+        "claude-code", "claude",
+        lambda work: ("Bash", {"command": "ls -la", "description": "List files in current directory"}),
+        lambda work: [("Read", {"file_path": str(work / "notes.txt")}),
+                      ("Bash", {"command": "wc -l notes.txt", "description": "Count lines in notes.txt"})]),
+    "gemini-cli": Cli(
+        "gemini-cli", "gemini",
+        lambda work: ("run_shell_command", {"command": "ls -la", "description": "List files in current directory"}),
+        lambda work: [("read_file", {"file_path": str(work / "notes.txt")}),
+                      ("run_shell_command", {"command": "wc -l notes.txt", "description": "Count lines"})]),
+    "codex": Cli(
+        "codex", "codex",
+        lambda work: ("exec_command", {"cmd": "ls -la"}),
+        lambda work: [("exec_command", {"cmd": "cat notes.txt"}), ("exec_command", {"cmd": "wc -l notes.txt"})]),
+    "opencode": Cli(
+        "opencode", "opencode",
+        lambda work: ("bash", {"command": "ls -la", "description": "List files"}),
+        lambda work: [("read", {"filePath": str(work / "notes.txt")}),
+                      ("bash", {"command": "wc -l notes.txt", "description": "Count lines"})]),
+}
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """A home, a project and a hook history of the test's own; the real `otelguard` on PATH."""
+    home, work, state = tmp_path / "home", tmp_path / "work", tmp_path / "state"
+    for folder in (home, work, state):
+        folder.mkdir()
+    (work / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    env = {
+        "HOME": str(home),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)]),
+        "OTELGUARD_HOOK_DB": str(state / "hooks.sqlite3"),
+        "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("OTELGUARD_CONFIG", raising=False)
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.chdir(work)
+    return home, work, state, env
+
+
+def run(command: list[str], env: dict[str, str], work: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                          stdin=subprocess.DEVNULL)
+
+
+def run_claude_code(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
+    env = {**env, "ANTHROPIC_BASE_URL": llm.url, "ANTHROPIC_API_KEY": "sk-test",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
+    return run([cli_path, "-p", "list the files", "--output-format", "stream-json", "--verbose",
+                "--allowedTools", "Bash,Read"], env, work)
+
+
+def run_gemini_cli(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
+    settings = home / ".gemini" / "settings.json"
+    # Gemini CLI's own loop detector would end the run at the 5th identical call: otelguard's test turns it off.
+    write_json(settings, {
+        "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "model": {"disableLoopDetection": True},
+        "hooks": json.loads(settings.read_text())["hooks"],
+    })
+    env = {**env, "GEMINI_API_KEY": "sk-test", "GOOGLE_GEMINI_BASE_URL": llm.url, "GEMINI_CLI_TRUST_WORKSPACE": "true",
+           "NO_BROWSER": "1"}
+    return run([cli_path, "-p", "list the files", "-m", "gemini-2.5-pro", "--output-format", "stream-json",
+                "--approval-mode", "yolo"], env, work)
+
+
+def run_codex(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
+    config = home / ".codex" / "config.toml"
+    config.write_text(
+        'model = "fake-model"\nmodel_provider = "fake"\napproval_policy = "never"\n'
+        'sandbox_mode = "danger-full-access"\n\n' + config.read_text() + "\n[model_providers.fake]\n"
+        f'name = "Fake"\nbase_url = "{llm.url}/v1"\nenv_key = "FAKE_API_KEY"\nwire_api = "responses"\n')
+    env = {**env, "FAKE_API_KEY": "sk-test"}
+    return run([cli_path, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-hook-trust",
+                "list the files"], env, work)
+
+
+def run_opencode(cli_path: str, llm: FakeLLM, env: dict[str, str], home: Path, work: Path):
+    write_json(work / "opencode.json", {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
+                              "options": {"baseURL": f"{llm.url}/v1", "apiKey": "sk-test"},
+                              "models": {"fake-model": {"name": "Fake Model", "tool_call": True}}}},
+        "model": "fake/fake-model", "small_model": "fake/fake-model", "autoupdate": False, "share": "disabled",
+        "permission": {"bash": "allow", "read": "allow", "edit": "allow"},
+    })
+    env = {**env, "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1"}
+    return run([cli_path, "run", "--print-logs", "--format", "json", "list the files"], env, work)
+
+
+RUNNERS = {"claude-code": run_claude_code, "gemini-cli": run_gemini_cli, "codex": run_codex, "opencode": run_opencode}
+
+
+def write_json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2))
+
+
+def hook_log_lines(state: Path) -> list[str]:
+    path = state / "hooks.log"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+@pytest.mark.parametrize("name", list(CLIS))
+def test_a_looping_cli_is_reminded_then_blocked_and_its_session_ends_normally(sandbox, name):
+    home, work, state, env = sandbox
+    cli = CLIS[name]
+    cli_path = binary("agent_cli", cli.binary)
+    assert otelguard_main(["install-hook", name]) == 0
+    loop_call = cli.loop_call(work)
+    llm = FakeLLM(Script(calls=[loop_call] * IDENTICAL_CALLS + cli.a_b(work) * 3, final=FINAL))
+    try:
+        done = RUNNERS[name](cli_path, llm, env, home, work)
+    finally:
+        llm.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert FINAL in done.stdout  # the session ended with the model's final answer
+
+    log = hook_log_lines(state)
+    acted = [line for line in log if " INFO " in line]
+    assert not [line for line in log if " ERROR " in line or " WARNING " in line], log
+    assert [re.search(r"(remind|block) at call (\d+)", line).groups() for line in acted] == [
+        ("remind", "3"), ("remind", "5"), ("block", "8"), ("block", "9"), ("block", "10")]
+
+    steps = [step for step, _ in llm.requests]
+    assert max(steps) == IDENTICAL_CALLS + 6  # every scripted call made (or denied), then the final turn
+    assert llm.first_step_showing(SHORT_TEXT) == 3  # the reminder reached the model right after the 3rd call
+    assert llm.first_step_showing("- consecutive_calls: 5") == 5
+    assert llm.first_step_showing("Repeated tool call blocked:") == 8  # the 8th call denied, its reason shown
+    # Codex shows a hook's context as a developer message: no model-controlled arguments in it
+    assert llm.first_step_showing("- arguments: ") == (None if name == "codex" else 5)

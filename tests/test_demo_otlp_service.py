@@ -1,0 +1,26 @@
+"""`otelguard demo --otlp-service`: the CLI captures replayed over OTLP/HTTP to a service the demo
+starts; each CLI's two reminders are printed as they fire, then counted by sender."""
+
+from __future__ import annotations
+
+import io
+
+from otelguard import demo
+
+
+def test_demo_replays_cli_captures_to_a_service_and_prints_alerts() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert demo.main(["--otlp-service", "--speed", "200"], out=out, err=err) == 0, err.getvalue()
+    text = out.getvalue()
+    for service, tool in (("claude-code", "Bash"), ("gemini-cli", "run_shell_command"), ("codex_exec", "exec_command"),
+                          ("opencode", "bash")):
+        alerts = [line for line in text.splitlines() if "ALERT" in line and f"service={service} " in line]
+        assert [line.rsplit("count=", 1)[1] for line in alerts] == ["3", "5"], text
+        assert all(f"tool={tool}" in line and "action=remind" in line for line in alerts)
+        assert f"{service}: repeat-tool-reminder repeat-threshold remind x2" in text
+
+
+def test_demo_without_captures_says_where_to_point_it(tmp_path) -> None:
+    err = io.StringIO()
+    assert demo.main(["--otlp-service", "--captures", str(tmp_path / "none")], out=io.StringIO(), err=err) == 2
+    assert "--captures DIR" in err.getvalue()

@@ -1,0 +1,175 @@
+"""What a loop cost: the tokens since the loop's first repeated step, and their price in USD from
+genai-prices' bundled table (the real package, no network), on the judged spans, the evaluation
+events, the `otelguard.loop.cost` metric, and in `otelguard analyze`'s report."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import pytest
+from genai_prices import Usage, calc_price
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from otel_support import FIXTURES, Guarded, metric_points, output_messages
+
+import otelguard.pricing
+from otelguard.actions import Action
+from otelguard.analyzer import analyze
+from otelguard.cli import main
+from otelguard.loop_spend import LoopLedger
+from otelguard.pricing import price_usd, wait_until_loaded
+from otelguard.records import ModelUsage, Verdict
+
+THINKING = {"guards": [{"id": "thinking-loop-guard"}]}
+PRICED_MODEL = "gpt-4o"
+
+
+@pytest.fixture(autouse=True)
+def price_table() -> None:
+    """The table loads in the background (never on an agent's thread); these tests need it in."""
+    assert wait_until_loaded(timeout=30)
+
+
+def test_a_known_model_is_priced_from_the_bundled_table_without_the_network(monkeypatch):
+    """The price is genai-prices' own, computed with every connection refused."""
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("pricing tried to reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    expected = float(calc_price(Usage(input_tokens=1200, output_tokens=700), model_ref=PRICED_MODEL).total_price)
+    assert expected > 0
+    assert price_usd(PRICED_MODEL, 1200, 700) == pytest.approx(expected)
+
+
+def test_an_unknown_model_has_no_price():
+    assert price_usd("scripted-planner", 1200, 700) is None
+    assert price_usd(None, 1200, 700) is None
+
+
+def stalled_calls(g: Guarded, model: str, calls: int, *, input_tokens: int = 1200, output_tokens: int = 700) -> None:
+    """An agent making `calls` long reasoning-only model calls (each a stalled step)."""
+    with g.tracer.start_as_current_span("invoke_agent planner", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}):
+        for index in range(calls):
+            reasoning = " ".join(f"angle {index} thought {i} about the bug" for i in range(120))
+            with g.tracer.start_as_current_span(f"chat {model}", attributes={
+                "gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                "gen_ai.output.messages": output_messages(reasoning=reasoning),
+                "gen_ai.usage.input_tokens": input_tokens, "gen_ai.usage.output_tokens": output_tokens,
+            }):
+                pass
+
+
+def loop_events(exporter: InMemoryLogRecordExporter) -> list[dict[str, Any]]:
+    return [dict(readable.log_record.attributes) for readable in exporter.get_finished_logs()]
+
+
+def test_each_stalled_step_carries_the_loop_spend_so_far(logger_provider, log_exporter):
+    """Three stalled calls of a priced model: the events carry the running totals since the first
+    stalled call, and the cost metric their sum, labelled like the verdicts."""
+    step_price = price_usd(PRICED_MODEL, 1200, 700)
+    with Guarded(THINKING, logger_provider=logger_provider, evaluation_events="all") as g:
+        stalled_calls(g, PRICED_MODEL, 3)
+        cost = metric_points(g.metric_reader, "otelguard.loop.cost")
+        judged = [s for s in g.exporter.get_finished_spans() if s.name.startswith("chat")]
+    events = loop_events(log_exporter)
+    # The judged spans carry the same running totals as their events.
+    assert [{key: value for key, value in span.attributes.items() if key.startswith("otelguard.loop.")}
+            for span in judged] == [{key: value for key, value in e.items() if key.startswith("otelguard.loop.")}
+                                    for e in events]
+    assert [e["gen_ai.evaluation.score.label"] for e in events] == ["none", "none", "steer"]
+    assert [(e["otelguard.loop.input_tokens"], e["otelguard.loop.output_tokens"]) for e in events] == [
+        (1200, 700), (2400, 1400), (3600, 2100)]
+    assert [e["otelguard.loop.cost_usd"] for e in events] == pytest.approx([step_price, 2 * step_price, 3 * step_price])
+    ((labels, total),) = cost
+    assert labels == {"otelguard.guard": "thinking-loop-guard", "otelguard.rule": "reasoning-only",
+                      "gen_ai.agent.name": "planner", "gen_ai.request.model": PRICED_MODEL}
+    assert total == pytest.approx(3 * step_price)
+
+
+def test_a_new_loop_starts_its_own_total(logger_provider, log_exporter):
+    """After the guard reacted, the next stalled call starts a new loop: its total restarts."""
+    with Guarded(THINKING, logger_provider=logger_provider, evaluation_events="all") as g:
+        stalled_calls(g, PRICED_MODEL, 4)
+    events = loop_events(log_exporter)
+    assert [e["otelguard.loop.output_tokens"] for e in events] == [700, 1400, 2100, 700]
+
+
+def test_an_unknown_model_reports_tokens_only(logger_provider, log_exporter):
+    """A model genai-prices does not know: the events carry the tokens and no price; no cost is counted."""
+    with Guarded(THINKING, logger_provider=logger_provider) as g:
+        stalled_calls(g, "scripted-planner", 3)
+        cost = metric_points(g.metric_reader, "otelguard.loop.cost")
+    (event,) = loop_events(log_exporter)  # the steer (action none is left out by default)
+    assert (event["otelguard.loop.input_tokens"], event["otelguard.loop.output_tokens"]) == (3600, 2100)
+    assert "otelguard.loop.cost_usd" not in event
+    assert cost == []
+
+
+# ---------------------------------------------------------------------------------------------
+# `otelguard analyze`: each loop's cost, per agent and in total
+# ---------------------------------------------------------------------------------------------
+
+RECORDED_LOOP = FIXTURES / "pydantic-ai-v5-reasoning-only-loop.otlp.jsonl"  # a captured pydantic-ai run
+
+
+def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path, capsys):
+    """The captured run's two loops of stalled reasoning, its model renamed to a priced one: each
+    loop's tokens from its first stalled step, priced, per agent and in the summary."""
+    recorded = tmp_path / "loop.otlp.jsonl"
+    recorded.write_text(RECORDED_LOOP.read_text().replace('"fake-reasoner-1"', f'"{PRICED_MODEL}"'))
+    (agent,) = analyze([recorded]).findings.agents()
+    assert [loop.kind for loop in agent.loops] == ["thinking_loop", "thinking_loop"]
+    for loop in agent.loops:
+        expected = price_usd(PRICED_MODEL, loop.spend.input_tokens, loop.spend.output_tokens)
+        assert loop.spend.output_tokens > 0 and loop.spend.cost_usd == pytest.approx(expected)
+    assert main(["analyze", "--json", str(recorded)]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]["loops"]
+    assert summary["count"] == 2 and summary["unpriced"] == 0
+    assert summary["cost_usd"] == pytest.approx(sum(loop.spend.cost_usd for loop in agent.loops), abs=1e-6)
+    assert main(["analyze", str(recorded)]) == 0
+    text = capsys.readouterr().out
+    assert f"loops: 2 loops of model calls, {summary['input_tokens']:,} tokens in" in text
+    assert f"{agent.label}: 2 loops" in text
+
+
+def test_analyze_says_when_a_loop_has_no_price(capsys):
+    """The captured model is in no price table: tokens only, said so."""
+    assert main(["analyze", str(RECORDED_LOOP)]) == 0
+    assert "cost unknown (2 not priced: model not in genai-prices' table)" in capsys.readouterr().out
+
+
+def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):
+    """A loop whose first step came before the price table was in: the next step prices the whole
+    loop, and what is newly counted covers the earlier step too."""
+    ledger = LoopLedger(10, on_evict=lambda reason, n: None)
+    usage = ModelUsage(PRICED_MODEL, output_tokens=700, input_tokens=1200)
+
+    def stalled(n: int) -> Verdict:
+        return Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE, thinking_stalled=n)
+
+    loaded = otelguard.pricing._calculate
+    monkeypatch.setattr(otelguard.pricing, "_calculate", None)  # the state before the table is in (a test seam)
+    first = ledger.step("agent", stalled(1), usage)
+    assert (first.spend.cost_usd, first.new_cost_usd) == (None, 0.0)
+    monkeypatch.setattr(otelguard.pricing, "_calculate", loaded)
+    second = ledger.step("agent", stalled(2), usage)
+    whole = price_usd(PRICED_MODEL, 2400, 1400)
+    assert second.spend.cost_usd == pytest.approx(whole) == pytest.approx(second.new_cost_usd)
+    third = ledger.step("agent", stalled(3), usage)
+    assert third.new_cost_usd == pytest.approx(price_usd(PRICED_MODEL, 1200, 700))
+
+
+def test_without_a_downstream_the_run_s_verdict_events_carry_the_spend():
+    """Beside other processors (no downstream to enrich), the verdict events on the agent-run span
+    carry the loop's spend so far."""
+    with Guarded(THINKING, export=False, siblings=[SimpleSpanProcessor(exporter := InMemorySpanExporter())]) as g:
+        stalled_calls(g, PRICED_MODEL, 3)
+    (run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    spends = [(e.attributes["otelguard.loop.output_tokens"], e.attributes["otelguard.loop.cost_usd"])
+              for e in run.events if e.name == "otelguard.verdict"]
+    assert [tokens for tokens, _ in spends] == [700, 1400, 2100]
+    assert spends[-1][1] == pytest.approx(price_usd(PRICED_MODEL, 3600, 2100))
