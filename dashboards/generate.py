@@ -51,8 +51,8 @@ TIMEOUTS = 'otelguard_guard="timeout-policy"'
 CONTROL_FAILED = 'outcome=~"error|unbound"'
 RANGE, RATE = "$__range", "$__rate_interval"  # Grafana's window variables
 ACTED = 'otelguard_action!="none"'
-THINKING_RULES = 'otelguard_rule=~"reasoning-only|repeated-material|low-entropy"'
-STREAM_RULES = 'otelguard_rule=~"identical-chunks|repeating-cycle"'
+THINKING_RULES = 'otelguard_rule=~"reasoning-only|repeated-material|low-entropy|text-loop"'
+STREAM_RULES = 'otelguard_rule=~"identical-chunks|repeating-cycle|long-cycle|low-novelty"'
 
 
 def verdicts(*matchers: str) -> str:
@@ -276,8 +276,9 @@ def overview() -> dashboard.Dashboard:
             "Loop alerts by guard, rule and agent",
             "Each bar counts the loop-guard reactions in that interval, per agent and rule. repeat-threshold: "
             "the same tool call with the same arguments reached a reminder threshold; repeat-stop: such a call "
-            "was blocked; reasoning-only / repeated-material / low-entropy: stalled reasoning; identical-chunks / "
-            "repeating-cycle: a stream that repeated itself.",
+            "was blocked; reasoning-only / repeated-material / low-entropy: stalled reasoning; text-loop: text-only "
+            "answers restating each other; identical-chunks / repeating-cycle / long-cycle / low-novelty: a stream "
+            "that repeated itself.",
             query(
                 "sum by (otelguard_guard, otelguard_rule, gen_ai_agent_name) "
                 f"({counted(verdicts(LOOP_GUARDS, ACTED), RATE)})",
@@ -333,7 +334,7 @@ def overview() -> dashboard.Dashboard:
             "Thinking loops by agent and rule",
             "Model calls judged stalled by thinking-loop-guard: reasoning-only (long reasoning, no output), "
             "repeated-material (restating the previous call's reasoning), low-entropy (reasoning that repeats "
-            "itself). Action none = a stall below max_thinking_steps; warn/steer/cancel = the guard reacted.",
+            "itself), text-loop (short text-only answers restating each other, no tool called). Action none = a stall below max_thinking_steps; warn/steer/cancel = the guard reacted.",
             query(
                 "sum by (gen_ai_agent_name, otelguard_rule, otelguard_action) "
                 f'({counted(verdicts(THINKING, THINKING_RULES), RATE)})',
@@ -344,8 +345,9 @@ def overview() -> dashboard.Dashboard:
     d = d.with_panel(
         events_panel(
             "Stream breaks by agent",
-            "Streamed replies that repeated themselves: identical-chunks (the same delta over and over) or "
-            "repeating-cycle (periodic text). Action break = cut mid-stream with REPETITIVE_OUTPUT; none = "
+            "Streamed replies that repeated themselves: identical-chunks (the same delta over and over), "
+            "repeating-cycle (periodic text), long-cycle (a paragraph restated) or low-novelty (restatements that "
+            "drift; flagged only by default). Action break = cut mid-stream with REPETITIVE_OUTPUT; none = "
             "flagged at span end only.",
             query(
                 "sum by (gen_ai_agent_name, otelguard_rule, otelguard_action) "

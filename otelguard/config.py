@@ -146,13 +146,56 @@ class ThinkingLoopGuardConfig(_Settings):
     min_repeated_cycle_chars: int = Field(256, ge=2, le=READ_LIMITS.judged_chars)
     break_code: str = Field("REPETITIVE_OUTPUT", min_length=1)
     break_correction: bool = True
+    # Structure-aware cycle rules: repetition inside a code fence, a table, CSV/TSV rows, a JSON array
+    # or a drawn grid is cut only past this many characters (0: cut it like prose).
+    max_structured_repeat_chars: int = Field(8192, ge=0)
+    # long-cycle: periods above max_repeated_cycle_chars up to this (0 disables), repeated this often.
+    max_long_cycle_chars: int = Field(512, ge=0, le=4096)
+    long_cycle_repeats: int = Field(3, ge=2, le=16)
+    # low-novelty: the share of new word n-grams over a window of the call's text (min 0 disables).
+    novelty_window: int = Field(1024, ge=128, le=16384)
+    novelty_ngram: int = Field(3, ge=1, le=8)
+    min_novelty: float = Field(0.2, ge=0, le=1)
+    low_novelty_action: Literal["none", "break"] = "none"
+    # text-loop: text-only answers of one run restating each other (repeats 0 and streak 0 disable).
+    text_loop_repeats: int = Field(3, ge=0)
+    text_loop_similarity: float = Field(0.8, gt=0, le=1)
+    text_loop_streak: int = Field(5, ge=0)
+    text_loop_streak_similarity: float = Field(0.4, gt=0, le=1)
+    text_loop_action: Literal["none", "warn", "steer", "cancel"] = "steer"
 
-    @field_validator("repeat_ratio", "similarity_threshold", mode="before")
+    @field_validator("repeat_ratio", "similarity_threshold", "min_novelty", "text_loop_similarity",
+                     "text_loop_streak_similarity", mode="before")
     @classmethod
     def _ratio_number(cls, value: Any) -> Any:
         # strict mode refuses ints for floats; 0 and 1 are natural ratios.
         if isinstance(value, int) and not isinstance(value, bool):
             return float(value)
+        return value
+
+    @field_validator("text_loop_repeats", "text_loop_streak")
+    @classmethod
+    def _streak_length(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("must be 0 (off) or at least 2: one answer is no streak")
+        return value
+
+    # Field validators (not a model one), so an error names its field; the fields they compare with
+    # come earlier in the class, so they are validated already (absent from info.data when invalid).
+    @field_validator("max_long_cycle_chars")
+    @classmethod
+    def _above_the_short_cycles(cls, value: int, info: ValidationInfo) -> int:
+        floor = info.data.get("max_repeated_cycle_chars", 64) or 64
+        if value and value <= floor:
+            raise ValueError(f"must be 0 (off) or above max_repeated_cycle_chars ({floor}), got {value}")
+        return value
+
+    @field_validator("max_structured_repeat_chars")
+    @classmethod
+    def _past_the_cycle_span(cls, value: int, info: ValidationInfo) -> int:
+        span = info.data.get("min_repeated_cycle_chars", 2)
+        if value and value < span:
+            raise ValueError(f"must be 0 (off) or at least min_repeated_cycle_chars ({span}), got {value}")
         return value
 
 

@@ -62,6 +62,7 @@ class _Watch:
         guard = self.processor.stream_guard if self.processor is not None else default_stream_guard()
         self.guard = guard
         self.breaker: StreamBreaker | None = guard.new_breaker() if guard is not None else None
+        self.reasoning_breaker: StreamBreaker | None = None  # made on the first reasoning delta
         self.record_chunks = record_chunks and self.span.is_recording()
         self.text_of = text_of
         # Plain text deltas to a breaker, nothing recorded: the streams' fast paths need only `push`.
@@ -76,9 +77,15 @@ class _Watch:
         text, kind = found
         if self.record_chunks:
             self.span.add_event(OTELGUARD_CHUNK_EVENT, {OTELGUARD_CHUNK_TEXT: text, OTELGUARD_CHUNK_KIND: kind})
-        if kind != "text" or self.breaker is None:
+        if kind == "reasoning":
+            breaker = self.reasoning_breaker
+            if breaker is None and self.guard is not None:
+                breaker = self.reasoning_breaker = self.guard.new_reasoning_breaker()
+        else:
+            breaker = self.breaker if kind == "text" else None
+        if breaker is None:
             return
-        trip = self.breaker.push(text)
+        trip = breaker.push(text)
         if trip is not None:
             self.tripped(trip)
 
@@ -102,6 +109,8 @@ class _Watch:
         if self.breaker is None or self.processor is None or not self._on_open_model_span():
             return
         trip = self.breaker.finish()
+        if trip is None and self.reasoning_breaker is not None:
+            trip = self.reasoning_breaker.finish()
         if trip is not None:
             self._reported(self.guard.break_verdict(trip, cut=False), on_model_span=True)
 

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import random
+
 from otelguard.config import ThinkingLoopGuardConfig
 from otelguard.detectors.stream import trailing_identical_run
 from otelguard.guards import ThinkingLoopGuard
+
+
+def cut(text: str, rng: random.Random, sizes: tuple[int, int]) -> list[str]:
+    """The text cut into deltas of sizes drawn from `sizes` (inclusive)."""
+    deltas, at = [], 0
+    while at < len(text):
+        size = rng.randint(*sizes)
+        deltas.append(text[at : at + size])
+        at += size
+    return deltas
 
 
 def reference_identical_trip(deltas: list[str], limit: int) -> int | None:

@@ -184,7 +184,9 @@ def test_no_model_or_tool_spans_says_nothing_was_judged_and_why(tmp_path, capsys
 
 def test_three_hundred_identical_chunk_events_flag_identical_chunks(tmp_path, capsys) -> None:
     """A model call whose output is 300 identical recorded text chunks is flagged by identical-chunks."""
-    line = "The `register` API matches the spec and every test passes on all platforms. "  # period > 64
+    # A period above 512: beyond the cycle rule (64) and the long-cycle rule (512), only identical-chunks sees it.
+    line = "".join(f"The `register` API matches spec {i} and every test passes on platform {i}. " for i in range(8))
+    assert len(line) > 512
     chunks = [{"timeUnixNano": str(T0 + i), "name": "otelguard.chunk",
                "attributes": attributes({"otelguard.chunk.text": line, "otelguard.chunk.kind": "text"})}
               for i in range(300)]

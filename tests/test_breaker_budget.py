@@ -13,7 +13,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
-from stream_support import reference_identical_trip
+from stream_support import cut, reference_identical_trip
 
 from otelguard.detectors.stream import (
     CYCLE_CHECK_EVERY,
@@ -29,6 +29,12 @@ from otelguard.detectors.stream import (
 
 MAX_CYCLE, MIN_CYCLE = 64, 256
 WORDS = ["the", "model", "reads", "a", "file", "then", "checks", "the", "value", "and", "plans", "the", "next", "tool", "call", "because"]
+
+
+def seed_rules(**config) -> StreamBreaker:
+    """A breaker running the seed's two rules alone, as the references do (the rules added since,
+    long cycles and structure-aware cutting, are pinned in test_stream_rules.py)."""
+    return StreamBreaker(**config, max_long_cycle_chars=0, max_structured_repeat_chars=0)
 
 
 def reference_cycle_trip(deltas: list[str]) -> tuple[int, int] | None:
@@ -119,15 +125,6 @@ def prose(rng: random.Random, chars: int) -> str:
     return " ".join(words)[:chars]
 
 
-def cut(text: str, rng: random.Random, sizes: tuple[int, int]) -> list[str]:
-    deltas, at = [], 0
-    while at < len(text):
-        size = rng.randint(*sizes)
-        deltas.append(text[at : at + size])
-        at += size
-    return deltas
-
-
 @settings(max_examples=examples(200), deadline=None)
 @given(
     seed=st.integers(0, 10_000),
@@ -136,7 +133,7 @@ def cut(text: str, rng: random.Random, sizes: tuple[int, int]) -> list[str]:
 )
 def test_identical_rule_trips_on_exactly_the_delta_a_per_delta_judge_would(seed, limit, pieces):
     """Cycle rule off: the batched breaker trips on the same delta, with the same run, as the reference."""
-    breaker = StreamBreaker(max_repeated_text=limit, max_repeated_cycle_chars=0)
+    breaker = seed_rules(max_repeated_text=limit, max_repeated_cycle_chars=0)
     index = trip_index(breaker, pieces)
     assert index == reference_identical_trip(pieces, limit)
     if index is not None:
@@ -165,7 +162,7 @@ def test_a_stream_is_flagged_by_its_end_exactly_when_a_per_delta_judge_would_fla
         unit = "ab" + unit[2:]
     text = prose(rng, prefix) + (unit * (chanted // period + 1))[:chanted]
     deltas = cut(text, rng, (low, low + spread))
-    breaker = StreamBreaker(max_repeated_text=0)  # the cycle rule alone
+    breaker = seed_rules(max_repeated_text=0)  # the cycle rule alone
     flagged = trip_index(breaker, deltas) is not None or breaker.finish() is not None
     assert flagged == (reference_cycle_trip(deltas) is not None)
     if flagged:
@@ -191,7 +188,7 @@ def test_cycle_trips_soon_after_the_tail_first_becomes_periodic(seed, prefix, pe
     deltas = [text[at : at + size] for at in range(0, len(text), size)]
     expected = reference_cycle_trip(deltas)
     assert expected is not None
-    breaker = StreamBreaker()
+    breaker = seed_rules()
     index = trip_index(breaker, deltas)
     assert index is not None and breaker.trip.rule in (REPEATING_CYCLE, IDENTICAL_CHUNKS)
     if breaker.trip.rule == IDENTICAL_CHUNKS:  # a whole-delta cycle makes identical deltas too
@@ -227,7 +224,7 @@ def test_uneven_deltas_still_trip_on_a_cycle_and_only_where_the_tail_is_periodic
     text = prose(rng, prefix) + unit * (4 * MIN_CYCLE // len(unit) + 40)
     deltas = cut(text, rng, (low, low + spread))
     expected = reference_cycle_trip(deltas)
-    breaker = StreamBreaker()
+    breaker = seed_rules()
     index = trip_index(breaker, deltas)
     assert index is not None and expected is not None
     if breaker.trip.rule == IDENTICAL_CHUNKS:
@@ -311,7 +308,7 @@ def test_every_budget_and_trip_is_the_long_ways(seed, kind, chars, sizes, config
     elif kind == "chant":
         text += "again. " * rng.randint(0, 120)
     deltas = cut(text, rng, sizes)
-    breaker, reference = StreamBreaker(**config), LongWayBreaker(**config)
+    breaker, reference = seed_rules(**config), LongWayBreaker(**config)
     for index, delta in enumerate(deltas):
         assert (breaker.push(delta), breaker.budget) == (reference.push(delta), reference.budget), index
     assert (breaker.finish(), breaker.trip) == (reference.finish(), reference.trip)
@@ -324,7 +321,7 @@ def test_a_long_steady_stream_is_judged_as_the_long_way():
     text = prose(rng, 40_000)
     for size in (4, 8):
         deltas = [text[at : at + size] for at in range(0, len(text), size)]
-        breaker, reference = StreamBreaker(), LongWayBreaker()
+        breaker, reference = seed_rules(), LongWayBreaker()
         for delta in deltas:
             assert breaker.push(delta) is reference.push(delta) is None
             assert breaker.budget == reference.budget
@@ -335,7 +332,7 @@ def test_a_long_stream_judged_by_the_identical_rule_alone_is_judged_as_the_long_
     """Cycle rule off and a high limit: batches as long as MAX_BUDGET allows, after runs of one."""
     text = prose(random.Random(4), 20_000)
     config = {"max_repeated_text": 5000, "max_repeated_cycle_chars": 0}
-    breaker, reference = StreamBreaker(**config), LongWayBreaker(**config)
+    breaker, reference = seed_rules(**config), LongWayBreaker(**config)
     for delta in text:
         assert (breaker.push(delta), breaker.budget) == (reference.push(delta), reference.budget)
     assert breaker.budget == MAX_BUDGET
@@ -354,7 +351,7 @@ def test_a_run_or_an_early_finish_inside_a_steady_stream_is_judged_as_the_long_w
         deltas += [pad[: i % 4] + "q" + pad[i % 4 :] for i, pad in enumerate(pads)]
     wide = [words[at : at + 8] for at in range(50_000, 80_000, 8)]  # twice as long as the others
     for finish_early in (False, True):
-        breaker, reference = StreamBreaker(), LongWayBreaker()
+        breaker, reference = seed_rules(), LongWayBreaker()
         for index, delta in enumerate(deltas):
             assert (breaker.push(delta), breaker.budget) == (reference.push(delta), reference.budget), index
             if finish_early and index % 1_000 > 900 and not reference.pending:  # right after a batch

@@ -184,8 +184,10 @@ def test_a_tool_start_makes_agent_state_only_when_a_start_hook_needs_it():
 
 
 def test_a_model_call_no_guard_judges_makes_no_agent_state():
-    """Output under every guard's floor, outside any run: nothing judged it, so no agent is made."""
-    engine = GuardEngine(full_records=False)
+    """Output under every guard's floor, outside any run: nothing judged it, so no agent is made. (The
+    text-loop rule, on by default, reads every text-only answer: it is off here, so that there is a floor.)"""
+    engine = GuardEngine({"guards": [{"id": "thinking-loop-guard", "config": {"textLoopRepeats": 0, "textLoopStreak": 0}}]},
+                         full_records=False)
     assert judged(engine, model(2, None)).verdicts == ()
     assert engine.tracked_agents == 0
     judged(engine, call(3, None))

@@ -28,7 +28,10 @@ from otelguard.engine import GuardEngine
 from otelguard.guards import ThinkingLoopGuard
 from otelguard.records import Content, SpanEvent, SpanView, Status
 
-FLOOR = OutputFloor(text_chars=256, reasoning_chars=2048)  # the default guards'
+FLOOR = OutputFloor(text_chars=256, reasoning_chars=2048)  # the default guards' without the text-loop rule
+# The thinking-loop guard's defaults but the text-loop rule, which reads every text-only answer however
+# short: under it, model output has a floor to be measured against.
+NO_TEXT_LOOP = {"guards": [{"id": "thinking-loop-guard", "config": {"textLoopRepeats": 0, "textLoopStreak": 0}}]}
 CYCLE = "abc, " * 60  # 300 characters of a period-5 cycle: the cycle rule trips on it
 
 
@@ -286,10 +289,13 @@ def test_only_gen_ai_output_messages_text_is_told_unread_without_reading():
 
 # --- the engine ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("config", "text", "read_live"), [
-    (None, "x" * 255, False),
-    (None, "x" * 256, True),
-    ({"guards": [{"id": "thinking-loop-guard", "config": {"maxRepeatedCycleChars": 0, "minReasoningChars": 512}}]},
-     "x" * 3000, False),  # no cycle rule: no text is judged
+    (None, "ok", True),  # the text-loop rule judges every text-only answer
+    (NO_TEXT_LOOP, "x" * 255, False),
+    (NO_TEXT_LOOP, "x" * 256, True),
+    ({"guards": [{"id": "thinking-loop-guard", "config": {"maxRepeatedCycleChars": 0, "maxLongCycleChars": 0,
+                                                          "minReasoningChars": 512, "textLoopRepeats": 0,
+                                                          "textLoopStreak": 0, "minNovelty": 0}}]},
+     "x" * 3000, False),  # no cycle, novelty or text-loop rule: no text is judged
     ({"guards": [{"id": "repeat-tool-reminder"}]}, "x" * 3000, False),  # no model guard at all
 ])
 def test_the_floor_comes_from_the_configured_guards(config, text, read_live):
@@ -300,7 +306,9 @@ def test_the_floor_comes_from_the_configured_guards(config, text, read_live):
 
 
 def test_reasoning_is_read_live_from_the_configured_reasoning_floor():
-    config = {"guards": [{"id": "thinking-loop-guard", "config": {"maxRepeatedCycleChars": 0, "minReasoningChars": 512}}]}
+    config = {"guards": [{"id": "thinking-loop-guard", "config": {
+        "maxRepeatedCycleChars": 0, "maxLongCycleChars": 0, "minReasoningChars": 512, "textLoopRepeats": 0,
+        "textLoopStreak": 0}}]}
     engine = GuardEngine(config, full_records=False)
     assert judge(engine, model_span(output_messages(reasoning="r" * 511), span_id=2)).record is None
     assert judge(engine, model_span(output_messages(reasoning="r" * 512), span_id=3)).record.reasoning == "r" * 512
@@ -309,7 +317,7 @@ def test_reasoning_is_read_live_from_the_configured_reasoning_floor():
 @pytest.mark.parametrize("text", ["ab" * 127 + "a", "ab" * 128, CYCLE])
 def test_live_and_full_engines_reach_the_same_verdicts(text):
     """Just under, at and over the cycle rule's span: the same verdicts read live as read whole."""
-    live, full = GuardEngine(full_records=False), GuardEngine()
+    live, full = GuardEngine(NO_TEXT_LOOP, full_records=False), GuardEngine(NO_TEXT_LOOP)
     for span_id in range(2, 5):
         span = model_span(output_messages(text=text), span_id=span_id)
         got, want = judge(live, span), judge(full, span)
@@ -365,7 +373,7 @@ def test_openinference_reasoning_loops_are_judged_live_as_in_full():
 def test_no_guard_is_called_on_output_left_unread_but_recorded_deltas_and_live_trips_are_judged(monkeypatch):
     """Output under every guard's floor reaches no guard and makes no agent state; the same output with
     recorded stream deltas, or with a live stream trip, is still judged."""
-    engine = GuardEngine(full_records=False)
+    engine = GuardEngine(NO_TEXT_LOOP, full_records=False)
     observed: list[tuple] = []
     real_on_model_end = ThinkingLoopGuard.on_model_end
 

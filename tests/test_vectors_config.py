@@ -85,6 +85,20 @@ THINKING_INVALID = [
     ("break_code", 7, "not-string"),
     ("break_correction", "yes", "string"),
     ("break_correction", 1, "int"),
+    ("max_structured_repeat_chars", -1, "negative"),
+    ("max_structured_repeat_chars", 100, "below-the-cycle-span"),
+    ("max_long_cycle_chars", 64, "not-above-the-short-cycles"),
+    ("max_long_cycle_chars", 5000, "above-4096"),
+    ("long_cycle_repeats", 1, "below-two"),
+    ("novelty_window", 64, "below-128"),
+    ("novelty_ngram", 0, "below-one"),
+    ("min_novelty", 1.5, "above-one"),
+    ("low_novelty_action", "steer", "not-none-or-break"),
+    ("text_loop_repeats", 1, "one"),
+    ("text_loop_similarity", 0, "zero"),
+    ("text_loop_streak", -1, "negative"),
+    ("text_loop_streak_similarity", 1.5, "above-one"),
+    ("text_loop_action", "break", "not-an-action"),
 ]
 
 

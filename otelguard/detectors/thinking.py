@@ -11,7 +11,7 @@ from .text import gram_hashes, grams, repeat_ratio_of
 
 SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: 512 B, containment sd ~0.04 at 0.6
 # The 32-bit crc32 gram hashes, stored in 4 bytes each ("L" takes 8 on most 64-bit platforms).
-_HASH_TYPECODE = "I" if array("I").itemsize >= 4 else "L"
+HASH_TYPECODE = "I" if array("I").itemsize >= 4 else "L"
 
 
 class Step(StrEnum):
@@ -70,10 +70,10 @@ class ThinkingLoopDetector:
         overlap: float | None = None
         repeated = False
         if self._previous is not None and self.similarity_threshold > 0:
-            overlap = _estimated_containment(self._previous, self._previous_size, hashes, len(windows))
+            overlap = estimated_containment(self._previous, self._previous_size, hashes, len(windows))
             repeated = overlap >= self.similarity_threshold
         # Keep a bounded sample of this call's windows (a bottom-k sketch), not the windows themselves.
-        self._previous = array(_HASH_TYPECODE, heapq.nsmallest(SKETCH_SIZE, hashes))
+        self._previous = array(HASH_TYPECODE, heapq.nsmallest(SKETCH_SIZE, hashes))
         self._previous_size = len(windows)
         ratio = repeat_ratio_of(len(reasoning), len(windows))  # the window set is already built
 
@@ -100,7 +100,7 @@ class ThinkingLoopDetector:
         return ThinkingJudgement(step, stalled, fire, capped, overlap, ratio)
 
 
-def _estimated_containment(sketch: array, size: int, current: set[int], current_size: int) -> float:
+def estimated_containment(sketch: array, size: int, current: set[int], current_size: int) -> float:
     """|previous ∩ current| / min(|previous|, |current|), the intersection estimated from the previous
     call's bottom-k sketch (exact when the previous call had at most SKETCH_SIZE distinct grams)."""
     if not sketch or not current:

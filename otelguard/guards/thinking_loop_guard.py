@@ -7,7 +7,9 @@ import math
 from typing import TYPE_CHECKING
 
 from ..actions import Action
+from ..detectors.novelty import NoveltyMeter
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
+from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector
 from ..guard_ids import THINKING_LOOP_GUARD
 from ..records import ModelCall, SpanView, Verdict
@@ -28,31 +30,87 @@ def break_correction_text(chars: int) -> str:
     )
 
 
+def text_loop_text(answers: int) -> str:
+    return (
+        f"You have given {answers} text-only answers in a row that restate each other, and no tool was "
+        "called. Do not repeat that answer: if you meant to act, call the tool in the required format; "
+        "otherwise give one final answer that adds something new."
+    )
+
+
+class ThinkingState:
+    """An agent's state: the seed rule's detector, kept for the agent's lifetime, and the text-loop
+    rule's own, reset with every run. Neither rule reads or writes the other's."""
+
+    __slots__ = ("detector", "text_loop")
+
+    def __init__(self, detector: ThinkingLoopDetector, text_loop: TextLoopState | None):
+        self.detector = detector
+        self.text_loop = text_loop
+
+
 class ThinkingLoopGuard(Guard):
     id = THINKING_LOOP_GUARD
 
     def __init__(self, config: ThinkingLoopGuardConfig):
         self.config = config
-        # Shorter final text cannot hold the cycle rule's span; shorter reasoning is not judged.
-        self.judged_text_chars = config.min_repeated_cycle_chars if config.max_repeated_cycle_chars else math.inf
-        self.judged_reasoning_chars = config.min_reasoning_chars
+        c = config
+        self._novelty = c.min_novelty > 0
+        self._text_loop = TextLoopDetector(
+            repeats=c.text_loop_repeats or 10**9, similarity=c.text_loop_similarity,
+            streak=c.text_loop_streak or 10**9, streak_similarity=c.text_loop_streak_similarity,
+            max_fires=c.max_fires,
+        ) if c.text_loop_repeats or c.text_loop_streak else None
+        # The shortest text and reasoning a rule judges: the live guard leaves shorter output unread.
+        # The text-loop rule reads every text-only answer, however short.
+        floors = [c.min_repeated_cycle_chars] if c.max_repeated_cycle_chars or c.max_long_cycle_chars else []
+        if self._novelty:
+            floors.append(c.novelty_window)
+        self.judged_text_chars = 1 if self._text_loop is not None else min(floors, default=math.inf)
+        self.judged_reasoning_chars = min([c.min_reasoning_chars, *floors])
         # The detector's settings read from the config once: every new agent makes a detector.
         self._new_detector = functools.partial(
-            ThinkingLoopDetector, max_thinking_steps=config.max_thinking_steps,
-            min_reasoning_chars=config.min_reasoning_chars, repeat_ratio=config.repeat_ratio,
-            similarity_threshold=config.similarity_threshold, max_fires=config.max_fires,
+            ThinkingLoopDetector, max_thinking_steps=c.max_thinking_steps,
+            min_reasoning_chars=c.min_reasoning_chars, repeat_ratio=c.repeat_ratio,
+            similarity_threshold=c.similarity_threshold, max_fires=c.max_fires,
         )
 
-    def new_state(self) -> ThinkingLoopDetector:
-        return self._new_detector()
+    def new_state(self) -> ThinkingState:
+        return ThinkingState(self._new_detector(), TextLoopState() if self._text_loop is not None else None)
+
+    def on_agent_run(self, state: ThinkingState) -> None:
+        """A new run: the text-loop streak starts afresh (the seed rule's state outlives runs)."""
+        if state.text_loop is not None:
+            state.text_loop.reset()
 
     # --- mid-stream breaker -------------------------------------------------------------------
     def new_breaker(self) -> StreamBreaker:
+        """The breaker of a call's visible text."""
         c = self.config
         return StreamBreaker(
             max_repeated_text=c.max_repeated_text, max_repeated_cycle_chars=c.max_repeated_cycle_chars,
             min_repeated_cycle_chars=c.min_repeated_cycle_chars,
+            max_structured_repeat_chars=c.max_structured_repeat_chars, max_long_cycle_chars=c.max_long_cycle_chars,
+            long_cycle_repeats=c.long_cycle_repeats,
+            novelty=self._novelty_meter() if c.low_novelty_action == "break" else None,
         )
+
+    def new_reasoning_breaker(self) -> StreamBreaker | None:
+        """The breaker of a call's reasoning: long cycles (and novelty, when it cuts) only; the seed's
+        rules judge reasoning after the call. None when neither applies."""
+        c = self.config
+        cuts_on_novelty = c.low_novelty_action == "break" and self._novelty
+        if not c.max_long_cycle_chars and not cuts_on_novelty:
+            return None
+        return StreamBreaker(
+            max_repeated_text=0, max_repeated_cycle_chars=0, min_repeated_cycle_chars=c.min_repeated_cycle_chars,
+            max_structured_repeat_chars=c.max_structured_repeat_chars, max_long_cycle_chars=c.max_long_cycle_chars,
+            long_cycle_repeats=c.long_cycle_repeats, novelty=self._novelty_meter() if cuts_on_novelty else None,
+        )
+
+    def _novelty_meter(self) -> NoveltyMeter | None:
+        c = self.config
+        return NoveltyMeter(window=c.novelty_window, n=c.novelty_ngram, min_novelty=c.min_novelty) if self._novelty else None
 
     def break_verdict(self, trip: Trip, *, cut: bool) -> Verdict:
         """The verdict of a tripped breaker; `cut` when the stream is (or was) ended by it."""
@@ -63,7 +121,7 @@ class ThinkingLoopGuard(Guard):
         )
 
     # --- after the call ----------------------------------------------------------------------
-    def on_model_end(self, state: ThinkingLoopDetector, call: ModelCall, span: SpanView,
+    def on_model_end(self, state: ThinkingState, call: ModelCall, span: SpanView,
                      facts: ModelFacts) -> list[Verdict]:
         verdicts: list[Verdict] = []
         if facts.live_trip is not None:
@@ -78,35 +136,88 @@ class ThinkingLoopGuard(Guard):
                     return verdicts
         has_output = call.has_output
         # Output not captured: do not claim "no output" without evidence.
-        judgement = state.observe(True if has_output is None else has_output, call.reasoning)
-        if judgement is None:
-            return verdicts
-        if judgement.step is Step.PROGRESS:
-            return verdicts
-        action, message = Action.NONE, None
-        if judgement.fire:
-            action, message = self._reaction(judgement.step)
-        verdicts.append(Verdict(self.id, THINKING_LOOP, judgement.step.value, action, message,
-                                thinking_stalled=judgement.stalled))
+        judgement = state.detector.observe(True if has_output is None else has_output, call.reasoning)
+        if judgement is not None and judgement.step is not Step.PROGRESS:
+            action, message = Action.NONE, None
+            if judgement.fire:
+                action, message = self._reaction(judgement.step)
+            verdicts.append(Verdict(self.id, THINKING_LOOP, judgement.step.value, action, message,
+                                    thinking_stalled=judgement.stalled))
+        if state.text_loop is not None and has_output:
+            text_loop = self._judge_text_only_answer(state.text_loop, call)
+            if text_loop is not None:
+                verdicts.append(text_loop)
         return verdicts
 
+    def _judge_text_only_answer(self, state: TextLoopState, call: ModelCall) -> Verdict | None:
+        """The text-loop rule: a tool call ends the streak; a text-only answer whose reasoning is below
+        the seed rule's floor (what the seed rule judges is its own) extends or starts one."""
+        if call.tool_calls:
+            state.tool_called()
+            return None
+        if len(call.reasoning) >= self.config.min_reasoning_chars:
+            return None
+        judgement = self._text_loop.observe(state, call.text)
+        if judgement is None:
+            return None
+        action, message = Action.NONE, None
+        if judgement.fire and self.config.text_loop_action != "none":
+            action, message = self._reaction_to_text_loop(judgement.answers)
+        return Verdict(self.id, THINKING_LOOP, TEXT_LOOP, action, message)
+
     def _judge_recorded_output(self, call: ModelCall) -> Verdict | None:
-        """Replay recorded chunk text delta by delta; without any, judge the final text once."""
-        text_chunks = [chunk.text for chunk in call.chunks if chunk.kind == "text"]
-        if text_chunks:
-            breaker = self.new_breaker()
-            for index, delta in enumerate(text_chunks):
-                trip = breaker.push(delta)
+        """Replay recorded chunks delta by delta, as `watch_stream` fed them live (text to the text
+        breaker, reasoning to the reasoning breaker); what no chunk was recorded of is judged once,
+        whole: the final text, the final reasoning."""
+        chunks = call.chunks
+        kinds = {chunk.kind for chunk in chunks}
+        if kinds:
+            breaker, reasoning_breaker = self.new_breaker(), None
+            last = len(chunks) - 1
+            for index, chunk in enumerate(chunks):
+                if chunk.kind == "reasoning":
+                    if reasoning_breaker is None:
+                        reasoning_breaker = self.new_reasoning_breaker()
+                    feed = reasoning_breaker
+                else:
+                    feed = breaker if chunk.kind == "text" else None
+                trip = feed.push(chunk.text) if feed is not None else None
                 if trip is not None:
                     # Recorded chunks that stop right at the trip are a stream the breaker cut live.
-                    return self.break_verdict(trip, cut=index == len(text_chunks) - 1)
-            trip = breaker.finish()
-            return self.break_verdict(trip, cut=False) if trip else None
-        trip = judge_final_text(
-            call.text, max_repeated_cycle_chars=self.config.max_repeated_cycle_chars,
-            min_repeated_cycle_chars=self.config.min_repeated_cycle_chars,
-        )
-        return self.break_verdict(trip, cut=False) if trip else None
+                    return self.break_verdict(trip, cut=index == last)
+            trip = breaker.finish() or (reasoning_breaker.finish() if reasoning_breaker is not None else None)
+            if trip is not None:
+                return self.break_verdict(trip, cut=False)
+        c = self.config
+        for kind in ("text", "reasoning"):
+            reasoning = kind == "reasoning"
+            if kind in kinds:
+                if not self._novelty or c.low_novelty_action == "break":
+                    continue  # the replay judged it all
+                # Novelty that does not cut is judged on the whole text, not mid-stream.
+                text = "".join(chunk.text for chunk in chunks if chunk.kind == kind)
+                rules = {"max_repeated_cycle_chars": 0, "min_repeated_cycle_chars": c.min_repeated_cycle_chars}
+            else:
+                text = call.reasoning if reasoning else call.text
+                rules = {"max_repeated_cycle_chars": 0 if reasoning else c.max_repeated_cycle_chars,
+                         "min_repeated_cycle_chars": c.min_repeated_cycle_chars,
+                         "max_structured_repeat_chars": c.max_structured_repeat_chars,
+                         "max_long_cycle_chars": c.max_long_cycle_chars, "long_cycle_repeats": c.long_cycle_repeats}
+            if len(text) < (self.judged_reasoning_chars if reasoning else self.judged_text_chars):
+                continue
+            novelty = self._novelty_meter() if len(text) >= c.novelty_window else None
+            trip = judge_final_text(text, novelty=novelty, **rules)
+            if trip is not None:
+                return self.break_verdict(trip, cut=False)
+        return None
+
+    def _reaction_to_text_loop(self, answers: int) -> tuple[Action, str | None]:
+        action = self.config.text_loop_action
+        if action == "cancel":
+            return Action.CANCEL, self.config.cancel_cause
+        text = text_loop_text(answers)
+        return (Action.WARN, text + " If this continues it will be interrupted.") if action == "warn" \
+            else (Action.STEER, text)
 
     def _reaction(self, step: Step) -> tuple[Action, str | None]:
         detail = DETAILS[step]

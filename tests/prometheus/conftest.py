@@ -384,8 +384,8 @@ LABEL_VALUES: dict[str, frozenset[str]] = {
     "otelguard_guard": frozenset({"timeout-policy", "repeat-tool-reminder", "thinking-loop-guard", "no-progress"}),
     "otelguard_rule": frozenset({
         "tool-timeout", "framework-timeout", "repeat-threshold", "repeat-stop", "reasoning-only",
-        "repeated-material", "low-entropy", "identical-chunks", "repeating-cycle",
-        "cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate",
+        "repeated-material", "low-entropy", "identical-chunks", "repeating-cycle", "long-cycle", "low-novelty",
+        "text-loop", "cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate",
     }),
     "otelguard_action": frozenset({"none", "remind", "warn", "steer", "cancel", "block", "break", "abort"}),
     "otelguard_span_kind": frozenset({"agent", "model", "tool"}),
