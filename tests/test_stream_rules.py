@@ -278,3 +278,34 @@ def export_one_run_on(tracer) -> None:
     with tracer.start_as_current_span("invoke_agent writer", attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "writer", "gen_ai.conversation.id": "c"}):
         new_rules_run(tracer)
+
+
+def test_live_short_text_only_answers_are_read_and_a_tool_call_between_them_ends_the_streak():
+    """The live guard reads every text-only answer, however short (the text-loop rule judges them),
+    while an answer that calls a tool may stay unread under the output floor: its tool span ends the
+    streak all the same. Three identical short answers in a row are steered; the same answers with a
+    tool call between the first and the others are not."""
+    CHAT = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted"}
+
+    def answer(tracer, **output) -> None:
+        with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:
+            span.set_attribute("gen_ai.output.messages", output_messages(**output))
+
+    def steers(with_a_tool_call_between: bool) -> int:
+        with Guarded() as g:
+            with g.tracer.start_as_current_span("invoke_agent a", attributes={
+                    "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}):
+                answer(g.tracer, text="I cannot parse that action.")
+                if with_a_tool_call_between:
+                    answer(g.tracer, text="Let me look.", tool="get_weather")
+                    with g.tracer.start_as_current_span("execute_tool get_weather", attributes={
+                            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
+                            "gen_ai.tool.call.arguments": '{"city": "Paris"}'}):
+                        pass
+                for _ in range(2):
+                    answer(g.tracer, text="I cannot parse that action.")
+            return sum(value for labels, value in metric_points(g.metric_reader, "otelguard.verdicts")
+                       if labels["otelguard.rule"] == "text-loop" and labels["otelguard.action"] == "steer")
+
+    assert steers(with_a_tool_call_between=False) == 1
+    assert steers(with_a_tool_call_between=True) == 0

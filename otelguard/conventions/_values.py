@@ -501,6 +501,9 @@ class OutputFloor:
 
     text_chars: float
     reasoning_chars: float
+    # Read output with visible text and no tool call whatever its length (the text-loop rule judges
+    # every text-only answer); output with a tool call stays under the two floors above.
+    text_only: bool = False
 
 
 @dataclass(slots=True)

@@ -162,7 +162,7 @@ def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False
-    if _too_short_to_read(messages, floor):
+    if not floor.text_only and _too_short_to_read(messages, floor):
         return True
     decoded, _ = load_json(messages)
     return decoded is not None and not _may_reach(decoded, floor)
@@ -174,7 +174,7 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     With a `floor`, output whose visible text and reasoning both stay under it is measured, not
     read: the Output is empty and marked UNREAD (no rule judges output that short).
     """
-    if floor is not None and type(value) is str and _too_short_to_read(value, floor):
+    if floor is not None and not floor.text_only and type(value) is str and _too_short_to_read(value, floor):
         return UNREAD_OUTPUT
     decoded, content = load_json(value)
     if decoded is None:
@@ -274,8 +274,10 @@ def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
 def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
     """Whether the read output's text or reasoning could reach the floor: string content reads to at
     most its own length (text parts joined by one character); other content is read to find out.
+    With `floor.text_only`, output with visible text and no tool call is read whatever its length.
     Stops at the first answer: output that may reach the floor is walked again, to be read."""
     text = reasoning = 0
+    tool_called = False
     for role, value in _output_parts(decoded):
         if role is _TEXT or role is _REASONING:
             if not isinstance(value, str):
@@ -288,7 +290,9 @@ def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
                 reasoning += len(value) + 1
                 if reasoning > floor.reasoning_chars:
                     return True
-    return False
+        elif role is _TOOL_CALL:
+            tool_called = True
+    return floor.text_only and text > 1 and not tool_called
 
 
 def _strip_prefix(name: str, prefix: str) -> str | None:

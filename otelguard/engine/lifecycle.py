@@ -121,6 +121,7 @@ class GuardEngine:
         self._output_floor = None if full_records else conventions.OutputFloor(
             text_chars=min((guard.judged_text_chars for guard in self.guards), default=math.inf),
             reasoning_chars=min((guard.judged_reasoning_chars for guard in self.guards), default=math.inf),
+            text_only=any(guard.judges_text_only_answers for guard in self.guards),
         )
         self._on_agent_run = _hooked(self.guards, "on_agent_run")
         # Tool-start hooks that can act under their guard's config (the repeat reminder's only with stop_after).

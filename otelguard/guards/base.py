@@ -42,6 +42,7 @@ class Guard:
     # hook judges nothing.
     judged_text_chars: float = math.inf
     judged_reasoning_chars: float = math.inf
+    judges_text_only_answers: bool = False  # every answer with visible text and no tool call, however short
 
     def new_state(self) -> Any:
         """Fresh per-agent state (kept for the agent's lifetime, bounded by the engine's map)."""

@@ -12,7 +12,7 @@ from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector
 from ..guard_ids import THINKING_LOOP_GUARD
-from ..records import ModelCall, SpanView, Verdict
+from ..records import ModelCall, SpanView, ToolCall, Verdict
 from .base import Guard, ModelFacts
 
 if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
@@ -62,11 +62,13 @@ class ThinkingLoopGuard(Guard):
             max_fires=c.max_fires,
         ) if c.text_loop_repeats or c.text_loop_streak else None
         # The shortest text and reasoning a rule judges: the live guard leaves shorter output unread.
-        # The text-loop rule reads every text-only answer, however short.
+        # The text-loop rule reads every text-only answer, however short (an answer with a tool call
+        # ends its streak: told by the tool span, `on_tool_end`, so such output may stay unread).
         floors = [c.min_repeated_cycle_chars] if c.max_repeated_cycle_chars or c.max_long_cycle_chars else []
         if self._novelty:
             floors.append(c.novelty_window)
-        self.judged_text_chars = 1 if self._text_loop is not None else min(floors, default=math.inf)
+        self.judged_text_chars = min(floors, default=math.inf)
+        self.judges_text_only_answers = self._text_loop is not None
         self.judged_reasoning_chars = min([c.min_reasoning_chars, *floors])
         # The detector's settings read from the config once: every new agent makes a detector.
         self._new_detector = functools.partial(
@@ -82,6 +84,14 @@ class ThinkingLoopGuard(Guard):
         """A new run: the text-loop streak starts afresh (the seed rule's state outlives runs)."""
         if state.text_loop is not None:
             state.text_loop.reset()
+
+    def on_tool_end(self, state: ThinkingState, call: ToolCall, span: SpanView,
+                    timed_out_ms: float | None) -> list[Verdict]:
+        """A tool call ended: the text-loop streak ends with it (the live guard may have left the
+        answer that asked for it unread: output with a tool call is under the text-only floor)."""
+        if state.text_loop is not None:
+            state.text_loop.tool_called()
+        return []
 
     # --- mid-stream breaker -------------------------------------------------------------------
     def new_breaker(self) -> StreamBreaker:
