@@ -6,7 +6,7 @@ unguarded one (no downstream, so the figure is the guard's own work and the SDK'
 inside an agent run, alternating; the figure is the median of the guarded minus the unguarded time.
 Target: <= 10 ms for any single span.
 
-Cases, each at 30 KiB and 1000 KiB (just under the guard's read limits, `conventions.READ_LIMITS`: the
+Cases, each at 30 KiB and 250 KiB (just under the guard's read limits, `conventions.READ_LIMITS`: the
 most it reads), 2 MiB and 25 MB (8 MB with --quick):
 - reasoning: GenAI `gen_ai.output.messages` with a reasoning part of that size and a short answer;
 - reasoning as a Python repr: OpenLLMetry's legacy `gen_ai.completion.0.reasoning`, as the OpenAI
@@ -32,7 +32,7 @@ from _text import prose
 TARGET_MS = 10.0
 # Just under each of the guard's read limits (otelguard.conventions.READ_LIMITS: the largest values it
 # reads), and past them.
-SIZES = {"30 KiB": 30 * 1024, "1000 KiB": 1000 * 1024, "2 MiB": 2 * 1024 * 1024, "25 MB": 25_000_000}
+SIZES = {"30 KiB": 30 * 1024, "250 KiB": 250 * 1024, "2 MiB": 2 * 1024 * 1024, "25 MB": 25_000_000}
 QUICK_SIZES = {**SIZES, "25 MB": 8_000_000}
 
 

@@ -153,7 +153,7 @@ class ThinkingLoopGuardConfig(_Settings):
     max_long_cycle_chars: int = Field(512, ge=0, le=4096)
     long_cycle_repeats: int = Field(3, ge=2, le=16)
     # low-novelty: the share of new word n-grams over a window of the call's text (min 0 disables).
-    novelty_window: int = Field(1024, ge=128, le=16384)
+    novelty_window: int = Field(1024, ge=128, le=READ_LIMITS.judged_chars)
     novelty_ngram: int = Field(3, ge=1, le=8)
     min_novelty: float = Field(0.2, ge=0, le=1)
     low_novelty_action: Literal["none", "break"] = "none"

@@ -48,11 +48,11 @@ class ReadLimits:
     thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
     `Content.OVERSIZED`; every driver reads alike, so live and offline verdicts agree."""
 
-    json_chars: int = 1 << 20  # a JSON attribute decoded (model output, tool arguments): orjson, ~2 ms
+    json_chars: int = 1 << 18  # a JSON attribute decoded (model output, tool arguments): orjson, ~1 ms
     # A value read by a scan in Python (a repr of the Agents SDK's reasoning, JSON cut by a length
     # limit): ~40-80 ns a character.
     scanned_chars: int = 1 << 15
-    judged_chars: int = 1 << 14  # a call's reasoning, and its text, judged: their last characters
+    judged_chars: int = 1 << 12  # a call's reasoning, and its text, judged: their last characters
 
 
 READ_LIMITS = ReadLimits()

@@ -35,6 +35,7 @@ _ERROR_DETAIL = re.compile(
     r"|\d+"
 )
 # Near-identical arguments: whitespace (str.split's), quotes and backslashes dropped.
+_LOOSE_HEAD_CHARS = 4096  # arguments normalised for near-duplicates; the rest compared as it is
 _LOOSE_DROPPED = ("\"", "'", "`", "\\", "\u2018", "\u2019", "\u201c", "\u201d")
 
 
@@ -69,11 +70,13 @@ def error_signature(text: str) -> int:
 
 
 def loose_arguments(arguments: str) -> str:
-    """Arguments as near-duplicate calls share them: Unicode NFC, whitespace, quotes and backslashes dropped."""
-    if not arguments.isascii():
-        arguments = unicodedata.normalize("NFC", arguments)
-    loose = "".join(arguments.split())
+    """Arguments as near-duplicate calls share them: Unicode NFC, whitespace, quotes and backslashes
+    dropped, in a bounded head (the rest of longer arguments is kept as it is: a span's end stays short)."""
+    head, rest = arguments[:_LOOSE_HEAD_CHARS], arguments[_LOOSE_HEAD_CHARS:]
+    if not head.isascii():
+        head = unicodedata.normalize("NFC", head)
+    loose = "".join(head.split())
     for dropped in _LOOSE_DROPPED:
         if dropped in loose:
             loose = loose.replace(dropped, "")
-    return loose
+    return loose + rest if rest else loose
