@@ -34,6 +34,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 import otelguard
+from otelguard import pricing
 from _bench import arguments
 from _text import prose
 
@@ -127,6 +128,9 @@ def deep_size(obj: Any, seen: set[int] | None = None) -> int:
 def per_agent_bytes(label: str, reasoning: list[str], agents: int, payload: str = "") -> float:
     provider, tracer, processor = build(max_agents=agents * 2)
     agent_run(tracer, -1, reasoning, payload=payload)  # warm-up: imports, caches, first-time structures
+    # The price table of loop costs is the process's, loaded once in the background on the first loop
+    # verdict (the warm-up's): wait for it, so that its load is not counted as the agents' state.
+    pricing.wait_until_loaded(timeout=60)
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
