@@ -106,3 +106,14 @@ def guard_factory(span_exporter, meter_provider, mailbox):
             return guarded.tracer, guarded.processor
 
         yield build
+
+
+@pytest.fixture
+def hook_state(tmp_path, monkeypatch):
+    """The coding-agent CLI hooks' state for one test: a fresh history, no user config, a home of its own."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("OTELGUARD_HOOK_DB", str(state / "hooks.sqlite3"))
+    monkeypatch.delenv("OTELGUARD_CONFIG", raising=False)
+    monkeypatch.delenv("OTELGUARD_OTLP_ENDPOINT", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    return state

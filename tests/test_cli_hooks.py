@@ -25,16 +25,7 @@ from otelguard.hooks.command import run
 LS = {"command": "ls -la", "description": "List files"}
 
 
-@pytest.fixture(autouse=True)
-def hook_state(tmp_path, monkeypatch):
-    """A fresh history, no user config, a home of its own."""
-    state = tmp_path / "state"
-    monkeypatch.setenv("OTELGUARD_HOOK_DB", str(state / "hooks.sqlite3"))
-    monkeypatch.delenv("OTELGUARD_CONFIG", raising=False)
-    monkeypatch.delenv("OTELGUARD_OTLP_ENDPOINT", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    return state
-
+pytestmark = pytest.mark.usefixtures("hook_state")  # (tests/conftest.py)
 
 def log_text(state) -> str:
     path = state / "hooks.log"

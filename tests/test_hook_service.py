@@ -15,14 +15,7 @@ from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
 LS = {"command": "ls -la", "description": "List files"}
 
 
-@pytest.fixture(autouse=True)
-def hook_state(tmp_path, monkeypatch):
-    state = tmp_path / "state"
-    monkeypatch.setenv("OTELGUARD_HOOK_DB", str(state / "hooks.sqlite3"))
-    monkeypatch.delenv("OTELGUARD_CONFIG", raising=False)
-    monkeypatch.delenv("OTELGUARD_OTLP_ENDPOINT", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    return state
+pytestmark = pytest.mark.usefixtures("hook_state")  # (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
