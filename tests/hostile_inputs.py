@@ -13,6 +13,7 @@ import gzip
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 T0 = 1_790_000_000_000_000_000
 CALLS_PER_RUN = 3  # repeat-tool-reminder's first threshold: one reminder per looping run
@@ -119,13 +120,18 @@ def duplicated_resource_spans(path: Path) -> Expect:
     return Expect(reminders=1, lines=1)
 
 
+def _repeated(out: Any, unit: Any, size: int) -> None:
+    """`size` copies of the one-character `unit` written to `out` in 1 MiB blocks (memory stays flat)."""
+    block = unit * 2**20
+    for _ in range(size // len(block)):
+        out.write(block)
+    out.write(unit * (size % len(block)))
+
+
 def spaces_without_newline(path: Path, size: int) -> Expect:
     """`size` bytes of spaces and no newline, gzipped (a few KB on disk)."""
     with gzip.open(path, "wb", compresslevel=1) as out:
-        block = b" " * 2**20
-        for _ in range(size // len(block)):
-            out.write(block)
-        out.write(b" " * (size % len(block)))
+        _repeated(out, b" ", size)
     return Expect(lines=1)
 
 
@@ -133,20 +139,14 @@ def long_line(path: Path, size: int) -> Expect:
     """A record that opens a string of `size` bytes and never ends, gzipped (a few KB on disk)."""
     with gzip.open(path, "wb", compresslevel=1) as out:
         out.write(b'{"resourceSpans": "')
-        block = b"x" * 2**20
-        for _ in range(size // len(block)):
-            out.write(block)
-        out.write(b"x" * (size % len(block)))
+        _repeated(out, b"x", size)
     return Expect(lines=1)
 
 
 def newlines(path: Path, size: int) -> Expect:
     """`size` newlines, then one looping run (so that there is something to judge)."""
     with path.open("w") as out:
-        block = "\n" * 2**20
-        for _ in range(size // len(block)):
-            out.write(block)
-        out.write("\n" * (size % len(block)))
+        _repeated(out, "\n", size)
         out.write(one_run_per_line(1)[0] + "\n")
     return Expect(reminders=1, lines=size + 1)
 

@@ -8,8 +8,8 @@ and is written to the log beside the history.
 With `OTELGUARD_URL` set, the hook first asks a running `otelguard serve` (`POST /v1/hook/<cli>`,
 answered there by the same local path, on the service's host; `OTELGUARD_TOKEN` when the service
 wants a token). A warm service spares the hook its imports and replay: this module imports only what
-asking needs, and the engine only when the service gives no answer within 50 ms, the hook then
-deciding locally and saying so in its log.
+asking needs, and the engine only when the service gives no answer within 50 ms
+(`OTELGUARD_URL_TIMEOUT_MS`), the hook then deciding locally and saying so in its log.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import BinaryIO, TextIO
 
 from . import log, paths
 
-_SERVICE_TIMEOUT_S = 0.05
+DEFAULT_SERVICE_TIMEOUT_MS = 50.0
 
 
 def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
@@ -73,7 +73,8 @@ def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
     try:
         where = urlsplit(url)
         connection_type = http.client.HTTPSConnection if where.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(where.netloc, timeout=_SERVICE_TIMEOUT_S)
+        timeout_ms = float(os.environ.get("OTELGUARD_URL_TIMEOUT_MS") or DEFAULT_SERVICE_TIMEOUT_MS)
+        connection = connection_type(where.netloc, timeout=timeout_ms / 1000)
         try:
             connection.request("POST", f"{where.path}/v1/hook/{cli}", body=data, headers=headers)
             response = connection.getresponse()
