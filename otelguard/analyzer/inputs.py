@@ -78,5 +78,23 @@ def _open_stream(raw: IO[bytes], label: str, max_line_bytes: int, max_decompress
         finally:
             raw.close()  # a GzipFile over a file object leaves that file open
 
-    return LineReader(stream, name=label, compressed=compressed, named_gz_not_gzip=named_gz and not compressed,
-                      max_line_bytes=max_line_bytes, max_decompressed_bytes=max_decompressed_bytes, close=close)
+    reader = LineReader(stream, name=label, compressed=compressed, named_gz_not_gzip=named_gz and not compressed,
+                        max_line_bytes=max_line_bytes, max_decompressed_bytes=max_decompressed_bytes, close=close)
+    reader.head = head  # the first bytes, decompressed, read without consuming them (`starts_with_logs`)
+    return reader
+
+
+def starts_with_logs(path: str | os.PathLike[str]) -> bool:
+    """Whether the file's first record is OTLP logs, told from its first bytes (gzip or not). Standard
+    input is not looked into (it can be read once); a file that cannot be opened says no here and is
+    reported when it is read."""
+    if os.fspath(path) == "-":
+        return False
+    try:
+        reader = open_input(path)
+    except InputError:
+        return False
+    try:
+        return b'"resourceLogs"' in reader.head.lstrip()[:256]
+    finally:
+        reader.close()

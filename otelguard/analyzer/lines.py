@@ -75,6 +75,7 @@ class LineReader:
         self.max_decompressed_bytes = max_decompressed_bytes
         self.lines = 0
         self.last = ""
+        self.head = b""  # what the opener sniffed of the first bytes, when it did
         self.bytes_read = 0
 
     def close(self) -> None:

@@ -9,9 +9,7 @@ in flight at once, not the file nor the number of verdicts.
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +32,7 @@ from .otlp_json import (
 )
 from ..records import SpanView
 from .coverage import Coverage, FileCoverage
-from .inputs import InputError, open_input
+from .inputs import InputError, open_input, starts_with_logs
 from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
 from .replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from .results import (
@@ -147,25 +145,7 @@ def analyze(
 
 def _log_files_first(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
     """The inputs, those whose first record is OTLP logs first (otherwise in the order given)."""
-    return sorted(paths, key=lambda path: not _starts_with_logs(path))
-
-
-def _starts_with_logs(path: str | os.PathLike[str]) -> bool:
-    """Whether the file's first record is OTLP logs, from its first 64 KiB (gzip or not; standard
-    input is not looked into: it can be read once)."""
-    if os.fspath(path) == "-":
-        return False
-    try:
-        with open(path, "rb") as raw:
-            head = raw.read(2)
-            raw.seek(0)
-            data = gzip.GzipFile(fileobj=raw).read(_PEEK_BYTES) if head == b"\x1f\x8b" else raw.read(_PEEK_BYTES)
-    except (OSError, EOFError, zlib.error):
-        return False  # read in its turn, where the problem is reported
-    return b'"resourceLogs"' in data.lstrip()[:256]
-
-
-_PEEK_BYTES = 65_536
+    return sorted(paths, key=lambda path: not starts_with_logs(path))
 
 
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
