@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from .. import conventions
-from ..conventions import MARKER_KEYS, NAMED_SPANS, classify_marked, looks_at
+from ..conventions import classify, looks_at
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from ..records import (
@@ -49,7 +49,6 @@ DEFAULT_IDLE_TTL_S = 3600.0
 DEFAULT_MAX_OPEN_SPANS = 100_000
 _MAX_PENDING_STREAM_TRIPS = 1024
 
-_not_marked = MARKER_KEYS.isdisjoint  # the first test every span meets: one C-level set test
 _NO_CALL = ToolCall(name=None, arguments=None)
 _NO_LIVE_FACTS = ModelFacts()
 
@@ -162,12 +161,7 @@ class GuardEngine:
     def start(self, source: SpanSource) -> Started | None:
         """A span started. Returns what the driver acts on, an agent run's or a tool call's start;
         None for any other span (a model span is judged only when it ends)."""
-        attributes = source.attributes
-        try:  # most spans: one set test
-            classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
-                              else classify_marked(source.name, attributes))
-        except (AttributeError, TypeError):  # attributes that are no mapping, an unhashable name
-            classification = None
+        classification = classify(source.name, source.attributes)
         if classification is None:
             if self._open:
                 self.enter(source.span_id, source.parent_span_id)
@@ -189,16 +183,11 @@ class GuardEngine:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
         `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
         span_id = source.span_id
-        attributes = source.attributes
         # Classified at its start (what the engine acted on then); else now: a span whose marker
         # came after its start, or one handed over at its end alone.
         classification = self._classified.pop(span_id, None) if self._classified else None
         if classification is None:
-            try:  # as in `start`
-                classification = (None if _not_marked(attributes) and source.name not in NAMED_SPANS
-                                  else classify_marked(source.name, attributes))
-            except (AttributeError, TypeError):
-                classification = None
+            classification = classify(source.name, source.attributes)
             if classification is None:
                 if self._open:
                     self._open.pop(span_id, None)
@@ -213,7 +202,7 @@ class GuardEngine:
                 self._agents.run_ended(agent)
             return Judged(classification, agent)
         if (kind is SpanKind.MODEL and live_trip is None and self._output_floor is not None and not source.has_events
-                and conventions.output_unread(attributes, classification, self._output_floor)):
+                and conventions.output_unread(source.attributes, classification, self._output_floor)):
             self._agents.seen(agent)  # output under every guard's floor, told from its attributes: none judges it
             return Judged(classification, agent)
         return self._judge(source, classification, agent, live_trip, timed_out_ms)
