@@ -80,12 +80,13 @@ def with_hook_defaults(config: GuardConfig, cli: str) -> GuardConfig:
 
     rows = []
     for row in config.guards:
-        if row.id == REPEAT_TOOL_REMINDER:
-            update: dict[str, Any] = {}
-            if "stop_after" not in row.config.model_fields_set:
-                update["stop_after"] = HOOK_STOP_AFTER
-            if cli in CONTEXT_AS_DEVELOPER_MESSAGE:
-                update["include_arguments"] = False
+        update: dict[str, Any] = {}
+        if row.id == REPEAT_TOOL_REMINDER and "stop_after" not in row.config.model_fields_set:
+            update["stop_after"] = HOOK_STOP_AFTER
+        # Every guard that can quote the model's arguments in its messages leaves them out there.
+        if cli in CONTEXT_AS_DEVELOPER_MESSAGE and "include_arguments" in type(row.config).model_fields:
+            update["include_arguments"] = False
+        if update:
             row = row.model_copy(update={"config": row.config.model_copy(update=update)})
         rows.append(row)
     return config.model_copy(update={"guards": tuple(rows)})
