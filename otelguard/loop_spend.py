@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .detectors.text_loop import TEXT_LOOP
 from .engine.bounded import OpenSpans
+from .guards.thinking_loop_guard import REPETITIVE_OUTPUT, THINKING_LOOP
 from .pricing import price_usd
 from .records import ModelUsage, Verdict
 
-THINKING_LOOP, REPETITIVE_OUTPUT = "thinking_loop", "repetitive_output"
 LOOP_VERDICTS = (THINKING_LOOP, REPETITIVE_OUTPUT)  # verdicts on model calls whose tokens were spent in a loop
 
 
@@ -59,13 +60,16 @@ class LoopLedger:
     """The spend of each agent's current loop, by kind of loop. Bounded like the agents' state."""
 
     def __init__(self, max_loops: int, on_evict: Callable[[str, int], None]):
-        self._loops: OpenSpans[tuple[str, str], _Loop] = OpenSpans(max_loops, on_evict=on_evict)
+        self._loops: OpenSpans[tuple[str, str, bool], _Loop] = OpenSpans(max_loops, on_evict=on_evict)
         self._lock = threading.Lock()
 
     def step(self, agent_key: str, verdict: Verdict, usage: ModelUsage) -> LoopStep:
         """Add one judged call's usage to its agent's loop of that kind."""
-        starts = verdict.verdict == REPETITIVE_OUTPUT or verdict.thinking_stalled == 1
-        key = (agent_key, verdict.verdict)
+        # A text-loop verdict comes once a streak of answers is complete: a loop of its own, never a step
+        # of the agent's stalled-reasoning loop (the same verdict name, another rule).
+        text_loop = verdict.rule == TEXT_LOOP
+        starts = verdict.verdict == REPETITIVE_OUTPUT or verdict.thinking_stalled == 1 or text_loop
+        key = (agent_key, verdict.verdict, text_loop)
         with self._lock:
             loop = None if starts else self._loops.get(key)
             if loop is None:

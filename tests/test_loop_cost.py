@@ -173,3 +173,19 @@ def test_without_a_downstream_the_run_s_verdict_events_carry_the_spend():
               for e in run.events if e.name == "otelguard.verdict"]
     assert [tokens for tokens, _ in spends] == [700, 1400, 2100]
     assert spends[-1][1] == pytest.approx(price_usd(PRICED_MODEL, 3600, 2100))
+
+
+def test_a_text_loop_is_a_loop_of_its_own_never_a_step_of_the_stalled_reasoning_one():
+    """text-loop and the stalled-reasoning rule share the verdict name `thinking_loop`: a text-loop
+    verdict starts its own loop, so the reasoning loop's tokens are not added to it, nor its to them."""
+    ledger = LoopLedger(10, on_evict=lambda reason, n: None)
+    usage = ModelUsage("unknown-model", output_tokens=50, input_tokens=100)
+    for stalled in (1, 2):
+        ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
+                                     thinking_stalled=stalled), usage)
+    text_loop = Verdict("thinking-loop-guard", "thinking_loop", "text-loop", Action.STEER, "stop restating")
+    step = ledger.step("agent", text_loop, usage)
+    assert step.started and (step.spend.input_tokens, step.spend.output_tokens) == (100, 50)
+    resumed = ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
+                                           thinking_stalled=3), usage)
+    assert not resumed.started and (resumed.spend.input_tokens, resumed.spend.output_tokens) == (300, 150)

@@ -33,6 +33,7 @@ from ..containment import Containment
 from ..actions import Action
 from ..conventions import classify, read
 from ..engine import GuardEngine, Judged
+from ..guards.thinking_loop_guard import REPETITIVE_OUTPUT
 from .event_outputs import EventOutputs
 from .otlp_json import LazySpan
 from ..records import Classification, ModelCall, SpanView, Verdict
@@ -54,7 +55,6 @@ _MAX_DEPTH = 10_000  # parent chains deeper than this are treated as broken
 
 _START, _END = 0, 1
 _TOOL_TIMEOUT_RULE = "tool-timeout"
-_REPETITIVE_OUTPUT = "repetitive_output"
 _VERDICT_EVENT = "otelguard.verdict"
 _STREAM_CHARS = "otelguard.stream.chars"
 _ERROR_CODE = "otelguard.error.code"
@@ -448,7 +448,7 @@ def recorded_stream_verdict(span: SpanView, classification: Classification) -> V
     """
     for recorded in _recorded_verdicts(span):
         action = recorded.get(OTELGUARD_ACTION)
-        if recorded.get(OTELGUARD_VERDICT) == _REPETITIVE_OUTPUT and action in _STREAM_ACTIONS:
+        if recorded.get(OTELGUARD_VERDICT) == REPETITIVE_OUTPUT and action in _STREAM_ACTIONS:
             if any(event.name == OTELGUARD_CHUNK_EVENT for event in span.events):
                 return None
             if action == "none" and _output_captured(span, classification):
@@ -456,7 +456,7 @@ def recorded_stream_verdict(span: SpanView, classification: Classification) -> V
             chars = recorded.get(_STREAM_CHARS)
             code = recorded.get(_ERROR_CODE)
             return Verdict(
-                str(recorded.get(OTELGUARD_GUARD) or "thinking-loop-guard"), _REPETITIVE_OUTPUT,
+                str(recorded.get(OTELGUARD_GUARD) or "thinking-loop-guard"), REPETITIVE_OUTPUT,
                 str(recorded.get(OTELGUARD_RULE) or ""), Action.parse(action),
                 stream_chars=int(chars) if isinstance(chars, (int, float)) and not isinstance(chars, bool) else None,
                 error_code=code if isinstance(code, str) else None,

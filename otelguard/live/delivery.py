@@ -20,6 +20,7 @@ from ..conventions import model_usage
 from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
+from ..guards.repeat_tool_reminder import REPEATED_TOOL_CALL
 from ..loop_spend import LOOP_VERDICTS, LoopLedger
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
@@ -124,7 +125,7 @@ class Delivery:
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name, service_name)
             # The run-length histogram is of identical-call runs: no-progress's repeats are not those.
-            if verdict.repeat_count is not None and verdict.verdict == "repeated_tool_call":
+            if verdict.repeat_count is not None and verdict.verdict == REPEATED_TOOL_CALL:
                 self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
             spend = None
             if type(judged.record) is ModelCall and verdict.verdict in LOOP_VERDICTS and span is not None:
