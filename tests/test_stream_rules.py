@@ -211,7 +211,7 @@ def test_a_rewording_streak_without_tools_steers_and_fires_are_capped():
     {"low_novelty_action": "steer"}, {"text_loop_repeats": 1}, {"text_loop_streak": -1},
     {"text_loop_similarity": 0}, {"text_loop_action": "break"},
 ])
-def test_invalid_settings_of_the_new_rules_fail_at_load_naming_the_field(bad):
+def test_invalid_structure_long_cycle_novelty_and_text_loop_settings_fail_at_load_naming_the_field(bad):
     with pytest.raises(ConfigError) as raised:
         GuardConfig.load({"guards": [{"id": "thinking-loop-guard", "config": bad}]})
     assert next(iter(bad)) in str(raised.value)
@@ -230,7 +230,7 @@ def reasoning_of(item):
     return item, "reasoning"
 
 
-def new_rules_run(tracer) -> None:
+def long_cycle_novelty_and_text_loop_run(tracer) -> None:
     with tracer.start_as_current_span("chat scripted", attributes=CHAT):  # a long cycle, cut mid-stream
         with pytest.raises(otelguard.RepetitiveOutputError) as raised:
             # deltas of 43 characters: the chunks recorded up to the cut stay within the SDK's 128 events a span
@@ -253,9 +253,9 @@ def new_rules_run(tracer) -> None:
         model_call(tracer, text="I will call the search tool now.")
 
 
-def test_the_analyzer_replays_the_new_rules_live_verdicts(tmp_path: Path) -> None:
+def test_the_analyzer_replays_long_cycle_novelty_and_text_loop_verdicts_as_live(tmp_path: Path) -> None:
     path = tmp_path / "new-rules.otlp.jsonl"
-    export_one_run(path, new_rules_run)
+    export_one_run(path, long_cycle_novelty_and_text_loop_run)
     live = live_verdicts(path)
     # The fenced zero table is not cut; the flag-only low-novelty rule marks it, as it marks the drift.
     assert sorted((rule, action) for _, _, _, rule, action, *_ in live) == [
@@ -264,7 +264,7 @@ def test_the_analyzer_replays_the_new_rules_live_verdicts(tmp_path: Path) -> Non
     assert live == analyzer_verdicts(path)
 
 
-def test_the_new_rules_verdicts_are_counted_by_rule():
+def test_long_cycle_novelty_and_text_loop_verdicts_are_counted_by_rule():
     with Guarded() as g:
         export_one_run_on(g.tracer)
         g.processor.force_flush()
@@ -277,7 +277,7 @@ def test_the_new_rules_verdicts_are_counted_by_rule():
 def export_one_run_on(tracer) -> None:
     with tracer.start_as_current_span("invoke_agent writer", attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "writer", "gen_ai.conversation.id": "c"}):
-        new_rules_run(tracer)
+        long_cycle_novelty_and_text_loop_run(tracer)
 
 
 def test_live_short_text_only_answers_are_read_and_a_tool_call_between_them_ends_the_streak():

@@ -41,7 +41,7 @@ from .dispatch import ControlDispatcher
 from .enrichment import enriched, mark_run
 from .evaluation_events import EvaluationEvents
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .sdk_span import PublicSdkSpan, SdkSpan, acting_hooks, attributes_of, context_of, name_of, parent_of
+from .sdk_span import PublicSdkSpan, acting_hooks, attributes_of, context_of, name_of, parent_of, source_of
 from .timeouts import ToolBudgets
 
 _unmarked = MARKER_KEYS.isdisjoint  # the engine's first test, made here first (see on_start)
@@ -121,10 +121,7 @@ class GuardSpanProcessor(SpanProcessor):
                         parent = parent_of(span)
                         self.engine.enter(context_of(span)[1], parent[1] if parent is not None else None)
                 else:
-                    try:
-                        source = SdkSpan(span)
-                    except AttributeError:
-                        source = PublicSdkSpan(span)
+                    source = source_of(span)
                     started = self.engine.start(source)
                     if started is not None:
                         if started.tool is not None:
@@ -159,10 +156,7 @@ class GuardSpanProcessor(SpanProcessor):
                     if self.engine.spans_in_runs:
                         self.engine.leave(context_of(span)[1])
                 else:
-                    try:
-                        source = SdkSpan(span)
-                    except AttributeError:
-                        source = PublicSdkSpan(span)
+                    source = source_of(span)
                     if next(self._ends) % PROCESSING_SAMPLE_EVERY:
                         exported = self._judged(span, source)
                     else:  # one judged span in PROCESSING_SAMPLE_EVERY is timed (see metrics)

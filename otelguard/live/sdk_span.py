@@ -129,6 +129,14 @@ PRIVATE = reads_private_fields()
 SdkSpan: type[PublicSdkSpan] = PrivateSdkSpan if PRIVATE else PublicSdkSpan
 
 
+def source_of(span: Any) -> PublicSdkSpan:
+    """The span as the engine reads it: `SdkSpan`, or through the public API for a span that is not the SDK's."""
+    try:
+        return SdkSpan(span)
+    except AttributeError:
+        return PublicSdkSpan(span)
+
+
 # The processor's first test on every span of the application, with no Python call: its name and
 # attributes read by C-level getters (the fields inside CHECKED_SDK; the public properties outside).
 # Either raises AttributeError for a span that is not the SDK's: read it through `PublicSdkSpan` then.
