@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import semconv as sc
 from ..records import SpanView, Status
+from ._values import load_json
 
 CLAUDE_CODE, GEMINI_CLI, CODEX, OPENCODE = "claude-code", "gemini-cli", "codex", "opencode"
 LOG, SPAN = "log", "span"
@@ -123,7 +124,7 @@ def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns:
     session = attributes.get(sc.GEN_AI_CONVERSATION_ID)
     if not isinstance(session, str) or not session:
         return None
-    messages = _json_value(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    messages, _ = load_json(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES))
     converted = {
         sc.GEN_AI_OPERATION_NAME: "chat",
         sc.GEN_AI_CONVERSATION_ID: session,
@@ -132,9 +133,9 @@ def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns:
     model = attributes.get(sc.GEN_AI_REQUEST_MODEL)
     if isinstance(model, str):
         converted[sc.GEN_AI_REQUEST_MODEL] = model
-    if isinstance(messages, list):
-        converted[sc.GEN_AI_OUTPUT_MESSAGES] = json.dumps([_genai_message(message) for message in messages
-                                                          if isinstance(message, dict)])
+    if isinstance(messages, list):  # (decoded: the conventions read a list as it is)
+        converted[sc.GEN_AI_OUTPUT_MESSAGES] = [_genai_message(message) for message in messages
+                                                if isinstance(message, dict)]
     return SpanView(f"chat {model or GEMINI_CLI}", session_trace_id(GEMINI_CLI, session), span_id, None, converted,
                     status=status, start_ns=start_ns, end_ns=end_ns)
 
@@ -191,14 +192,5 @@ def _boolean(value: Any) -> bool | None:
 
 
 def _json_object(value: Any) -> dict[str, Any]:
-    decoded = _json_value(value)
+    decoded, _ = load_json(value) if isinstance(value, str) else (None, None)
     return decoded if isinstance(decoded, dict) else {}
-
-
-def _json_value(value: Any) -> Any:
-    if not isinstance(value, str):
-        return None
-    try:
-        return json.loads(value)
-    except (ValueError, RecursionError):
-        return None
