@@ -112,7 +112,8 @@ def joined(first: CliToolCall, second: CliToolCall) -> CliToolCall:
 def session_trace_id(cli: str, session: str) -> int:
     """A trace id of the CLI's session: the engine keeps one agent per trace without an agent span,
     so every call of a session is judged in that session's chain."""
-    return int.from_bytes(blake2b(f"{cli}\0{session}".encode(), digest_size=16).digest(), "big") or 1
+    return int.from_bytes(blake2b(f"{cli}\0{session}".encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+                          "big") or 1
 
 
 def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns: int, end_ns: int,

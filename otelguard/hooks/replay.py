@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 
 from .. import semconv as sc
+from ..conventions.agent_clis import session_trace_id
 from ..engine import GuardEngine, Judged, Started
 from ..records import SpanView, Status
 from .history import StoredEvent
@@ -33,7 +34,7 @@ class SessionReplay:
 
     def __init__(self, engine: GuardEngine, cli: str, session: str):
         self.engine, self.cli, self.session = engine, cli, session
-        self.trace_id = _id(128, cli, session)
+        self.trace_id = session_trace_id(cli, session)  # the session's trace, as the service keys a CLI's
         self._run: object = _NO_RUN
         self._run_span_id = 0
 
