@@ -12,7 +12,9 @@ from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -23,11 +25,32 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from .conventions import READ_LIMITS
+from .detectors.progress import CYCLE, ERROR_LOOP, INTERLEAVED_REPEAT, NEAR_DUPLICATE, SAME_RESULT
 from .errors import ConfigError
 from .guard_ids import GUARD_IDS, NO_PROGRESS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
 from .terminal import printable, short_repr
 
 StrictInt = Annotated[int, Field(strict=True)]
+
+
+def _as_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _non_empty_patterns(value: tuple[str, ...]) -> tuple[str, ...]:
+    if any(not pattern for pattern in value):
+        raise ValueError(f"patterns must be non-empty strings, got {short_repr(list(value))}")
+    return value
+
+
+def _no_duplicates(value: tuple[Any, ...]) -> tuple[Any, ...]:
+    if len(set(value)) != len(value):
+        raise ValueError(f"must not contain duplicates, got {short_repr(list(value))}")
+    return value
+
+
+# Tool-name patterns (`*` is the only special character), given as a YAML/JSON list.
+ToolPatterns = Annotated[tuple[str, ...], BeforeValidator(_as_tuple), AfterValidator(_non_empty_patterns)]
 
 
 class _Settings(BaseModel):
@@ -42,8 +65,8 @@ class TimeoutPolicyConfig(_Settings):
 
 class RepeatToolReminderConfig(_Settings):
     thresholds: tuple[int, ...] = (3, 5, 8)
-    include: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    include: ToolPatterns = ()
+    exclude: ToolPatterns = ()
     arguments_preview_chars: int = Field(500, ge=1)
     include_arguments: bool = True  # false: detailed reminders leave the arguments preview out
     stop_after: int | None = Field(None, ge=2)
@@ -66,59 +89,26 @@ class RepeatToolReminderConfig(_Settings):
         for item in value:
             if isinstance(item, bool) or not isinstance(item, int) or item < 2:
                 raise ValueError(f"every threshold must be an integer >= 2, got {short_repr(item)}")
-        if len(set(value)) != len(value):
-            raise ValueError(f"must not contain duplicates, got {short_repr(list(value))}")
-        return tuple(sorted(value))
-
-    @field_validator("include", "exclude", mode="before")
-    @classmethod
-    def _patterns_shape(cls, value: Any) -> Any:
-        return tuple(value) if isinstance(value, list) else value
-
-    @field_validator("include", "exclude")
-    @classmethod
-    def _patterns_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not pattern for pattern in value):
-            raise ValueError(f"patterns must be non-empty strings, got {list(value)}")
-        return value
+        return tuple(sorted(_no_duplicates(value)))
 
 
-NO_PROGRESS_RULES = ("cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate")
+NO_PROGRESS_RULES = (CYCLE, INTERLEAVED_REPEAT, SAME_RESULT, ERROR_LOOP, NEAR_DUPLICATE)
 DEFAULT_TRANSPARENT_TOOLS = ("think", "todo_write", "todo_read", "TodoWrite", "TodoRead", "todowrite", "todoread",
                              "write_todos", "update_plan", "sequentialthinking", "sequential_thinking")
 
 
 class NoProgressConfig(_Settings):
-    rules: tuple[Literal["cycle", "interleaved-repeat", "same-result", "error-loop", "near-duplicate"], ...] = (
-        NO_PROGRESS_RULES)
+    rules: Annotated[tuple[Literal[NO_PROGRESS_RULES], ...], BeforeValidator(_as_tuple),
+                     AfterValidator(_no_duplicates)] = NO_PROGRESS_RULES
     max_period: int = Field(5, ge=2, le=10)
     min_repeats: int = Field(3, ge=2)
     window: int = Field(10, ge=3, le=100)
     min_errors: int = Field(3, ge=2)
-    transparent: tuple[str, ...] = DEFAULT_TRANSPARENT_TOOLS
+    transparent: ToolPatterns = DEFAULT_TRANSPARENT_TOOLS
     steer_after: int = Field(2, ge=1)
     stop_after: int | None = Field(None, ge=3)
     arguments_preview_chars: int = Field(200, ge=1)
     include_arguments: bool = True
-
-    @field_validator("rules", "transparent", mode="before")
-    @classmethod
-    def _list_shape(cls, value: Any) -> Any:
-        return tuple(value) if isinstance(value, list) else value
-
-    @field_validator("transparent")
-    @classmethod
-    def _transparent_not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not pattern for pattern in value):
-            raise ValueError(f"patterns must be non-empty strings, got {list(value)}")
-        return value
-
-    @field_validator("rules")
-    @classmethod
-    def _rules_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"must not contain duplicates, got {list(value)}")
-        return value
 
     @model_validator(mode="after")
     def _bounds_agree(self) -> "NoProgressConfig":
