@@ -14,6 +14,7 @@ from typing import Any
 
 from . import fastjson
 from .records import Content
+from .terminal import escape_char
 
 
 def canonical_arguments(value: Any) -> tuple[str | None, Content]:
@@ -89,19 +90,11 @@ def _dumps_js(value: Any) -> str:
 # Characters that let quoted text pass for markup or start a line of its own in a model's prompt: angle
 # brackets, C0/C1 controls and DEL, and the Unicode line and paragraph separators.
 _UNSAFE = re.compile("[<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-
-
-def _escape_char(match: re.Match[str]) -> str:
-    char = match.group()
-    return _SHORT_ESCAPES.get(char) or f"\\u{ord(char):04x}"
-
-
 def escape_quoted(text: str) -> str:
     """`text` with `<`, `>` and control characters written as JSON escapes (`\\u003c`, `\\n`, ...):
     inside a JSON string it still decodes to the same value; in a prompt it is neither markup nor a
     line of its own. Text without them is returned as it is."""
-    return _UNSAFE.sub(_escape_char, text) if _UNSAFE.search(text) else text
+    return _UNSAFE.sub(escape_char, text) if _UNSAFE.search(text) else text
 
 
 def arguments_preview(canonical: str | None, limit: int) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 # C0 and C1 controls and DEL (ESC starts every ANSI sequence), the Unicode line and paragraph
 # separators, and the bidirectional overrides and isolates that reorder what a terminal shows.
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# JSON's short escapes: a quoted value escaped this way still decodes to itself (`canonical.escape_quoted`).
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 # What `json.dumps(..., ensure_ascii=False)` leaves as it is of those (it escapes C0 controls itself).
 _UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -25,7 +26,8 @@ _REPR.maxlong = 40
 _REPR.maxlevel = 3
 
 
-def _escape(match: re.Match[str]) -> str:
+def escape_char(match: re.Match[str]) -> str:
+    """The matched character as a JSON escape: its short form, else `\\uXXXX`."""
     char = match.group()
     return _SHORT.get(char) or f"\\u{ord(char):04x}"
 
@@ -35,7 +37,7 @@ def printable(text: str, limit: int | None = None) -> str:
     cut to about `limit` characters (saying how many were left out) when given."""
     if limit is not None and len(text) > limit:
         text = f"{text[:limit]}… (+{len(text) - limit:,} chars)"
-    return _UNPRINTABLE.sub(_escape, text)
+    return _UNPRINTABLE.sub(escape_char, text)
 
 
 def printable_json(text: str) -> str:

@@ -85,6 +85,8 @@ def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
             raise OSError(f"HTTP {response.status}")
         return body.decode("utf-8")
     except Exception as error:  # down, slow, refused, or no such service: the local path answers
-        problem = f"{type(error).__name__}: {error}"[:200].encode("unicode_escape").decode("ascii")
-        log.write(log_path, "WARNING", f"service fallback: {url[:200]!r} gave no answer ({problem}); judged here")
+        from ..terminal import printable  # (only here: the answered path imports no regex machinery)
+
+        log.write(log_path, "WARNING", f"service fallback: {printable(url, 200)} gave no answer "
+                  f"({printable(f'{type(error).__name__}: {error}', 200)}); judged here")
         return None

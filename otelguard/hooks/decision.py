@@ -13,9 +13,9 @@ import sqlite3
 
 from .. import fastjson
 from ..actions import Action
-from ..canonical import escape_quoted
 from ..engine import GuardEngine
 from ..records import Verdict
+from ..terminal import printable
 from . import hook_config, log, paths
 from .answers import Decision, render
 from .history import HookHistory, StoredEvent, is_corrupt, set_aside
@@ -36,7 +36,7 @@ def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEve
     try:
         event = parse(cli, fastjson.loads(data))
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
-        log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {escape_quoted(str(error))}")
+        log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {printable(str(error))}")
         return "", None, ()
     try:
         decision, verdicts = decide(event)
@@ -58,8 +58,8 @@ def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEve
         return "", event, ()
     acted = [verdict for verdict in verdicts if verdict.action != Action.NONE]
     if acted:
-        log.write(log_path, "INFO", f"{cli} session {escape_quoted(event.session)}, {event.phase} "
-                  f"{escape_quoted(event.tool)}: " + "; ".join(
+        log.write(log_path, "INFO", f"{cli} session {printable(event.session)}, {event.phase} "
+                  f"{printable(event.tool)}: " + "; ".join(
                       f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
                       for v in acted))
     return render(event, decision), event, verdicts
