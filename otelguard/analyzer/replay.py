@@ -137,6 +137,7 @@ class TraceBuffer:
     def __init__(self, limits: ReplayLimits = ReplayLimits()):
         self.limits = limits
         self._traces: OrderedDict[int, _Trace] = OrderedDict()  # least recently seen first
+        self._first_seen: dict[int, int] = {}  # trace id -> its first record, oldest first (insertion order)
         self._complete: dict[int, _Trace] = {}  # complete traces waiting to settle
         self._touched: set[int] = set()
         self._replayed: OrderedDict[int, None] = OrderedDict()
@@ -166,6 +167,7 @@ class TraceBuffer:
             else:
                 self.traces_seen += 1
             trace = self._traces[trace_id] = _Trace(trace_id, record, late)
+            self._first_seen[trace_id] = record
             self._touched.add(trace_id)
         elif span.span_id in trace.spans or (trace.late and (trace_id << 64 | span.span_id) in self._replayed_spans):
             self.duplicates += 1  # the same span exported twice (retries, overlapping files)
@@ -217,7 +219,11 @@ class TraceBuffer:
             batches.append(self._take(idle, IDLE))
         if self.limits.max_wait_records is not None:
             oldest = record - self.limits.max_wait_records
-            aged = [trace_id for trace_id, trace in self._traces.items() if trace.first_record <= oldest]
+            aged = []
+            for trace_id, first in self._first_seen.items():
+                if first > oldest:
+                    break  # in order of first record: the rest are younger
+                aged.append(trace_id)
             if aged:
                 batches.append(self._take(aged, AGE))
         return batches
@@ -237,6 +243,7 @@ class TraceBuffer:
         recent = self._replayed_spans
         for trace_id in trace_ids:
             trace = self._traces.pop(trace_id)
+            self._first_seen.pop(trace_id, None)
             self._complete.pop(trace_id, None)
             spans.extend(trace.spans.values())
             traces[trace_id] = trace.spans
