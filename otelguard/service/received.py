@@ -178,7 +178,7 @@ def log_calls_of(request: Any) -> ReceivedLogs:
         service = service_name(resource_logs.resource)
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
-                attributes = attributes_of(record.attributes)[0]
+                attributes = key_values(record.attributes)[0]
                 trace_id, span_id = int.from_bytes(record.trace_id, "big"), int.from_bytes(record.span_id, "big")
                 call = from_log(attributes, record.time_unix_nano, record.observed_time_unix_nano, trace_id, span_id)
                 if call is not None:
@@ -203,8 +203,8 @@ def _id_problem(span: Span) -> str:
 
 
 def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
-    attributes, unreadable = attributes_of(span.attributes)
-    events = tuple(SpanEvent(event.name, attributes_of(event.attributes)[0], event.time_unix_nano)
+    attributes, unreadable = key_values(span.attributes)
+    events = tuple(SpanEvent(event.name, key_values(event.attributes)[0], event.time_unix_nano)
                    for event in span.events)
     status = span.status
     return ReceivedSpan(
@@ -215,7 +215,7 @@ def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
     )
 
 
-def attributes_of(entries: Any) -> tuple[dict[str, Any], int]:
+def key_values(entries: Any) -> tuple[dict[str, Any], int]:
     """(attributes, how many had no value): decoded as the OTLP/JSON reader decodes them (arrays
     as tuples, kvlists as dicts)."""
     attributes: dict[str, Any] = {}
@@ -242,7 +242,7 @@ def any_value(value: AnyValue) -> Any:
     if kind == "array_value":
         return tuple(any_value(item) for item in value.array_value.values)
     if kind == "kvlist_value":
-        return attributes_of(value.kvlist_value.values)[0]
+        return key_values(value.kvlist_value.values)[0]
     if kind == "bytes_value":
         return value.bytes_value
     return None
