@@ -212,9 +212,9 @@ class StreamBreaker:
         "max_structured",
         "novelty",
         "_keep",
-        "_keep_slice",
         "_last",
         "_pending",
+        "_probe_span",
         "_probe_suffix",
         "_probe_window",
         "_quiet_due",
@@ -224,7 +224,6 @@ class StreamBreaker:
         "_single_run_budget",
         "_steady_count",
         "_steady_size",
-        "_tail",
         "budget",
         "chars",
         "max_cycle",
@@ -243,18 +242,19 @@ class StreamBreaker:
         self._keep = keep = max(min_repeated_cycle_chars, 2 * max_repeated_cycle_chars)
         # cycle_scan's common case, precomputed for a full tail: its last `probe` characters (the
         # suffix) do not recur within max_cycle (in the window), so no cycle is nearer than
-        # `_quiet_due` characters. (Slices made once: a batch is judged in as few steps as can be.)
+        # `_quiet_due` characters. Those are the last `_probe_span` characters: a batch that long is
+        # probed on its own text, without the tail. (Slices made once: a batch is judged in as few
+        # steps as can be.)
         probe = probe_length(max_repeated_cycle_chars, min_repeated_cycle_chars)
-        self._keep_slice = slice(-keep, None)
-        self._probe_suffix = slice(keep - probe, None)
-        self._probe_window = slice(keep - probe - max_repeated_cycle_chars, keep - 1)
+        self._probe_span = probe + max_repeated_cycle_chars
+        self._probe_suffix = slice(-probe, None)
+        self._probe_window = slice(-self._probe_span, -1)
         quiet = min_repeated_cycle_chars - longest_unprobed_tail(max_repeated_cycle_chars, keep)
         self._quiet_due = max(1, quiet) + CYCLE_CHECK_EVERY - 1
         self._single_run_budget = min(max_repeated_text - 1, MAX_BUDGET)  # after a run of one
         self._pending: list[str] = []
         self._last: str | None = None
         self._run = 0
-        self._tail = ""
         self._cycle_due = min_repeated_cycle_chars  # no cycle can trip on fewer characters
         self._recent_chars = self._recent_deltas = 0
         # Size and count of a batch whose plan repeats (two ints: a tuple compared costs more); 0: none.
@@ -263,14 +263,15 @@ class StreamBreaker:
         self.trip: Trip | None = None
         self.budget = 1  # the first delta is judged alone: it tells the breaker how long deltas are
         # The slow lane: every SLOW_CHECK_EVERY characters, the batches since are joined onto a
-        # bounded history, code fences counted (structure), long cycles and novelty checked.
+        # bounded history, code fences counted (structure), long cycles and novelty checked. The
+        # cycle rule reads its tail from there too, when a batch's own text is not enough.
         self.max_structured = max_structured_repeat_chars
         # Long cycles are the periods the seed's rule leaves (all but the shortest 64 when it is off).
         self._long_floor = (max_repeated_cycle_chars or LONG_CYCLE_FLOOR) + 1
         self.max_long_cycle = max_long_cycle_chars if max_long_cycle_chars >= self._long_floor else 0
         self.long_cycle_repeats = long_cycle_repeats
         self.novelty = novelty
-        self._slow = bool(self.max_long_cycle or novelty is not None or (max_structured_repeat_chars and max_repeated_cycle_chars))
+        self._slow = bool(max_repeated_cycle_chars or self.max_long_cycle or novelty is not None)
         self._fresh: list[str] = []
         # The history: the text of the last two slow checks, kept as the two strings they joined (no
         # copy a check); together at least `_history_keep` characters once as many have arrived.
@@ -340,13 +341,13 @@ class StreamBreaker:
                 if trip is not None:
                     return self._tripped(trip)
         if self.max_cycle:
-            self._tail = tail = (self._tail + text)[self._keep_slice]
             if chars >= self._cycle_due:
                 # Due again no sooner than the headroom allows, and at most CYCLE_CHECK_EVERY - 1
                 # characters later than that, so a forming cycle is caught as the design's cadence
                 # would. The common case, nothing recurring in a full tail (one of `_keep`
                 # characters, once as many have arrived), is cycle_scan's first test done inline.
-                if chars >= self._keep and tail[self._probe_suffix] not in tail[self._probe_window]:
+                recent = text if size >= self._probe_span else self._tail_text()
+                if chars >= self._keep and recent[self._probe_suffix] not in recent[self._probe_window]:
                     self._cycle_due = chars + self._quiet_due
                     self._short_onset = -1
                     if size == self._steady_size and count == self._steady_count and budget >= count:
@@ -355,9 +356,10 @@ class StreamBreaker:
                         self.budget = count
                         return None
                 else:
+                    tail = self._tail_text()
                     period, headroom = cycle_scan(tail, self.max_cycle, self.min_cycle_span)
                     if period:
-                        trip = self._short_cycle(period, chars)
+                        trip = self._short_cycle(tail, period, chars)
                         if trip is not None:
                             return self._tripped(trip)
                         self._cycle_due = chars + CYCLE_CHECK_EVERY  # structure, not yet past its allowance
@@ -407,9 +409,10 @@ class StreamBreaker:
             if trip is not None:
                 return trip
         if self.max_cycle and self.chars >= self.min_cycle_span:
-            period = periodic_period(self._tail, self.max_cycle, self.min_cycle_span)
+            tail = self._tail_text()
+            period = periodic_period(tail, self.max_cycle, self.min_cycle_span)
             if period:
-                trip = self._short_cycle(period, self.chars)
+                trip = self._short_cycle(tail, period, self.chars)
                 if trip is not None:
                     return self._tripped(trip)
         if self._slow:
@@ -422,6 +425,8 @@ class StreamBreaker:
     def _absorb(self) -> None:
         """Join the batches since the last slow check; count their code fences and read them for
         novelty; make them the newer part of the history."""
+        if not self._fresh:
+            return
         fresh = "".join(self._fresh)
         self._fresh = []
         if self.max_structured:
@@ -435,6 +440,12 @@ class StreamBreaker:
 
     def _history(self) -> str:
         return self._older + self._newer
+
+    def _tail_text(self) -> str:
+        """The last `_keep` characters judged (all of them while fewer have arrived)."""
+        self._absorb()
+        keep, newer = self._keep, self._newer
+        return newer[-keep:] if len(newer) >= keep else (self._older + newer)[-keep:]
 
     def _in_fence(self) -> bool:
         self._absorb()
@@ -453,12 +464,12 @@ class StreamBreaker:
             return None
         return min(-(-left // len(delta)), MAX_BUDGET)
 
-    def _short_cycle(self, period: int, chars: int) -> Trip | None:
-        """The seed's cycle rule found `period`: a trip, unless the repetition is structure still
-        within its allowance."""
+    def _short_cycle(self, tail: str, period: int, chars: int) -> Trip | None:
+        """The seed's cycle rule found `period` on `tail`: a trip, unless the repetition is structure
+        still within its allowance."""
         if self.max_structured:
             span = max(self.min_cycle_span, 2 * period)
-            if is_structured(self._tail[-span:], period, self._in_fence()):
+            if is_structured(tail[-span:], period, self._in_fence()):
                 if self._short_onset < 0:
                     self._short_onset = chars - periodic_run(self._history(), period)
                 if chars - self._short_onset < self.max_structured:
