@@ -18,6 +18,7 @@ judge them a batch at a time, and it is why the breaker costs a few nanoseconds 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .novelty import LOW_NOVELTY, NoveltyMeter
@@ -68,29 +69,36 @@ def periodic_period(text: str, max_period: int, min_span: int) -> int:
     return cycle_scan(text, max_period, min_span)[0]
 
 
-def cycle_scan(text: str, max_period: int, min_span: int) -> tuple[int, int]:
-    """`(periodic_period, headroom)`: headroom is how many characters must still arrive (at least 1)
-    before the tail could become periodic, so the rule need not be evaluated before then.
+def cycle_scan(text: str, max_period: int, min_span: int, *, min_period: int = 1, repeats: int = 2,
+               probe: int = 0) -> tuple[int, int]:
+    """`(period, headroom)`: the smallest period p in [min_period, max_period] whose unit the tail
+    repeats: its last max(min_span, repeats * p) characters are exactly p-periodic, and its last p
+    characters hold at least two distinct characters and repeat no period shorter than min_period
+    (such a unit is a shorter rule's cycle, or one it leaves alone); 0 when none. The seed's cycle
+    rule is the defaults; long cycles raise min_period and repeats.
 
-    A p-periodic tail grows by at most one character per character appended, so a trip needs at
-    least min_span minus the longest periodic tail there is now. That length is bounded without
-    computing it: at a period where the last k characters do not recur it is shorter than p + k,
-    and where the last w characters are not periodic (w from REFUTING_WINDOWS), shorter than w. A
-    period periodic over every window may be forming a cycle: nothing bounds it then but 1.
+    headroom is how many characters must still arrive (at least 1) before the tail could become
+    periodic over min_span, so the rule need not be evaluated before then. A p-periodic tail grows
+    by at most one character per character appended, so a trip needs at least min_span minus the
+    longest periodic tail there is now. That length is bounded without computing it: at a period
+    where the last k characters (the probe) do not recur it is shorter than p + k, and where the
+    last w characters are not periodic (w from REFUTING_WINDOWS), shorter than w. A period periodic
+    over every window may be forming a cycle: nothing bounds it then but 1.
     """
     n = len(text)
-    if n < 2 or max_period < 1:
+    if n < 2 or max_period < min_period:
         return 0, max(1, min_span - n)
     # A qualifying p repeats the last k characters p characters earlier (the periodic span covers
     # p + k characters), so only the occurrences of that suffix found by rfind are candidates.
     # (Plain comparisons below, not min/max: this runs on every evaluation of every stream.)
-    k = probe_length(max_period, min_span)
+    k = probe or probe_length(max_period, min_span)
     if n - 1 < k:
         k = n - 1
     suffix = text[n - k:]
     lo = n - k - max_period if n - k > max_period else 0
-    start = text.rfind(suffix, lo, n - 1)  # an occurrence must end before the text does
-    longest = longest_unprobed_tail(max_period, n)
+    hi = n - min_period  # an occurrence at distance >= min_period ends by here
+    start = text.rfind(suffix, lo, hi)
+    longest = longest_unprobed_tail(max_period, k, n)
     if start < 0:  # the common case: nothing recurs, no cycle can be near
         headroom = min_span - longest
         return 0, headroom if headroom > 1 else 1
@@ -109,12 +117,13 @@ def cycle_scan(text: str, max_period: int, min_span: int) -> tuple[int, int]:
             if refuted - 1 > longest:
                 longest = refuted - 1
         else:
-            span = max(min_span, 2 * period)
+            span = repeats * period if repeats * period > min_span else min_span
             if span <= n:
-                tail = text[-span:]
-                if tail[period:] == tail[:-period] and len(set(text[-period:])) >= 2:
-                    return period, 0
-            elif 2 * period > n:
+                if text.startswith(text[n - span : n - period], n - span + period):
+                    unit = text[n - period :]
+                    if len(set(unit)) >= 2 and (min_period == 1 or (unit + unit).find(unit, 1) >= min_period):
+                        return period, 0
+            elif repeats * period > n:
                 break  # every later candidate is longer still
             forming = True
         start = text.rfind(suffix, lo, start + k - 1)
@@ -123,17 +132,17 @@ def cycle_scan(text: str, max_period: int, min_span: int) -> tuple[int, int]:
 
 
 def probe_length(max_period: int, min_span: int) -> int:
-    """How many of the tail's last characters `cycle_scan` looks for earlier in the text: SUFFIX_PROBE,
-    fewer when the rule's span leaves less room beyond the longest period (at least 1)."""
+    """How many of the tail's last characters the cycle rule looks for earlier in the text:
+    SUFFIX_PROBE, fewer when the rule's span leaves less room beyond the longest period (at least 1)."""
     room = min_span - max_period
     return SUFFIX_PROBE if room >= SUFFIX_PROBE else (room if room > 1 else 1)
 
 
-def longest_unprobed_tail(max_period: int, n: int) -> int:
-    """The longest periodic tail of n characters whose probe recurs nowhere within max_period: shorter
-    than max_period + SUFFIX_PROBE. (With a probe shorter than SUFFIX_PROBE the bound is looser than it
-    could be, never too tight.)"""
-    longest = max_period + SUFFIX_PROBE - 1
+def longest_unprobed_tail(max_period: int, probe: int, n: int) -> int:
+    """The longest periodic tail of n characters whose last `probe` characters recur nowhere within
+    max_period: shorter than max_period + probe. (A probe shorter than SUFFIX_PROBE is counted as
+    SUFFIX_PROBE: the bound is looser than it could be, never too tight.)"""
+    longest = max_period + (probe if probe > SUFFIX_PROBE else SUFFIX_PROBE) - 1
     return longest if longest < n else n
 
 
@@ -141,33 +150,6 @@ def trailing_periodic_span(text: str, max_period: int, min_span: int) -> int:
     """Characters of the tail that the cycle rule checked and found periodic; 0 when it does not trip."""
     period = periodic_period(text, max_period, min_span)
     return max(min_span, 2 * period) if period else 0
-
-
-def long_cycle_period(text: str, min_period: int, max_period: int, repeats: int, min_span: int = 0) -> int:
-    """The smallest period p in [min_period, max_period] whose unit the tail repeats `repeats` times
-    (its last max(min_span, repeats * p) characters are exactly p-periodic, with at least 2 distinct
-    characters); 0 when none. Only the distances at which the tail's last LONG_PROBE characters recur are tried:
-    on prose, one search of max_period characters finds none."""
-    n = len(text)
-    k = LONG_PROBE if min_period > LONG_PROBE else min_period
-    if n < repeats * min_period or n < min_span or max_period < min_period:
-        return 0
-    suffix = text[n - k:]
-    lo = n - k - max_period if n - k > max_period else 0
-    hi = n - min_period  # an occurrence at distance >= min_period ends by here
-    start = text.rfind(suffix, lo, hi)
-    while start >= 0:
-        period = n - k - start  # nearest occurrence first: the smallest period
-        span = repeats * period if repeats * period > min_span else min_span
-        if span > n:
-            break
-        if text.startswith(text[n - span : n - period], n - span + period):
-            unit = text[n - period :]
-            # A unit that repeats a shorter one is the seed rule's cycle (or one it leaves alone).
-            primitive = (unit + unit).find(unit, 1)
-            return period if primitive >= min_period and len(set(unit)) >= 2 else 0
-        start = text.rfind(suffix, lo, start + k - 1)
-    return 0
 
 
 def periodic_run(text: str, period: int) -> int:
@@ -183,6 +165,19 @@ def periodic_run(text: str, period: int) -> int:
         else:
             high = middle
     return low
+
+
+def judge_repetition(rule: str, text: str, period: int, span: int, *, chars: int, in_fence: bool, allowance: int,
+                     onset: Callable[[], int]) -> Trip | None:
+    """A cycle rule found the last `span` characters of `text` `period`-periodic: the trip, unless the
+    repetition is structured content (`is_structured`) that has run fewer than `allowance`
+    (max_structured_repeat_chars; 0: none) characters since `onset()`, where it began (asked only
+    then; in the characters `chars` counts)."""
+    if allowance <= 0 or not is_structured(text[-span:], period, in_fence):
+        return Trip(rule, chars, period=period)
+    if chars - onset() < allowance:
+        return None
+    return Trip(rule, chars, period=period, structured=True)
 
 
 class StreamBreaker:
@@ -203,8 +198,7 @@ class StreamBreaker:
         "_newer",
         "_older",
         "_long_floor",
-        "_long_onset",
-        "_short_onset",
+        "_onsets",
         "_slow",
         "_slow_due",
         "long_cycle_repeats",
@@ -249,7 +243,7 @@ class StreamBreaker:
         self._probe_span = probe + max_repeated_cycle_chars
         self._probe_suffix = slice(-probe, None)
         self._probe_window = slice(-self._probe_span, -1)
-        quiet = min_repeated_cycle_chars - longest_unprobed_tail(max_repeated_cycle_chars, keep)
+        quiet = min_repeated_cycle_chars - longest_unprobed_tail(max_repeated_cycle_chars, probe, keep)
         self._quiet_due = max(1, quiet) + CYCLE_CHECK_EVERY - 1
         self._single_run_budget = min(max_repeated_text - 1, MAX_BUDGET)  # after a run of one
         self._pending: list[str] = []
@@ -279,7 +273,7 @@ class StreamBreaker:
         self._history_keep = max(long_cycle_repeats * self.max_long_cycle, keep)
         self._slow_due = SLOW_CHECK_EVERY
         self._fences = 0
-        self._short_onset = self._long_onset = -1  # where a structured repetition began (-1: none going on)
+        self._onsets: dict[str, int] = {}  # rule -> where the structured repetition it follows began
 
     def push(self, delta: str) -> Trip | None:
         """Feed one delta. Returns the Trip on the delta that trips, else None (also after a trip)."""
@@ -349,7 +343,8 @@ class StreamBreaker:
                 recent = text if size >= self._probe_span else self._tail_text()
                 if chars >= self._keep and recent[self._probe_suffix] not in recent[self._probe_window]:
                     self._cycle_due = chars + self._quiet_due
-                    self._short_onset = -1
+                    if self._onsets:  # a structured repetition it was following has ended
+                        self._onsets.pop(REPEATING_CYCLE, None)
                     if size == self._steady_size and count == self._steady_count and budget >= count:
                         # Quiet again, after a batch just like this one that planned `count` more
                         # deltas: the average stands still (see below), so the plan is the same.
@@ -359,12 +354,12 @@ class StreamBreaker:
                     tail = self._tail_text()
                     period, headroom = cycle_scan(tail, self.max_cycle, self.min_cycle_span)
                     if period:
-                        trip = self._short_cycle(tail, period, chars)
+                        trip = self._repetition(REPEATING_CYCLE, tail, period, max(self.min_cycle_span, 2 * period), chars)
                         if trip is not None:
                             return self._tripped(trip)
                         self._cycle_due = chars + CYCLE_CHECK_EVERY  # structure, not yet past its allowance
                     else:
-                        self._short_onset = -1
+                        self._onsets.pop(REPEATING_CYCLE, None)
                         self._cycle_due = chars + headroom + CYCLE_CHECK_EVERY - 1
             # Characters to deltas at the recent average delta length (at least 1; weighted by
             # deltas, older batches halved each time, so one short batch does not swing it): the
@@ -412,7 +407,7 @@ class StreamBreaker:
             tail = self._tail_text()
             period = periodic_period(tail, self.max_cycle, self.min_cycle_span)
             if period:
-                trip = self._short_cycle(tail, period, self.chars)
+                trip = self._repetition(REPEATING_CYCLE, tail, period, max(self.min_cycle_span, 2 * period), self.chars)
                 if trip is not None:
                     return self._tripped(trip)
         if self._slow:
@@ -464,18 +459,19 @@ class StreamBreaker:
             return None
         return min(-(-left // len(delta)), MAX_BUDGET)
 
-    def _short_cycle(self, tail: str, period: int, chars: int) -> Trip | None:
-        """The seed's cycle rule found `period` on `tail`: a trip, unless the repetition is structure
-        still within its allowance."""
-        if self.max_structured:
-            span = max(self.min_cycle_span, 2 * period)
-            if is_structured(tail[-span:], period, self._in_fence()):
-                if self._short_onset < 0:
-                    self._short_onset = chars - periodic_run(self._history(), period)
-                if chars - self._short_onset < self.max_structured:
-                    return None
-                return Trip(REPEATING_CYCLE, chars, period=period, structured=True)
-        return Trip(REPEATING_CYCLE, chars, period=period)
+    def _repetition(self, rule: str, text: str, period: int, span: int, chars: int) -> Trip | None:
+        """`judge_repetition` in the breaker: where a structured repetition began is found once, on
+        the history, and kept while the rule keeps finding it (the history is shorter than the
+        allowance)."""
+        onsets = self._onsets
+
+        def onset() -> int:
+            if rule not in onsets:
+                onsets[rule] = chars - periodic_run(self._history(), period)
+            return onsets[rule]
+
+        return judge_repetition(rule, text, period, span, chars=chars, in_fence=self._in_fence(),
+                                allowance=self.max_structured, onset=onset)
 
     def _slow_checks(self, chars: int, final: bool = False) -> Trip | None:
         """Every SLOW_CHECK_EVERY characters (and at the end): long cycles, then novelty."""
@@ -491,18 +487,15 @@ class StreamBreaker:
                 period = 0
             else:
                 history = self._history()
-                period = long_cycle_period(history, self._long_floor, self.max_long_cycle, self.long_cycle_repeats,
-                                           self.min_cycle_span)
-            if not period:
-                self._long_onset = -1
-            elif self.max_structured and is_structured(history[-max(self.long_cycle_repeats * period, self.min_cycle_span):],
-                                                       period, self._fences % 2 == 1):
-                if self._long_onset < 0:
-                    self._long_onset = chars - periodic_run(history, period)
-                if chars - self._long_onset >= self.max_structured:
-                    return Trip(LONG_CYCLE, chars, period=period, structured=True)
+                period = cycle_scan(history, self.max_long_cycle, self.min_cycle_span, min_period=self._long_floor,
+                                    repeats=self.long_cycle_repeats, probe=LONG_PROBE)[0]
+            if period:
+                span = max(self.long_cycle_repeats * period, self.min_cycle_span)
+                trip = self._repetition(LONG_CYCLE, history, period, span, chars)
+                if trip is not None:
+                    return trip
             else:
-                return Trip(LONG_CYCLE, chars, period=period)
+                self._onsets.pop(LONG_CYCLE, None)
         if self.novelty is not None:
             if final:
                 self.novelty.finish()
@@ -516,28 +509,34 @@ class StreamBreaker:
         return trip
 
 
-def judge_final_text(text: str, *, max_repeated_cycle_chars: int, min_repeated_cycle_chars: int,
+def judge_final_text(text: str, *, max_repeated_cycle_chars: int = 0, min_repeated_cycle_chars: int = 0,
                      max_structured_repeat_chars: int = 0, max_long_cycle_chars: int = 0, long_cycle_repeats: int = 3,
                      novelty: NoveltyMeter | None = None) -> Trip | None:
     """The character rules run once on a call's whole text (when no deltas were seen): the cycle
-    rule, long cycles, then novelty. Structure is judged as the breaker judges it, with the whole
-    text at hand: a structured repetition is flagged once its periodic run reaches the allowance."""
+    rule, long cycles, then novelty (each off unless given). Structure is judged as the breaker
+    judges it, with the whole text at hand: a structured repetition is flagged once its periodic run
+    reaches the allowance."""
     in_fence = text.count(FENCE) % 2 == 1
+    chars = len(text)
 
-    def allowed(span: int, period: int) -> bool:
-        return (max_structured_repeat_chars > 0 and is_structured(text[-span:], period, in_fence)
-                and periodic_run(text, period) < max_structured_repeat_chars)
+    def judged(rule: str, period: int, span: int) -> Trip | None:
+        return judge_repetition(rule, text, period, span, chars=chars, in_fence=in_fence,
+                                allowance=max_structured_repeat_chars,
+                                onset=lambda: chars - periodic_run(text, period))
 
     if max_repeated_cycle_chars:
         period = periodic_period(text, max_repeated_cycle_chars, min_repeated_cycle_chars)
-        if period and not allowed(max(min_repeated_cycle_chars, 2 * period), period):
-            return Trip(REPEATING_CYCLE, len(text), period=period)
+        trip = judged(REPEATING_CYCLE, period, max(min_repeated_cycle_chars, 2 * period)) if period else None
+        if trip is not None:
+            return trip
     floor = (max_repeated_cycle_chars or LONG_CYCLE_FLOOR) + 1
     if max_long_cycle_chars >= floor:
         tail = text[-max(long_cycle_repeats * max_long_cycle_chars, min_repeated_cycle_chars):]
-        period = long_cycle_period(tail, floor, max_long_cycle_chars, long_cycle_repeats, min_repeated_cycle_chars)
-        if period and not allowed(max(long_cycle_repeats * period, min_repeated_cycle_chars), period):
-            return Trip(LONG_CYCLE, len(text), period=period)
+        period = cycle_scan(tail, max_long_cycle_chars, min_repeated_cycle_chars, min_period=floor,
+                            repeats=long_cycle_repeats, probe=LONG_PROBE)[0]
+        trip = judged(LONG_CYCLE, period, max(long_cycle_repeats * period, min_repeated_cycle_chars)) if period else None
+        if trip is not None:
+            return trip
     if novelty is not None:
         dip = novelty.feed(text) or novelty.finish()
         if dip is not None:

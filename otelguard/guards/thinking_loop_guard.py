@@ -94,29 +94,31 @@ class ThinkingLoopGuard(Guard):
         return []
 
     # --- mid-stream breaker -------------------------------------------------------------------
+    def _character_rules(self, *, reasoning: bool) -> dict[str, int]:
+        """The character rules' settings, as StreamBreaker and judge_final_text take them: a call's
+        text gets them all; its reasoning long cycles only (the seed's rules judge reasoning after
+        the call, as thinking steps)."""
+        c = self.config
+        return {"max_repeated_cycle_chars": 0 if reasoning else c.max_repeated_cycle_chars,
+                "min_repeated_cycle_chars": c.min_repeated_cycle_chars,
+                "max_structured_repeat_chars": c.max_structured_repeat_chars,
+                "max_long_cycle_chars": c.max_long_cycle_chars, "long_cycle_repeats": c.long_cycle_repeats}
+
     def new_breaker(self) -> StreamBreaker:
         """The breaker of a call's visible text."""
         c = self.config
-        return StreamBreaker(
-            max_repeated_text=c.max_repeated_text, max_repeated_cycle_chars=c.max_repeated_cycle_chars,
-            min_repeated_cycle_chars=c.min_repeated_cycle_chars,
-            max_structured_repeat_chars=c.max_structured_repeat_chars, max_long_cycle_chars=c.max_long_cycle_chars,
-            long_cycle_repeats=c.long_cycle_repeats,
-            novelty=self._novelty_meter() if c.low_novelty_action == "break" else None,
-        )
+        return StreamBreaker(max_repeated_text=c.max_repeated_text, **self._character_rules(reasoning=False),
+                             novelty=self._novelty_meter() if c.low_novelty_action == "break" else None)
 
     def new_reasoning_breaker(self) -> StreamBreaker | None:
-        """The breaker of a call's reasoning: long cycles (and novelty, when it cuts) only; the seed's
-        rules judge reasoning after the call. None when neither applies."""
+        """The breaker of a call's reasoning: long cycles (and novelty, when it cuts) only. None when
+        neither applies."""
         c = self.config
         cuts_on_novelty = c.low_novelty_action == "break" and self._novelty
         if not c.max_long_cycle_chars and not cuts_on_novelty:
             return None
-        return StreamBreaker(
-            max_repeated_text=0, max_repeated_cycle_chars=0, min_repeated_cycle_chars=c.min_repeated_cycle_chars,
-            max_structured_repeat_chars=c.max_structured_repeat_chars, max_long_cycle_chars=c.max_long_cycle_chars,
-            long_cycle_repeats=c.long_cycle_repeats, novelty=self._novelty_meter() if cuts_on_novelty else None,
-        )
+        return StreamBreaker(max_repeated_text=0, **self._character_rules(reasoning=True),
+                             novelty=self._novelty_meter() if cuts_on_novelty else None)
 
     def _novelty_meter(self) -> NoveltyMeter | None:
         c = self.config
@@ -206,13 +208,10 @@ class ThinkingLoopGuard(Guard):
                     continue  # the replay judged it all
                 # Novelty that does not cut is judged on the whole text, not mid-stream.
                 text = "".join(chunk.text for chunk in chunks if chunk.kind == kind)
-                rules = {"max_repeated_cycle_chars": 0, "min_repeated_cycle_chars": c.min_repeated_cycle_chars}
+                rules = {}
             else:
                 text = call.reasoning if reasoning else call.text
-                rules = {"max_repeated_cycle_chars": 0 if reasoning else c.max_repeated_cycle_chars,
-                         "min_repeated_cycle_chars": c.min_repeated_cycle_chars,
-                         "max_structured_repeat_chars": c.max_structured_repeat_chars,
-                         "max_long_cycle_chars": c.max_long_cycle_chars, "long_cycle_repeats": c.long_cycle_repeats}
+                rules = self._character_rules(reasoning=reasoning)
             if len(text) < (self.judged_reasoning_chars if reasoning else self.judged_text_chars):
                 continue
             novelty = self._novelty_meter() if len(text) >= c.novelty_window else None
