@@ -314,6 +314,29 @@ def test_every_budget_and_trip_is_the_long_ways(seed, kind, chars, sizes, config
     assert (breaker.finish(), breaker.trip) == (reference.finish(), reference.trip)
 
 
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    kind=st.sampled_from(["prose", "lines", "chant"]),
+    chars=st.integers(0, 6_000),
+    sizes=st.sampled_from([(1, 1), (4, 4), (7, 7), (1, 12), (3, 5)]),
+)
+def test_the_added_rules_leave_the_seed_rules_budgets_and_trips_alone(seed, kind, chars, sizes):
+    """With every rule on (the defaults: structure, long cycles, the slow lane and the steady test
+    that skips the rules' full walk), unstructured text is planned and cut on the very deltas the
+    seed's two rules plan and cut it, judged the long way."""
+    rng = random.Random(seed)
+    text = prose(rng, chars)
+    if kind == "lines":
+        text += "".join(f"- item {i}: {rng.choice(WORDS)}\n" for i in range(rng.randint(0, 80)))
+    elif kind == "chant":
+        text += "again. " * rng.randint(0, 120)
+    breaker, reference = StreamBreaker(), LongWayBreaker()
+    for index, delta in enumerate(cut(text, rng, sizes)):
+        assert (breaker.push(delta), breaker.budget) == (reference.push(delta), reference.budget), index
+    assert (breaker.finish(), breaker.trip) == (reference.finish(), reference.trip)
+
+
 def test_a_long_steady_stream_is_judged_as_the_long_way():
     """The benchmark's stream: long prose in equal deltas, long enough for the cycle rule to set the
     budget (with 1-character deltas the identical rule sets it)."""

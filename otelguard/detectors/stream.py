@@ -304,6 +304,19 @@ class StreamBreaker:
         text = "".join(deltas)  # a batch that is not all text fails here, before any state changes
         size = len(text)
         chars = self.chars = self.chars + size
+        if size == self._steady_size and count == self._steady_count:
+            # Steady: a batch just like the last one, which was quiet and planned as many deltas
+            # again (see the plan below). If this one is quiet too (its last two deltas differ, the
+            # slow lane is not due, the cycle rule's probe finds nothing on its text), the plan
+            # stands and only what moves is updated: the rules' full walk below, in one test.
+            last = deltas[-1].strip()
+            if deltas[-2].strip() != last and chars < self._slow_due \
+                    and text[self._probe_suffix] not in text[self._probe_window]:
+                self._last = last
+                self._run = 1
+                self._fresh.append(text)
+                self._cycle_due = chars + self._quiet_due
+                return None
         if self.max_repeated_text:
             last = deltas[-1].strip()
             if count > 1 and deltas[-2].strip() != last:
@@ -345,11 +358,6 @@ class StreamBreaker:
                     self._cycle_due = chars + self._quiet_due
                     if self._onsets:  # a structured repetition it was following has ended
                         self._onsets.pop(REPEATING_CYCLE, None)
-                    if size == self._steady_size and count == self._steady_count and budget >= count:
-                        # Quiet again, after a batch just like this one that planned `count` more
-                        # deltas: the average stands still (see below), so the plan is the same.
-                        self.budget = count
-                        return None
                 else:
                     tail = self._tail_text()
                     period, headroom = cycle_scan(tail, self.max_cycle, self.min_cycle_span)
@@ -375,9 +383,12 @@ class StreamBreaker:
             if deltas_left < budget:
                 budget = deltas_left
             # A quiet plan that asks for another batch of the same deltas, with both sums at a fixed
-            # point for such batches, repeats itself as long as batches do: remember it. Any other
-            # batch forgets it, as the sums move.
-            if left == self._quiet_due and budget == count == deltas_left \
+            # point for such batches, repeats itself as long as batches do: remember it, for the
+            # steady test above (which probes a batch's own text and its last two deltas: so only
+            # batches of two deltas or more, holding the probe's characters). Any other batch
+            # forgets it, as the sums move.
+            if left == self._quiet_due and budget == count == deltas_left and count > 1 \
+                    and size >= self._probe_span \
                     and recent_chars == (recent_chars >> 1) + size and recent_deltas == (recent_deltas >> 1) + count:
                 self._steady_size, self._steady_count = size, count
             else:
