@@ -353,7 +353,7 @@ class StreamBreaker:
                 # characters later than that, so a forming cycle is caught as the design's cadence
                 # would. The common case, nothing recurring in a full tail (one of `_keep`
                 # characters, once as many have arrived), is cycle_scan's first test done inline.
-                recent = text if size >= self._probe_span else self._tail_text()
+                recent = text if size >= self._probe_span else self._recent_text()
                 if chars >= self._keep and recent[self._probe_suffix] not in recent[self._probe_window]:
                     self._cycle_due = chars + self._quiet_due
                     if self._onsets:  # a structured repetition it was following has ended
@@ -452,6 +452,16 @@ class StreamBreaker:
         self._absorb()
         keep, newer = self._keep, self._newer
         return newer[-keep:] if len(newer) >= keep else (self._older + newer)[-keep:]
+
+    def _recent_text(self) -> str:
+        """The tail's last `_probe_span` characters at least (all of them while fewer have arrived):
+        the last two batches' text when that holds as many (short deltas), else the tail."""
+        fresh = self._fresh
+        if len(fresh) >= 2:
+            recent = fresh[-2] + fresh[-1]
+            if len(recent) >= self._probe_span:
+                return recent
+        return self._tail_text()
 
     def _in_fence(self) -> bool:
         self._absorb()
