@@ -14,6 +14,10 @@ judge them a batch at a time, and it is why the breaker costs a few nanoseconds 
   no later than CYCLE_CHECK_EVERY - 1 characters after that bound, the design's cadence; the budget
   turns those characters into deltas at the average delta length, so with uneven deltas an
   evaluation may land a little late (never early: a trip is only ever reported on a periodic tail).
+On a steady stream (equal deltas of prose) each batch is like the last: `push_many` settles such a
+batch in one test, the rules' quiet outcome, before walking them. The cycle rule's tail is not kept
+up to date a batch at a time: its probe reads the batch's own text (or the last two batches'), and
+the whole tail is read from the slow lane's history when a candidate needs it.
 """
 
 from __future__ import annotations
