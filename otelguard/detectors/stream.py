@@ -74,7 +74,7 @@ def periodic_period(text: str, max_period: int, min_span: int) -> int:
 
 
 def cycle_scan(text: str, max_period: int, min_span: int, *, min_period: int = 1, repeats: int = 2,
-               probe: int = 0) -> tuple[int, int]:
+               probe: int = 0, refuting: tuple[int, ...] = REFUTING_WINDOWS) -> tuple[int, int]:
     """`(period, headroom)`: the smallest period p in [min_period, max_period] whose unit the tail
     repeats: its last max(min_span, repeats * p) characters are exactly p-periodic, and its last p
     characters hold at least two distinct characters and repeat no period shorter than min_period
@@ -86,8 +86,9 @@ def cycle_scan(text: str, max_period: int, min_span: int, *, min_period: int = 1
     by at most one character per character appended, so a trip needs at least min_span minus the
     longest periodic tail there is now. That length is bounded without computing it: at a period
     where the last k characters (the probe) do not recur it is shorter than p + k, and where the
-    last w characters are not periodic (w from REFUTING_WINDOWS), shorter than w. A period periodic
-    over every window may be forming a cycle: nothing bounds it then but 1.
+    last w characters are not periodic (w from `refuting`), shorter than w. A period periodic over
+    every window may be forming a cycle: nothing bounds it then but 1. (A rule checked at its own
+    cadence, long cycles, needs no headroom: no windows, each candidate's span checked at once.)
     """
     n = len(text)
     if n < 2 or max_period < min_period:
@@ -110,7 +111,7 @@ def cycle_scan(text: str, max_period: int, min_span: int, *, min_period: int = 1
     while start >= 0:
         period = n - k - start  # rfind from the right: smallest period first
         refuted = 0
-        for size in REFUTING_WINDOWS:  # no longer than min_span, so a refuted window refutes a trip
+        for size in refuting:  # no longer than min_span, so a refuted window refutes a trip
             if size > min_span or size >= n:
                 break
             # the last `size` characters are p-periodic iff they equal themselves shifted by p
@@ -202,7 +203,8 @@ class StreamBreaker:
         "_newer",
         "_older",
         "_long_floor",
-        "_onsets",
+        "_long_onset",
+        "_short_onset",
         "_slow",
         "_slow_due",
         "long_cycle_repeats",
@@ -277,7 +279,7 @@ class StreamBreaker:
         self._history_keep = max(long_cycle_repeats * self.max_long_cycle, keep)
         self._slow_due = SLOW_CHECK_EVERY
         self._fences = 0
-        self._onsets: dict[str, int] = {}  # rule -> where the structured repetition it follows began
+        self._short_onset = self._long_onset = -1  # where a structured repetition began (-1: none going on)
 
     def push(self, delta: str) -> Trip | None:
         """Feed one delta. Returns the Trip on the delta that trips, else None (also after a trip)."""
@@ -357,13 +359,12 @@ class StreamBreaker:
                 # characters later than that, so a forming cycle is caught as the design's cadence
                 # would. The common case, nothing recurring in a full tail (one of `_keep`
                 # characters, once as many have arrived), is cycle_scan's first test done inline.
-                recent = text if size >= self._probe_span else self._recent_text()
+                recent = text if size >= self._probe_span else self._latest(self._probe_span)
                 if chars >= self._keep and recent[self._probe_suffix] not in recent[self._probe_window]:
                     self._cycle_due = chars + self._quiet_due
-                    if self._onsets:  # a structured repetition it was following has ended
-                        self._onsets.pop(REPEATING_CYCLE, None)
+                    self._short_onset = -1
                 else:
-                    tail = self._tail_text()
+                    tail = self._latest(self._keep)
                     period, headroom = cycle_scan(tail, self.max_cycle, self.min_cycle_span)
                     if period:
                         trip = self._repetition(REPEATING_CYCLE, tail, period, max(self.min_cycle_span, 2 * period), chars)
@@ -371,7 +372,7 @@ class StreamBreaker:
                             return self._tripped(trip)
                         self._cycle_due = chars + CYCLE_CHECK_EVERY  # structure, not yet past its allowance
                     else:
-                        self._onsets.pop(REPEATING_CYCLE, None)
+                        self._short_onset = -1
                         self._cycle_due = chars + headroom + CYCLE_CHECK_EVERY - 1
             # Characters to deltas at the recent average delta length (at least 1; weighted by
             # deltas, older batches halved each time, so one short batch does not swing it): the
@@ -419,7 +420,7 @@ class StreamBreaker:
             if trip is not None:
                 return trip
         if self.max_cycle and self.chars >= self.min_cycle_span:
-            tail = self._tail_text()
+            tail = self._latest(self._keep)
             period = periodic_period(tail, self.max_cycle, self.min_cycle_span)
             if period:
                 trip = self._repetition(REPEATING_CYCLE, tail, period, max(self.min_cycle_span, 2 * period), self.chars)
@@ -451,21 +452,18 @@ class StreamBreaker:
     def _history(self) -> str:
         return self._older + self._newer
 
-    def _tail_text(self) -> str:
-        """The last `_keep` characters judged (all of them while fewer have arrived)."""
-        self._absorb()
-        keep, newer = self._keep, self._newer
-        return newer[-keep:] if len(newer) >= keep else (self._older + newer)[-keep:]
-
-    def _recent_text(self) -> str:
-        """The tail's last `_probe_span` characters at least (all of them while fewer have arrived):
-        the last two batches' text when that holds as many (short deltas), else the tail."""
+    def _latest(self, chars: int) -> str:
+        """The last `chars` characters judged at least (all of them while fewer have arrived): the
+        last two batches' text, else every batch's since the slow check, else the history before
+        them too. (The cycle rule's tail is its last `_keep`: cycle_scan reads no further back.)"""
         fresh = self._fresh
-        if len(fresh) >= 2:
-            recent = fresh[-2] + fresh[-1]
-            if len(recent) >= self._probe_span:
-                return recent
-        return self._tail_text()
+        text = "".join(fresh[-2:])  # enough for the probe of short batches, and for most tails
+        if len(text) < chars:
+            text = "".join(fresh)
+            if len(text) < chars:
+                text = self._older + self._newer + text
+        return text
+
 
     def _in_fence(self) -> bool:
         self._absorb()
@@ -488,12 +486,12 @@ class StreamBreaker:
         """`judge_repetition` in the breaker: where a structured repetition began is found once, on
         the history, and kept while the rule keeps finding it (the history is shorter than the
         allowance)."""
-        onsets = self._onsets
+        kept = "_short_onset" if rule == REPEATING_CYCLE else "_long_onset"
 
         def onset() -> int:
-            if rule not in onsets:
-                onsets[rule] = chars - periodic_run(self._history(), period)
-            return onsets[rule]
+            if getattr(self, kept) < 0:
+                setattr(self, kept, chars - periodic_run(self._history(), period))
+            return getattr(self, kept)
 
         return judge_repetition(rule, text, period, span, chars=chars, in_fence=self._in_fence(),
                                 allowance=self.max_structured, onset=onset)
@@ -513,14 +511,14 @@ class StreamBreaker:
             else:
                 history = self._history()
                 period = cycle_scan(history, self.max_long_cycle, self.min_cycle_span, min_period=self._long_floor,
-                                    repeats=self.long_cycle_repeats, probe=LONG_PROBE)[0]
+                                    repeats=self.long_cycle_repeats, probe=LONG_PROBE, refuting=())[0]
             if period:
                 span = max(self.long_cycle_repeats * period, self.min_cycle_span)
                 trip = self._repetition(LONG_CYCLE, history, period, span, chars)
                 if trip is not None:
                     return trip
             else:
-                self._onsets.pop(LONG_CYCLE, None)
+                self._long_onset = -1
         if self.novelty is not None:
             if final:
                 self.novelty.finish()
@@ -558,7 +556,7 @@ def judge_final_text(text: str, *, max_repeated_cycle_chars: int = 0, min_repeat
     if max_long_cycle_chars >= floor:
         tail = text[-max(long_cycle_repeats * max_long_cycle_chars, min_repeated_cycle_chars):]
         period = cycle_scan(tail, max_long_cycle_chars, min_repeated_cycle_chars, min_period=floor,
-                            repeats=long_cycle_repeats, probe=LONG_PROBE)[0]
+                            repeats=long_cycle_repeats, probe=LONG_PROBE, refuting=())[0]
         trip = judged(LONG_CYCLE, period, max(long_cycle_repeats * period, min_repeated_cycle_chars)) if period else None
         if trip is not None:
             return trip
