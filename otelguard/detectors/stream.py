@@ -17,7 +17,7 @@ judge them a batch at a time, and it is why the breaker costs a few nanoseconds 
 On a steady stream (equal deltas of prose) each batch is like the last: `push_many` settles such a
 batch in one test, the rules' quiet outcome, before walking them. The cycle rule's tail is not kept
 up to date a batch at a time: its probe reads the batch's own text (or the last two batches'), and
-the whole tail is read from the slow lane's history when a candidate needs it.
+the whole tail is joined from the latest batches (`_latest`) when a candidate needs it.
 """
 
 from __future__ import annotations
