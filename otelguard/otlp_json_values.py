@@ -129,8 +129,7 @@ def integer(value: Any, bounds: tuple[int, int], what: str) -> int:
 def enum(value: Any, what: str) -> int:
     """An enum field: its number (OTLP/JSON does not use the names); 0 when absent."""
     if type(value) is str:
-        raise NotOtlpJson(f"{what} {_shown(value)} is not an integer (OTLP/JSON writes enums as numbers, "
-                          "not names)")
+        raise NotOtlpJson(f"{_named(what, value)} is a string: OTLP/JSON writes enums as numbers, not names")
     return integer(value, INT32, what)
 
 

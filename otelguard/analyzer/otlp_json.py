@@ -404,7 +404,7 @@ def _read_resource_spans(resource_spans: Any, label: str, line: int, build: _Spa
                     or (scope_name is not None and not isinstance(scope_name, str)):
                 malformed.append("scope")  # (the service cannot forward it either)
                 continue
-            scope = scope_name
+            scope = scope_name or None  # (an empty name is no name, as the service reads it)
             for raw in _entries(field(scope_spans, "spans", "spans"), "spans", malformed):
                 yield _built(build, raw, scope, label, line)
     for what in malformed:
@@ -668,7 +668,7 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
     document = None
     for r, resource in enumerate(request.resource_spans):
         for s, scope_spans in enumerate(resource.scope_spans or ()):
-            scope = scope_spans.scope.name if scope_spans.scope is not None else None
+            scope = (scope_spans.scope.name or None) if scope_spans.scope is not None else None
             for i, span in enumerate(scope_spans.spans or ()):
                 item = _usual_schema_span(span, scope)
                 if item is None:

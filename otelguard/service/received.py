@@ -214,14 +214,17 @@ def _id_problem(span: Span) -> str:
 
 def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
     attributes, unreadable = key_values(span.attributes)
-    events = tuple(SpanEvent(event.name, key_values(event.attributes)[0], event.time_unix_nano)
-                   for event in span.events)
+    events = []
+    for event in span.events:  # values without a value count as dropped on the span, as the analyzer counts them
+        event_attributes, event_unreadable = key_values(event.attributes)
+        unreadable += event_unreadable
+        events.append(SpanEvent(event.name, event_attributes, event.time_unix_nano))
     status = span.status
     return ReceivedSpan(
         span, origin, span.name, int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"),
         int.from_bytes(span.parent_span_id, "big") or None, span.start_time_unix_nano,
         span.end_time_unix_nano or None, scope, attributes, STATUS_CODES.get(status.code, Status.UNSET),
-        status.message or None, span.dropped_attributes_count + unreadable, events, span.dropped_events_count,
+        status.message or None, span.dropped_attributes_count + unreadable, tuple(events), span.dropped_events_count,
     )
 
 
