@@ -111,15 +111,17 @@ def escape_quoted(text: str) -> str:
     return _UNSAFE.sub(escape_char, text) if _UNSAFE.search(text) else text
 
 
-def arguments_preview(canonical: str | None, limit: int) -> str:
+def arguments_preview(canonical: str | None, limit: int, is_json: bool) -> str:
     """Canonical arguments cut at `limit` characters, saying how much was left out, safe to quote in a
     message to the model (the arguments came from the model, often from a web page).
 
-    Canonical JSON is shown as it is unless it holds `<`, `>` or control characters, which are escaped;
-    anything else (arguments that were not JSON) is shown as one escaped JSON string.
+    `is_json`: the arguments were read as JSON (a `ToolCall` whose `arguments_content` is
+    `Content.OK`: their canonical text is JSON, not parsed again here). Canonical JSON is shown as it
+    is unless it holds `<`, `>` or control characters, which are escaped; anything else (arguments
+    that were not JSON) is shown as one escaped JSON string.
     """
     text = canonical or ""
-    return cut_preview(text[:limit], len(text), _is_json(text))
+    return cut_preview(text[:limit], len(text), is_json or not text)  # (nothing: nothing to quote)
 
 
 def cut_preview(cut: str, total_chars: int, is_json: bool) -> str:
@@ -130,12 +132,3 @@ def cut_preview(cut: str, total_chars: int, is_json: bool) -> str:
         return escape_quoted(cut) + rest
     return escape_quoted(json.dumps(cut, ensure_ascii=False)) + rest
 
-
-def _is_json(text: str) -> bool:
-    if not text:
-        return True  # nothing to quote
-    try:
-        fastjson.loads(text)
-    except ValueError:
-        return False
-    return True

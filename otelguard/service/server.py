@@ -42,7 +42,7 @@ from ..records import Verdict
 from .access import TlsFiles
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
-from .received import log_calls_of, parse_json, parse_protobuf, spans_of
+from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
 from .sessions import RecentVerdicts, verdict_event
 from .webhook import Webhook
 
@@ -135,6 +135,8 @@ class GuardService:
         from .http import JSON
 
         kind = REQUESTS[signal]
+        if signal == "traces":
+            return self.accept_spans(json_spans_of(body) if encoding == JSON else spans_of(parse_protobuf(body, kind)))
         request = parse_json(body, kind) if encoding == JSON else parse_protobuf(body, kind)
         return self.accept_message(signal, request)
 
@@ -142,14 +144,7 @@ class GuardService:
         """Accept one decoded export request: spans are queued for the judge (and forwarded once
         judged), logs and metrics forwarded. Returns the response, with any partial success."""
         if signal == "traces":
-            received = spans_of(request)
-            self.judge.submit(received.spans)
-            if received.rejected:
-                self.rejected_spans.add(received.rejected)
-            if not received.rejected:
-                return ExportTraceServiceResponse()
-            return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
-                rejected_spans=received.rejected, error_message=received.reason))
+            return self.accept_spans(spans_of(request))
         if signal == "logs":
             logs = log_calls_of(request)
             self.judge.submit_logs(logs.calls, logs.events)
@@ -159,6 +154,15 @@ class GuardService:
         if self.forwarder is not None:
             self.forwarder.send(signal, request)
         return ExportLogsServiceResponse() if signal == "logs" else ExportMetricsServiceResponse()
+
+    def accept_spans(self, received: Received) -> ExportTraceServiceResponse:
+        """Queue a request's spans for the judge; the response names the spans rejected."""
+        self.judge.submit(received.spans)
+        if not received.rejected:
+            return ExportTraceServiceResponse()
+        self.rejected_spans.add(received.rejected)
+        return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+            rejected_spans=received.rejected, error_message=received.reason))
 
     def _told(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
         """Each verdict, on the judge's thread: kept for its session, sent to the webhook when it
