@@ -25,13 +25,14 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Annotated, Any
 
 import msgspec
 
 from .. import fastjson
 from ..errors import OtelGuardError
+from ..otlp_logs import LogRecordFields
 from ..records import SpanEvent, SpanView, Status
 from .lines import (
     DEFAULT_MAX_LINE_BYTES,
@@ -60,13 +61,15 @@ class ReadProblem:
     reason: str
     detail: str = ""
     lines: int = 1  # lines it covers from `line` on: a run of blank lines, a multi-line document
+    # For LOG_RECORDS: the request, decoded from JSON, for `log_records` (the line is not parsed twice).
+    document: Any = field(default=None, compare=False, repr=False)
 
 
 # ReadProblem.reason values
 NOT_JSON = "not json"
 BLANK = "blank"
 NOT_A_REQUEST = "not an ExportTraceServiceRequest"
-LOG_RECORDS = "log records (not read)"
+LOG_RECORDS = "log records (not read)"  # as spans: `log_records` reads them
 METRICS = "metrics (not read)"
 BAD_SPAN = "bad span"
 DUPLICATE_KEY = "duplicate key"  # a key given twice in one object: only the last copy is read
@@ -311,7 +314,7 @@ def _read_document(document: Any, label: str, line: int, build: _SpanBuilder) ->
         yield from _read_resource_spans(resource_spans, label, line, build)
         return
     if _field(document, "resourceLogs", "resource_logs") is not None:
-        yield ReadProblem(label, line, LOG_RECORDS)
+        yield ReadProblem(label, line, LOG_RECORDS, document=document)
     elif _field(document, "resourceMetrics", "resource_metrics") is not None:
         yield ReadProblem(label, line, METRICS)
     elif document:  # `{}` is an empty request, which holds nothing
@@ -930,6 +933,39 @@ def _list(value: Any) -> Iterable[Any]:
     if isinstance(value, list):
         return value
     raise _BadSpan(f"expected a list, got a {type(value).__name__}")
+
+
+# --- log records ---------------------------------------------------------------------------------
+
+
+def log_records(document: Mapping[str, Any]) -> Iterator[LogRecordFields | None]:
+    """The log records of an OTLP/JSON logs request (a LOG_RECORDS problem's `document`), decoded
+    for `otlp_logs.read_records`; None for a record that cannot be read (not an object, a bad id)."""
+    for resource in _objects_or_none(_field(document, "resourceLogs", "resource_logs")):
+        for scope in _objects_or_none(_field(resource, "scopeLogs", "scope_logs")):
+            for record in _objects_or_none(_field(scope, "logRecords", "log_records")):
+                yield _log_record(record)
+
+
+def _objects_or_none(value: Any) -> Iterator[Any]:
+    """The items of a list, tolerating a list that is not one (nothing in it is read)."""
+    if isinstance(value, list):
+        yield from value
+
+
+def _log_record(raw: Any) -> LogRecordFields | None:
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        name = _field(raw, "eventName", "event_name")
+        return LogRecordFields(
+            None, _id(_field(raw, "traceId", "trace_id"), _TRACE_ID_BYTES) or 0,
+            _id(_field(raw, "spanId", "span_id"), _SPAN_ID_BYTES) or 0, name if isinstance(name, str) else "",
+            _attributes(_field(raw, "attributes", "attributes"))[0], _any_value(_field(raw, "body", "body")),
+            _uint(_field(raw, "timeUnixNano", "time_unix_nano")) or 0,
+            _uint(_field(raw, "observedTimeUnixNano", "observed_time_unix_nano")) or 0)
+    except (_BadSpan, ValueError, TypeError, OverflowError, RecursionError):
+        return None
 
 
 def _excerpt(line: str, limit: int = 80) -> str:

@@ -89,7 +89,8 @@ class GuardService:
         self.containment = Containment(self.metrics.internal_error)
         self.log_records = self.meter_provider.get_meter("otelguard").create_counter(
             "otelguard.service.log_records", unit="{record}",
-            description="Log records received: read as a CLI's tool call, or not read")
+            description="Log records received: read as a CLI's tool call, a GenAI event or an evaluation "
+                        "event, or not read")
         self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
         self.webhook = (Webhook(options.webhook, options.webhook_secret, self.meter_provider)
                         if options.webhook else None)
@@ -155,6 +156,7 @@ class GuardService:
             self.judge.submit_logs(logs.calls, logs.events)
             self.log_records.add(len(logs.calls), {"read": "cli_tool_call"})
             self.log_records.add(len(logs.events), {"read": "genai_event"})
+            self.log_records.add(len(logs.evaluations), {"read": "evaluation_event"})  # forwarded, not judged
             self.log_records.add(logs.not_read, {"read": "not_read"})
         if self.forwarder is not None:
             self.forwarder.send(signal, request)
