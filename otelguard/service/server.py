@@ -7,7 +7,8 @@
 
 `otelguard serve` (see `otelguard.service.cli`) runs one until SIGTERM or SIGINT. The receivers run
 on one asyncio loop (uvicorn for HTTP, grpc.aio for gRPC) and only decode and queue; the judge
-(`judge.SpanJudge`) runs the guards on its own thread.
+(`judge.SpanJudge`) runs the guards on its own thread. With `forward`, the verdicts also go on as
+`gen_ai.evaluation.result` events (`live.evaluation_events`, through the SDK's logs pipeline).
 """
 
 from __future__ import annotations
