@@ -941,13 +941,13 @@ def _list(value: Any) -> Iterable[Any]:
 def log_records(document: Mapping[str, Any]) -> Iterator[LogRecordFields | None]:
     """The log records of an OTLP/JSON logs request (a LOG_RECORDS problem's `document`), decoded
     for `otlp_logs.read_records`; None for a record that cannot be read (not an object, a bad id)."""
-    for resource in _objects_or_none(_field(document, "resourceLogs", "resource_logs")):
-        for scope in _objects_or_none(_field(resource, "scopeLogs", "scope_logs")):
-            for record in _objects_or_none(_field(scope, "logRecords", "log_records")):
+    for resource in _items_if_list(_field(document, "resourceLogs", "resource_logs")):
+        for scope in _items_if_list(_field(resource, "scopeLogs", "scope_logs")):
+            for record in _items_if_list(_field(scope, "logRecords", "log_records")):
                 yield _log_record(record)
 
 
-def _objects_or_none(value: Any) -> Iterator[Any]:
+def _items_if_list(value: Any) -> Iterator[Any]:
     """The items of a list, tolerating a list that is not one (nothing in it is read)."""
     if isinstance(value, list):
         yield from value
