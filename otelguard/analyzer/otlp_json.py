@@ -25,6 +25,7 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+import dataclasses
 from dataclasses import dataclass
 from typing import IO, Annotated, Any
 
@@ -52,6 +53,7 @@ from ..otlp_json_values import (
     text,
 )
 from ..otlp_json_values import attributes as read_attributes
+from ..otlp_logs import LogRecordFields
 from ..records import SpanEvent, SpanView, Status
 from .lines import (
     DEFAULT_MAX_LINE_BYTES,
@@ -78,13 +80,15 @@ class ReadProblem:
     reason: str
     detail: str = ""
     lines: int = 1  # lines it covers from `line` on: a run of blank lines, a multi-line document
+    # For LOG_RECORDS: the request, decoded from JSON, for `log_records` (the line is not parsed twice).
+    document: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 # ReadProblem.reason values
 NOT_JSON = "not json"
 BLANK = "blank"
 NOT_A_REQUEST = "not an ExportTraceServiceRequest"
-LOG_RECORDS = "log records (not read)"
+LOG_RECORDS = "log records (not read)"  # as spans: `log_records` reads them
 METRICS = "metrics (not read)"
 BAD_SPAN = "bad span"
 DUPLICATE_KEY = "duplicate key"  # a key given twice in one object: only the last copy is read
@@ -329,7 +333,7 @@ def _read_document(document: Any, label: str, line: int, build: _SpanBuilder) ->
         yield from _read_resource_spans(resource_spans, label, line, build)
         return
     if field(document, "resourceLogs", "resource_logs") is not None:
-        yield ReadProblem(label, line, LOG_RECORDS)
+        yield ReadProblem(label, line, LOG_RECORDS, document=document)
     elif field(document, "resourceMetrics", "resource_metrics") is not None:
         yield ReadProblem(label, line, METRICS)
     elif document:  # `{}` is an empty request, which holds nothing
@@ -805,6 +809,40 @@ def _events(raw: Any) -> tuple[tuple[SpanEvent, ...], int]:
             time_ns=integer(field(event, "timeUnixNano", "time_unix_nano"), UINT64, "event timeUnixNano"),
         ))
     return tuple(events), unreadable
+
+
+# --- log records ---------------------------------------------------------------------------------
+
+
+def log_records(document: Mapping[str, Any]) -> Iterator[LogRecordFields | None]:
+    """The log records of an OTLP/JSON logs request (a LOG_RECORDS problem's `document`), decoded
+    for `otlp_logs.read_records`; None for a record that cannot be read (not an object, a bad id)."""
+    for resource in _items_if_list(field(document, "resourceLogs", "resource_logs")):
+        for scope in _items_if_list(field(resource, "scopeLogs", "scope_logs")):
+            for record in _items_if_list(field(scope, "logRecords", "log_records")):
+                yield _log_record(record)
+
+
+def _items_if_list(value: Any) -> Iterator[Any]:
+    """The items of a list, tolerating a list that is not one (nothing in it is read)."""
+    if isinstance(value, list):
+        yield from value
+
+
+def _log_record(raw: Any) -> LogRecordFields | None:
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        name = field(raw, "eventName", "event_name")
+        body = field(raw, "body", "body")
+        return LogRecordFields(
+            None, hex_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "traceId"),
+            hex_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "spanId"), name if isinstance(name, str) else "",
+            read_attributes(raw.get("attributes"))[0], any_value(body) if body is not None else None,
+            integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64, "timeUnixNano"),
+            integer(field(raw, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64, "observedTimeUnixNano"))
+    except (ValueError, TypeError, OverflowError, RecursionError):  # NotOtlpJson is a ValueError
+        return None
 
 
 def _excerpt(line: str, limit: int = 80) -> str:

@@ -13,7 +13,8 @@ the sender's `service.name` for metric labels, and its protobuf message for forw
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.json_format import ParseDict, ParseError
@@ -26,10 +27,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from .. import fastjson
 from ..analyzer.otlp_json import LazySpan
-from ..conventions.agent_clis import CliToolCall, from_log
-from ..conventions.genai_events import EventOutput, event_name, read_event
 from ..errors import OtelGuardError
 from ..otlp_json_values import SPAN_ID_BYTES, STATUS_CODES, TRACE_ID_BYTES, hex_id
+from ..otlp_logs import LogRecordFields, LogsRead, read_records
 from ..records import SpanEvent, Status
 from . import otlp_json_messages
 
@@ -167,39 +167,21 @@ def spans_of(request: ExportTraceServiceRequest) -> Received:
     return Received(spans, rejected, reason)
 
 
-@dataclass(frozen=True, slots=True)
-class ReceivedLogs:
-    """What one logs request held: the CLI tool calls in it, each with its sender's service.name;
-    the GenAI events (`conventions.genai_events`) with the span each names and what it adds; and how
-    many log records were not read (neither)."""
-
-    calls: list[tuple[CliToolCall, str]]
-    not_read: int
-    events: list[tuple[int, int, EventOutput]] = field(default_factory=list)
+def log_calls_of(request: Any) -> LogsRead:
+    """What a decoded `ExportLogsServiceRequest` holds for the guard (`otlp_logs`): CLI tool calls,
+    GenAI events and evaluation events."""
+    return read_records(_log_records(request))
 
 
-def log_calls_of(request: Any) -> ReceivedLogs:
-    """What a decoded `ExportLogsServiceRequest` holds for the guard: CLI tool calls
-    (`conventions.agent_clis`) and GenAI events."""
-    calls: list[tuple[CliToolCall, str]] = []
-    events: list[tuple[int, int, EventOutput]] = []
-    not_read = 0
+def _log_records(request: Any) -> Iterator[LogRecordFields]:
     for resource_logs in request.resource_logs:
         service = service_name(resource_logs.resource)
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
-                attributes = key_values(record.attributes)[0]
-                trace_id, span_id = int.from_bytes(record.trace_id, "big"), int.from_bytes(record.span_id, "big")
-                call = from_log(attributes, record.time_unix_nano, record.observed_time_unix_nano, trace_id, span_id)
-                if call is not None:
-                    calls.append((call, service))
-                    continue
-                event = read_event(event_name(record.event_name, attributes), attributes, any_value(record.body))
-                if event is not None and span_id:
-                    events.append((trace_id, span_id, event))
-                else:
-                    not_read += 1
-    return ReceivedLogs(calls, not_read, events)
+                yield LogRecordFields(service, int.from_bytes(record.trace_id, "big"),
+                                      int.from_bytes(record.span_id, "big"), record.event_name,
+                                      key_values(record.attributes)[0], any_value(record.body),
+                                      record.time_unix_nano, record.observed_time_unix_nano)
 
 
 def _id_problem(span: Span) -> str:
