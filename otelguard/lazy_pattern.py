@@ -13,6 +13,7 @@ the compiled pattern.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 
 class _LazyPattern:
@@ -30,6 +31,7 @@ class _LazyPattern:
         return f"lazy_pattern({self._source!r}, {self._flags!r})"
 
 
-def lazy_pattern(source: str, flags: int = 0) -> re.Pattern[str]:
-    """`re.compile(source, flags)`, compiled when first used."""
-    return _LazyPattern(source, flags)  # type: ignore[return-value]  # behaves as the compiled pattern
+def lazy_pattern(source: str, flags: int = 0) -> Any:
+    """`re.compile(source, flags)`, compiled when first used. (Typed `Any`, not `re.Pattern`: it is
+    not one, and a compiled module's runtime type checks (mypyc) would refuse it as one.)"""
+    return _LazyPattern(source, flags)

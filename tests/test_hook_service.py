@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 
 import pytest
-from hook_support import CLIS, CliSession, answer, hook
+from hook_support import CLIS, CliSession, answer, hook, hook_imports
 from service_support import running_service, scrape
 
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
@@ -68,15 +66,7 @@ def test_a_hook_the_service_answers_imports_neither_the_engine_nor_an_http_libra
     for _ in range(2):
         session.call("Bash", LS)
     hook("claude-code", session.pre("Bash", LS, "call-3"))
-    payload = json.dumps(session.post("Bash", LS, call_id="call-3")).encode()  # the third: a reminder
-    probe = (
-        "import io, sys\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
-        "from otelguard.entry import main\n"
-        "main(['hook', 'claude-code'])\n"
-        "loaded = sorted({'otelguard.engine', 'otelguard.guards', 'http', 'email', 'ssl'} & set(sys.modules))\n"
-        "print('LOADED', loaded, file=sys.stderr)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe, payload.decode()], capture_output=True, text=True, timeout=60)
-    assert "LOADED []" in done.stderr, done.stderr
-    assert answer("claude-code", json.loads(done.stdout)).context == SHORT_TEXT  # the service's answer
+    loaded, printed = hook_imports("claude-code", session.post("Bash", LS, call_id="call-3"),  # the third: a reminder
+                                   {"otelguard.engine", "otelguard.guards", "http", "email", "ssl"})
+    assert loaded == []
+    assert answer("claude-code", json.loads(printed)).context == SHORT_TEXT  # the service's answer
