@@ -527,7 +527,7 @@ def judge_final_text(text: str, *, max_repeated_cycle_chars: int, min_repeated_c
         period = long_cycle_period(tail, floor, max_long_cycle_chars, long_cycle_repeats, min_repeated_cycle_chars)
         if period and not allowed(max(long_cycle_repeats * period, min_repeated_cycle_chars), period):
             return Trip(LONG_CYCLE, len(text), period=period)
-    if novelty is not None:
+    if novelty is not None and len(text) >= novelty.window:  # shorter text fills no window: nothing to judge
         dip = novelty.feed(text) or novelty.finish()
         if dip is not None:
             return Trip(LOW_NOVELTY, dip.chars, novelty=dip.novelty)
