@@ -13,10 +13,11 @@ its per-tool-call CLI hooks do) loads neither OpenTelemetry nor pydantic.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from ._version import __version__
+
+# Not `typing.TYPE_CHECKING`: a CLI hook asking the service imports nothing else of `typing` (~16 M
+# instructions). Type checkers read a module-level TYPE_CHECKING this way too.
+TYPE_CHECKING = False
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -45,6 +46,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'otelguard' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value  # once imported, an ordinary module attribute
     return value
@@ -55,6 +58,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # (`X as X`: re-exported, for type checkers, which cannot read `__all__` above)
+    from typing import Any
+
     from .config import GuardConfig as GuardConfig
     from .control import AgentControl as AgentControl
     from .control import GuardMessage as GuardMessage

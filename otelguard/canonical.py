@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from . import fastjson
+from .lazy_pattern import lazy_pattern
 from .records import Content
 from .terminal import escape_char
 
@@ -103,7 +104,7 @@ def _dumps_js(value: Any) -> str:
 
 # Characters that let quoted text pass for markup or start a line of its own in a model's prompt: angle
 # brackets, C0/C1 controls and DEL, and the Unicode line and paragraph separators.
-_UNSAFE = re.compile("[<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_UNSAFE = lazy_pattern("[<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def escape_quoted(text: str) -> str:
     """`text` with `<`, `>` and control characters written as JSON escapes (`\\u003c`, `\\n`, ...):
     inside a JSON string it still decodes to the same value; in a prompt it is neither markup nor a
