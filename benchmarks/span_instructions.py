@@ -14,7 +14,8 @@ Cases:
   spans), a span on average;
 - `pydantic`: the same runs with the attributes pydantic-ai writes.
 
-Run: .venv/bin/python benchmarks/span_instructions.py [case ...]   (about half a minute a case)
+Run: .venv/bin/python benchmarks/span_instructions.py [--guards ID,ID] [case ...]   (about half a minute a case)
+(`--guards` runs only those guards, e.g. `--guards ""` for none: one guard's share is the difference.)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 CASES = ("plain", "nested", "minimal", "pydantic")
 WARMUP, BATCH = 20, 60  # agent runs (x 8 spans), or 8 x as many plain spans
 PHASES = ("unguarded", "guarded", "unguarded", "guarded")
+GUARDS_VARIABLE = "OTELGUARD_BENCH_GUARDS"  # set by --guards: the guard ids to run (default config: all four)
 
 
 def run_case(case: str) -> None:
@@ -52,7 +54,10 @@ def run_case(case: str) -> None:
     def pipeline(guarded: bool):
         provider = TracerProvider()
         exporting = SimpleSpanProcessor(Discard())
-        provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=[exporting]) if guarded else exporting)
+        guards = os.environ.get(GUARDS_VARIABLE)
+        config = None if guards is None else {"guards": [{"id": guard} for guard in guards.split(",") if guard]}
+        provider.add_span_processor(
+            otelguard.GuardSpanProcessor(config, downstream=[exporting]) if guarded else exporting)
         return provider, provider.get_tracer("span_instructions")
 
     pipelines = {guarded: pipeline(guarded) for guarded in (False, True)}
@@ -124,6 +129,9 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--run"]:
         run_case(argv[1])
         return 0
+    if argv[:1] == ["--guards"]:
+        os.environ[GUARDS_VARIABLE] = argv[1]
+        argv = argv[2:]
     cases = argv or list(CASES)
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(cases, pool.map(guard_instructions, cases)))

@@ -13,10 +13,11 @@ its per-tool-call CLI hooks do) loads neither OpenTelemetry nor pydantic.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 from ._version import __version__
+
+# Not `typing.TYPE_CHECKING`: a CLI hook asking the service imports nothing else of `typing` (~16 M
+# instructions). Type checkers read a module-level TYPE_CHECKING this way too.
+TYPE_CHECKING = False
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -38,31 +39,15 @@ _EXPORTS = {
     "watch_stream": ".streams",
 }
 
-__all__ = [
-    "AgentCancelled",
-    "AgentControl",
-    "ConfigError",
-    "GuardConfig",
-    "GuardMessage",
-    "GuardSpanProcessor",
-    "Mailbox",
-    "OtelGuardError",
-    "RepetitiveOutputError",
-    "ToolSignal",
-    "ToolTimeoutError",
-    "Verdict",
-    "__version__",
-    "bind_control",
-    "budget",
-    "tool_signal",
-    "watch_stream",
-]
+__all__ = ["__version__", *_EXPORTS]  # the names above: one list
 
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'otelguard' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value  # once imported, an ordinary module attribute
     return value
@@ -72,12 +57,22 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})
 
 
-if TYPE_CHECKING:
-    from .config import GuardConfig
-    from .control import AgentControl, GuardMessage, Mailbox, bind_control
-    from .errors import AgentCancelled, ConfigError, OtelGuardError, RepetitiveOutputError, ToolTimeoutError
-    from .live.processor import GuardSpanProcessor
-    from .records import Verdict
-    from .signals import ToolSignal
-    from .streams import watch_stream
-    from .tools import budget, tool_signal
+if TYPE_CHECKING:  # (`X as X`: re-exported, for type checkers, which cannot read `__all__` above)
+    from typing import Any
+
+    from .config import GuardConfig as GuardConfig
+    from .control import AgentControl as AgentControl
+    from .control import GuardMessage as GuardMessage
+    from .control import Mailbox as Mailbox
+    from .control import bind_control as bind_control
+    from .errors import AgentCancelled as AgentCancelled
+    from .errors import ConfigError as ConfigError
+    from .errors import OtelGuardError as OtelGuardError
+    from .errors import RepetitiveOutputError as RepetitiveOutputError
+    from .errors import ToolTimeoutError as ToolTimeoutError
+    from .live.processor import GuardSpanProcessor as GuardSpanProcessor
+    from .records import Verdict as Verdict
+    from .signals import ToolSignal as ToolSignal
+    from .streams import watch_stream as watch_stream
+    from .tools import budget as budget
+    from .tools import tool_signal as tool_signal

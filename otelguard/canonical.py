@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from . import fastjson
+from .lazy_pattern import lazy_pattern
 from .records import Content
 from .terminal import escape_char
 
@@ -30,11 +31,25 @@ def canonical_arguments(value: Any) -> tuple[str | None, Content]:
             return value.strip(), Content.MALFORMED
     try:
         text = fastjson.dumps_canonical(value)
-        if _NOT_JS_NUMBER.search(text) is not None:  # rare: only then is the value walked again
+        # Rare: only then is the value walked again. (The C-level marks first: the regex alone cost
+        # more than parsing and dumping short arguments, callgrind.)
+        if digit_runs(text, 16) and _NOT_JS_NUMBER.search(text) is not None:
             text = _dumps_js(value)
         return text, Content.OK
     except (TypeError, ValueError, RecursionError):
         return repr(value), Content.MALFORMED
+
+
+# Digits mapped to `0`, `.`, `e` and `E` to `.`: a digit followed by a fraction or an exponent shows as
+# `0.`, a run of digits as a run of `0`s, found by C-level passes.
+_NUMBER_MARKS = bytes.maketrans(b"0123456789eE", b"0000000000..")
+
+
+def digit_runs(text: str, run: int) -> bool:
+    """Whether `text` may hold a number written with a fraction or an exponent (a digit, then `.`,
+    `e` or `E`), or a run of `run` digits or more. False proves neither is there (strings included)."""
+    marks = text.encode("utf-8", "surrogatepass").translate(_NUMBER_MARKS)
+    return b"0." in marks or b"0" * run in marks
 
 
 # A number token that JavaScript may write otherwise: one with a fraction or an exponent, or an integer
@@ -89,7 +104,7 @@ def _dumps_js(value: Any) -> str:
 
 # Characters that let quoted text pass for markup or start a line of its own in a model's prompt: angle
 # brackets, C0/C1 controls and DEL, and the Unicode line and paragraph separators.
-_UNSAFE = re.compile("[<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_UNSAFE = lazy_pattern("[<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def escape_quoted(text: str) -> str:
     """`text` with `<`, `>` and control characters written as JSON escapes (`\\u003c`, `\\n`, ...):
     inside a JSON string it still decodes to the same value; in a prompt it is neither markup nor a
@@ -97,15 +112,17 @@ def escape_quoted(text: str) -> str:
     return _UNSAFE.sub(escape_char, text) if _UNSAFE.search(text) else text
 
 
-def arguments_preview(canonical: str | None, limit: int) -> str:
+def arguments_preview(canonical: str | None, limit: int, is_json: bool) -> str:
     """Canonical arguments cut at `limit` characters, saying how much was left out, safe to quote in a
     message to the model (the arguments came from the model, often from a web page).
 
-    Canonical JSON is shown as it is unless it holds `<`, `>` or control characters, which are escaped;
-    anything else (arguments that were not JSON) is shown as one escaped JSON string.
+    `is_json`: the arguments were read as JSON (a `ToolCall` whose `arguments_content` is
+    `Content.OK`: their canonical text is JSON, not parsed again here). Canonical JSON is shown as it
+    is unless it holds `<`, `>` or control characters, which are escaped; anything else (arguments
+    that were not JSON) is shown as one escaped JSON string.
     """
     text = canonical or ""
-    return cut_preview(text[:limit], len(text), _is_json(text))
+    return cut_preview(text[:limit], len(text), is_json or not text)  # (nothing: nothing to quote)
 
 
 def cut_preview(cut: str, total_chars: int, is_json: bool) -> str:
@@ -116,12 +133,3 @@ def cut_preview(cut: str, total_chars: int, is_json: bool) -> str:
         return escape_quoted(cut) + rest
     return escape_quoted(json.dumps(cut, ensure_ascii=False)) + rest
 
-
-def _is_json(text: str) -> bool:
-    if not text:
-        return True  # nothing to quote
-    try:
-        fastjson.loads(text)
-    except ValueError:
-        return False
-    return True

@@ -39,7 +39,7 @@ class LoopSpend:
         return attributes
 
 
-@dataclass
+@dataclass(slots=True)  # one per looping agent: no __dict__ (state per agent, benchmarks/state_memory.py)
 class _Loop:
     tokens: dict[str | None, list[int]] = field(default_factory=dict)  # model -> [input, output]
     counted_usd: float = 0.0  # of its price, what went into the cost metric so far

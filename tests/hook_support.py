@@ -37,6 +37,24 @@ def hook_process(cli: str, payload: dict[str, Any] | bytes, env: dict[str, str] 
                           env=env if env is not None else dict(os.environ))
 
 
+def hook_imports(cli: str, payload: dict[str, Any], watched: set[str]) -> tuple[list[str], str]:
+    """Run one hook in a fresh interpreter: (the modules or top-level packages of `watched` it
+    imported, what it printed)."""
+    probe = (
+        "import io, sys\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        "from otelguard.entry import main\n"
+        f"main(['hook', {cli!r}])\n"
+        "loaded = set(sys.modules) | {name.split('.')[0] for name in sys.modules}\n"
+        f"print('LOADED', *sorted(loaded & {set(watched)!r}), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, json.dumps(payload)], capture_output=True, text=True,
+                          timeout=60)
+    loaded = [line.split()[1:] for line in done.stderr.splitlines() if line.split()[:1] == ["LOADED"]]
+    assert loaded, done.stderr
+    return loaded[-1], done.stdout
+
+
 def otelguard_command() -> str:
     return str(Path(sys.executable).with_name("otelguard"))
 

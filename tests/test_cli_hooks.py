@@ -10,12 +10,11 @@ import io
 import json
 import os
 import subprocess
-import sys
 import threading
 from typing import Iterator
 
 import pytest
-from hook_support import CLIS, Answer, CliSession, answer, hook, hook_process, recorded
+from hook_support import CLIS, Answer, CliSession, answer, hook, hook_imports, hook_process, recorded
 from otlp_collector_support import Collector, running_collector
 
 from otelguard.cli import main as cli_main
@@ -277,18 +276,8 @@ def test_the_hook_process_loads_neither_pydantic_nor_opentelemetry(tmp_path):
     """The CLI starts a process per call: once the config is validated (and cached), a hook imports
     only what judging a call needs."""
     hook("claude-code", CliSession("claude-code").pre("Bash", LS))  # validates and caches the config
-    payload = json.dumps(CliSession("claude-code").pre("Bash", LS)).encode()
-    probe = (
-        "import io, sys\n"
-        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
-        "from otelguard.entry import main\n"
-        "main(['hook', 'claude-code'])\n"
-        "heavy = sorted({name.split('.')[0] for name in sys.modules} & "
-        "{'pydantic', 'yaml', 'opentelemetry', 'argparse', 'logging'})\n"
-        "print('LOADED', heavy, file=sys.stderr)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe, payload.decode()], capture_output=True, text=True, timeout=60)
-    assert "LOADED []" in done.stderr, done.stderr
+    heavy = {"pydantic", "yaml", "opentelemetry", "argparse", "logging"}
+    assert hook_imports("claude-code", CliSession("claude-code").pre("Bash", LS), heavy)[0] == []
 
 
 @pytest.fixture

@@ -4,10 +4,11 @@ time, the hook decides locally and says so in its log."""
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
-from hook_support import CLIS, CliSession
+from hook_support import CLIS, CliSession, answer, hook, hook_imports
 from service_support import running_service, scrape
 
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
@@ -54,3 +55,18 @@ def test_a_service_that_does_not_answer_leaves_the_decision_to_the_local_hook(mo
     reminded = [number for number in range(1, 6) if session.call("Bash", LS)[1].context]
     assert reminded == [3, 5]
     assert (hook_state / "hooks.log").read_text(encoding="utf-8").count("service fallback") == 10  # 5 x 2 hooks
+
+
+def test_a_hook_the_service_answers_imports_neither_the_engine_nor_an_http_library(service, monkeypatch):
+    """The warm path's point is a light process: it speaks plain HTTP over a socket itself
+    (`http.client` imports `email` and `ssl`) and leaves the engine unimported."""
+    monkeypatch.setenv("OTELGUARD_URL", service.http_url)
+    monkeypatch.setenv("OTELGUARD_URL_TIMEOUT_MS", "5000")
+    session = CliSession("claude-code")
+    for _ in range(2):
+        session.call("Bash", LS)
+    hook("claude-code", session.pre("Bash", LS, "call-3"))
+    loaded, printed = hook_imports("claude-code", session.post("Bash", LS, call_id="call-3"),  # the third: a reminder
+                                   {"otelguard.engine", "otelguard.guards", "http", "email", "ssl"})
+    assert loaded == []
+    assert answer("claude-code", json.loads(printed)).context == SHORT_TEXT  # the service's answer

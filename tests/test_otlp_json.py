@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis_support import examples
 from otel_support import FIXTURES
 
-from otelguard.analyzer.otlp_json import ReadProblem, UnreadableInput, iter_spans
+from otelguard.analyzer.otlp_json import BAD_SPAN, ReadProblem, UnreadableInput, iter_spans
 from otelguard.records import SpanView, Status
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"
@@ -74,11 +74,18 @@ def test_a_span_is_read_with_all_its_fields(tmp_path):
     assert span.attributes == {"gen_ai.operation.name": "chat"}
 
 
-@pytest.mark.parametrize("code", [2, "2", "STATUS_CODE_ERROR", "status_code_error"])
-def test_status_code_as_integer_or_enum_name(code, tmp_path):
-    """A status code written as an integer or as its enum name reads the same."""
-    span = only_span(read_text(tmp_path, json.dumps(request(otlp_span(status={"code": code})))))
+def test_status_code_is_read_from_its_number(tmp_path):
+    """A status code is an integer in OTLP/JSON: 2 is an error."""
+    span = only_span(read_text(tmp_path, json.dumps(request(otlp_span(status={"code": 2})))))
     assert span.status is Status.ERROR
+
+
+@pytest.mark.parametrize("code", ["2", "STATUS_CODE_ERROR", "status_code_error"])
+def test_a_status_code_written_as_a_string_makes_the_span_unreadable(code, tmp_path):
+    """OTLP/JSON writes enums as numbers, never names ("the enum name strings MUST NOT be used"): a span
+    with one is reported, with the reason, not read with a guessed status."""
+    [problem] = read_text(tmp_path, json.dumps(request(otlp_span(status={"code": code}))))
+    assert problem.reason == BAD_SPAN and "status code" in problem.detail and "numbers" in problem.detail
 
 
 def test_omitted_status_code_is_unset(tmp_path):
@@ -86,16 +93,26 @@ def test_omitted_status_code_is_unset(tmp_path):
     assert only_span(read_text(tmp_path, json.dumps(request(otlp_span(status={}))))).status is Status.UNSET
 
 
-def test_base64_ids_read_like_hex_ids(tmp_path):
-    """Ids in base64 (the protobuf JSON mapping) read to the same integers as lowercase hex."""
-    as_hex = only_span(read_text(tmp_path, json.dumps(request(otlp_span()))))
-    encoded = otlp_span(traceId=b64(TRACE_ID), spanId=b64(SPAN_ID), parentSpanId=b64(PARENT_ID))
-    as_base64 = only_span(read_text(tmp_path, json.dumps(request(encoded)), "b.jsonl"))
-    assert (as_base64.trace_id, as_base64.span_id, as_base64.parent_span_id) == (
-        as_hex.trace_id,
-        as_hex.span_id,
-        as_hex.parent_span_id,
-    )
+def test_hex_ids_read_in_either_case(tmp_path):
+    """Ids are case-insensitive hex."""
+    as_lower = only_span(read_text(tmp_path, json.dumps(request(otlp_span()))))
+    upper = otlp_span(traceId=TRACE_ID.upper(), spanId=SPAN_ID.upper(), parentSpanId=PARENT_ID.upper())
+    as_upper = only_span(read_text(tmp_path, json.dumps(request(upper)), "u.jsonl"))
+    assert (as_upper.trace_id, as_upper.span_id, as_upper.parent_span_id) == (
+        as_lower.trace_id, as_lower.span_id, as_lower.parent_span_id)
+
+
+@pytest.mark.parametrize("ids", [
+    {"traceId": b64(TRACE_ID)},  # the plain protobuf JSON mapping: OTLP/JSON says ids are "not base64-encoded"
+    {"spanId": "-" + SPAN_ID[1:]},  # Python's int() would read these three
+    {"traceId": "0x" + TRACE_ID[2:]},
+    {"parentSpanId": SPAN_ID[:8] + "_" + SPAN_ID[9:]},
+    {"parentSpanId": "zz"},
+])
+def test_an_id_that_is_not_hex_makes_the_span_unreadable(ids, tmp_path):
+    """An id that is not hex of its size is reported, never read as some other id."""
+    [problem] = read_text(tmp_path, json.dumps(request(otlp_span(**ids))))
+    assert problem.reason == BAD_SPAN and "hex digits" in problem.detail
 
 
 @pytest.mark.parametrize("parent", [None, "", "0000000000000000"])
@@ -134,15 +151,29 @@ def test_any_values_decode_to_sdk_shapes(tmp_path):
 
 
 def test_unreadable_attribute_values_are_dropped_and_counted(tmp_path):
-    """An attribute whose value cannot be decoded is left out and counted as a dropped attribute."""
+    """An attribute whose value cannot be decoded is left out and counted as a dropped attribute,
+    on the span and on its events."""
     attributes = [
         {"key": "ok", "value": {"stringValue": "x"}},
         {"key": "bad", "value": {"intValue": "twelve"}},
         {"key": "none", "value": {}},
+        {"key": "yes", "value": {"boolValue": "true"}},  # a bool is true or false, not a string
+        {"key": "big", "value": {"intValue": str(2**63)}},  # beyond int64
+        {"key": "kv", "value": {"kvlistValue": {"values": [{"key": "k", "value": {"intValue": "x"}}]}}},
     ]
-    raw = otlp_span(attributes=attributes, droppedAttributesCount=1)
+    events = [{"name": "e", "attributes": [{"key": "bad", "value": {"doubleValue": "inf"}}]}]
+    raw = otlp_span(attributes=attributes, droppedAttributesCount=1, events=events)
     span = only_span(read_text(tmp_path, json.dumps(request(raw))))
-    assert span.attributes == {"ok": "x"} and span.dropped_attributes == 3
+    assert span.attributes == {"ok": "x"} and span.dropped_attributes == 7
+    assert [dict(event.attributes) for event in span.events] == [{}]
+
+
+@pytest.mark.parametrize("time", [" 7 ", "1_000", "٣", 1.5, "-1", str(2**64)])
+def test_a_time_that_is_not_a_64_bit_integer_makes_the_span_unreadable(time, tmp_path):
+    """A time is a decimal string or a number, as OTLP/JSON writes 64-bit integers; anything Python's
+    int() would also take (spaces, underscores, other digits) is not one."""
+    [problem] = read_text(tmp_path, json.dumps(request(otlp_span(startTimeUnixNano=time))))
+    assert problem.reason == BAD_SPAN and "startTimeUnixNano" in problem.detail
 
 
 def test_events_and_dropped_events_are_read(tmp_path):

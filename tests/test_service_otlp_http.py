@@ -106,15 +106,19 @@ def _tool_span(span_id: str, trace_id: str = "5b8efff798038103d269b633813fc60c")
 
 
 def test_invalid_spans_are_rejected_as_a_partial_success() -> None:
-    """A span whose ids cannot be read is rejected on its own; the others are judged."""
+    """A span that is not OTLP/JSON (ids that are not hex or all zero, an enum's name, an attribute
+    value of the wrong type) is rejected on its own, the first reason given; the others are judged."""
     with running_service() as service:
+        named_status = {**_tool_span("eee19b7ec3c1b176"), "status": {"code": "STATUS_CODE_ERROR"}}
+        bad_value = _tool_span("eee19b7ec3c1b177")
+        bad_value["attributes"].append({"key": "retries", "value": {"intValue": "three"}})
         body = _request_json([_tool_span("eee19b7ec3c1b174"), _tool_span("not-hex"),
-                              _tool_span("eee19b7ec3c1b175", trace_id="00" * 16)])
+                              _tool_span("eee19b7ec3c1b175", trace_id="00" * 16), named_status, bad_value])
         status, answer, headers = post(service, "/v1/traces", body, "application/json")
         assert status == 200 and headers["content-type"] == "application/json"
         partial = json.loads(answer)["partialSuccess"]
-        assert partial["rejectedSpans"] == "2"
-        assert "span id" in partial["errorMessage"]
+        assert partial["rejectedSpans"] == "4"
+        assert "spanId 'not-hex' is not 16 hex digits" in partial["errorMessage"]
         assert service.flush()
         tools = [s for s in scrape(service)["otelguard_spans"]
                  if s.name.endswith("_total") and s.labels["otelguard_span_kind"] == "tool"]

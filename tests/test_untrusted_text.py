@@ -18,7 +18,7 @@ from otelguard.errors import ConfigError
 from otelguard.guards.base import ToolStart
 from otelguard.guards.repeat_tool_reminder import RepeatToolReminder
 from otelguard.integrations.openai_client import guard_messages
-from otelguard.records import SpanView, ToolCall
+from otelguard.records import Content, SpanView, ToolCall
 from vectors_support import load_row
 
 SPAN = SpanView(name="execute_tool", trace_id=1, span_id=1)
@@ -51,14 +51,14 @@ def test_markup_in_json_arguments_is_escaped_in_the_reminder():
 def test_an_escaped_json_preview_still_decodes_to_the_arguments():
     """The escaped preview of canonical JSON is JSON that decodes to the same arguments."""
     args = {"a": INJECTION, "b": "\x7f\x85\u2028<tag>", "c": [1, "é"]}
-    canonical, _ = canonical_arguments(args)
-    assert json.loads(arguments_preview(canonical, 10_000)) == args
+    canonical, content = canonical_arguments(args)
+    assert json.loads(arguments_preview(canonical, 10_000, content is Content.OK)) == args
 
 
 def test_json_without_markup_is_previewed_unchanged():
     """Canonical JSON free of <, > and control characters is quoted unchanged."""
     canonical, _ = canonical_arguments({"q": "weather in Paris", "n": [1, 2]})
-    assert arguments_preview(canonical, 500) == canonical
+    assert arguments_preview(canonical, 500, True) == canonical
 
 
 def test_non_json_arguments_are_one_escaped_json_string():
@@ -77,7 +77,7 @@ def test_random_non_json_text_always_previews_as_one_line_without_markup():
     alphabet = "ab <>/\n\r\t\x00\x1b\x7f\x85\u2028\u2029\"\\SYSTEM:"
     for _ in range(500):
         raw = "x" + "".join(rng.choice(alphabet) for _ in range(rng.randrange(40)))  # "x": never JSON
-        preview = arguments_preview(raw, 1000)
+        preview = arguments_preview(raw, 1000, canonical_arguments(raw)[1] is Content.OK)
         assert len(preview.splitlines()) == 1 and "<" not in preview and ">" not in preview
         assert json.loads(preview) == raw
 

@@ -29,7 +29,6 @@ from ..conventions.agent_clis import (
 )
 from ..engine import GuardEngine, Judged
 from ..records import SpanView
-from .event_outputs import EventOutputs
 from .otlp_json import LazySpan
 from .replay import ReplayClock
 
@@ -145,22 +144,3 @@ def missing_arguments_hint(cli: str) -> str:
     """How to make a CLI export its tool arguments."""
     setting = ARGUMENT_SETTINGS.get(cli)
     return f"set {setting}" if setting else "its telemetry does not carry them"
-
-
-def read_log_line(line: str, calls: CliCalls, event_outputs: EventOutputs, now: float) -> tuple[int, int]:
-    """Read one OTLP/JSON logs line: its CLI tool calls into `calls`, its GenAI events' output into
-    `event_outputs`. Returns (CLI tool records, GenAI event records) read."""
-    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-
-    from ..service.received import MalformedRequest, log_calls_of, parse_json
-
-    try:
-        request = parse_json(line.encode("utf-8", "replace"), ExportLogsServiceRequest)
-    except MalformedRequest:
-        return 0, 0
-    received = log_calls_of(request)
-    for call, _ in received.calls:
-        calls.add(call, None, now)
-    for trace_id, span_id, event in received.events:
-        event_outputs.add(trace_id, span_id, event.messages)
-    return len(received.calls), len(received.events)

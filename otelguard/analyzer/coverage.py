@@ -11,7 +11,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import fastjson
 from .otlp_json import (
     BAD_SPAN,
     BLANK,
@@ -22,8 +21,10 @@ from .otlp_json import (
     ReadProblem,
 )
 from ..conventions import READ_LIMITS
+from ..otlp_logs import LogsRead
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
 from .cli_calls import CliCalls, missing_arguments_hint
+from .evaluations import RecordedEvaluations
 from .event_outputs import EventOutputs
 from .replay import IDLE, MEMORY, TraceBuffer
 
@@ -46,9 +47,10 @@ class FileCoverage:
     span_records: int = 0  # lines (or documents) that held spans
     log_lines: int = 0
     log_records: int = 0
-    log_records_with_genai: int = 0
+    log_records_genai_not_read: int = 0  # log records not read that carry gen_ai content (in log_records)
     cli_tool_records: int = 0  # log records read as a coding-agent CLI's tool call (in log_records)
     genai_event_records: int = 0  # log records read as GenAI events (in log_records)
+    evaluation_records: int = 0  # log records read as gen_ai.evaluation.result events (in log_records)
     metrics_lines: int = 0
     other_records: int = 0  # JSON lines that hold no spans: `{}`, empty requests
     unparsable: Counter = field(default_factory=Counter)  # reason -> lines
@@ -58,7 +60,7 @@ class FileCoverage:
 
     @property
     def log_records_read(self) -> int:
-        return self.cli_tool_records + self.genai_event_records
+        return self.cli_tool_records + self.genai_event_records + self.evaluation_records
 
     @property
     def otlp_records(self) -> int:
@@ -115,18 +117,16 @@ class Coverage:
         self.evictions: Counter = Counter()
         self.cli_calls: CliCalls | None = None
         self.event_outputs: EventOutputs | None = None
+        self.evaluations: RecordedEvaluations | None = None
 
     # --- reading ---------------------------------------------------------------------------------
-    def problem(self, file: FileCoverage, problem: ReadProblem, line_text: str | None) -> None:
+    def problem(self, file: FileCoverage, problem: ReadProblem) -> None:
         reason = problem.reason
         if reason == BLANK:
             file.blank_lines += problem.lines
             return
-        if reason == LOG_RECORDS:
+        if reason == LOG_RECORDS:  # (its records are counted by `logs_read`)
             file.log_lines += 1
-            records, with_genai = _count_log_records(line_text)
-            file.log_records += records
-            file.log_records_with_genai += with_genai
             return
         if reason == METRICS:
             file.metrics_lines += 1
@@ -144,6 +144,14 @@ class Coverage:
             p.file == problem.file and p.line == problem.line for p in examples
         ):
             examples.append(problem)
+
+    def logs_read(self, file: FileCoverage, logs: LogsRead) -> None:
+        """What one logs request held."""
+        file.log_records += logs.records
+        file.cli_tool_records += len(logs.calls)
+        file.genai_event_records += len(logs.events)
+        file.evaluation_records += len(logs.evaluations)
+        file.log_records_genai_not_read += logs.genai_not_read
 
     def internal_error(self, where: str) -> None:
         self.internal_errors[where] += 1
@@ -319,7 +327,7 @@ class Coverage:
                 True,
             ))
         # (records read as GenAI events carry gen_ai content: the rest of such records was not read)
-        genai_logs = sum(max(0, f.log_records_with_genai - f.genai_event_records) for f in self.files)
+        genai_logs = sum(f.log_records_genai_not_read for f in self.files)
         logs = sum(f.log_records for f in self.files)
         calls = self.cli_calls
         for cli, missing in sorted(calls.without_arguments.items()) if calls is not None else ():
@@ -338,13 +346,21 @@ class Coverage:
                 True,
             ))
         if genai_logs:
-            names = ", ".join(_short(f.path) for f in self.files if f.log_records_with_genai > f.genai_event_records)
+            names = ", ".join(_short(f.path) for f in self.files if f.log_records_genai_not_read)
             found.append(Warning_(
                 "log-records-not-read",
                 f"{genai_logs} of {logs} OTLP log record(s) carry gen_ai content ({names}) and are NOT in the "
                 "verdict: instrumentations that capture messages as log events (OpenLLMetry use_attributes=False, "
                 "openai-v2 event_only and legacy events) put model output and tool calls there",
                 True,
+            ))
+        evaluations = self.evaluations
+        if evaluations is not None and evaluations.not_kept:
+            found.append(Warning_(
+                "evaluation-events-not-compared",
+                f"{evaluations.not_kept} of {evaluations.read} evaluation event(s) came past the bound of "
+                f"{evaluations.max_events:,} kept: they are not compared with the replay",
+                False,
             ))
         if self.model_output_not_captured:
             found.append(Warning_(
@@ -468,8 +484,8 @@ class Coverage:
             "genai_event_records": sum(f.genai_event_records for f in self.files),
             "spans_given_output_from_events": self.event_outputs.merged if self.event_outputs is not None else 0,
             "cli_tool_calls": self._cli_tool_calls(),
-            "log_records_with_genai_content": sum(max(0, f.log_records_with_genai - f.genai_event_records)
-                                                  for f in self.files),
+            "evaluation_event_records": sum(f.evaluation_records for f in self.files),
+            "log_records_with_genai_content": sum(f.log_records_genai_not_read for f in self.files),
             "model_output_not_captured": self.model_output_not_captured,
             "oversized_spans": self.oversized_spans,
             "judged_in_part": self.judged_in_part,
@@ -494,42 +510,6 @@ class Coverage:
 
 def _short(path: str) -> str:
     return path.rsplit("/", 1)[-1]
-
-
-def _count_log_records(line: str | None) -> tuple[int, int]:
-    """(log records, those carrying gen_ai content) on one OTLP logs line; (0, 0) if unknown."""
-    if not line:
-        return 0, 0
-    try:
-        document = fastjson.loads(line)
-    except (ValueError, RecursionError):
-        return 0, 0
-    records = genai = 0
-    for resource in _list(document.get("resourceLogs") if isinstance(document, dict) else None):
-        for scope in _list(resource.get("scopeLogs") if isinstance(resource, dict) else None):
-            for record in _list(scope.get("logRecords") if isinstance(scope, dict) else None):
-                records += 1
-                if _has_genai(record):
-                    genai += 1
-    return records, genai
-
-
-def _has_genai(record: Any) -> bool:
-    if not isinstance(record, dict):
-        return False
-    name = record.get("eventName") or ""
-    if isinstance(name, str) and name.startswith("gen_ai."):
-        return True
-    for attribute in _list(record.get("attributes")):
-        key = attribute.get("key") if isinstance(attribute, dict) else None
-        if isinstance(key, str) and (key.startswith("gen_ai.") or key == "event.name"
-                                     and str(attribute.get("value", {}).get("stringValue", "")).startswith("gen_ai.")):
-            return True
-    return False
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 __all__ = ["Coverage", "FileCoverage", "NOT_OURS"]

@@ -2,12 +2,14 @@
 
 Reads what the Collector's file exporter writes (JSON Lines, one `ExportTraceServiceRequest` per line)
 and single, possibly pretty-printed documents; gzip is detected by its magic bytes. A JSON Lines file
-is read line by line, never whole. Liberal in what it accepts: ids as lowercase hex (the OTLP/JSON
-rule) or base64 (the plain protobuf JSON mapping), enums as integers or names, 64-bit integers as
-decimal strings or numbers, lowerCamelCase or snake_case field names.
+is read line by line, never whole. Values are read as OTLP/JSON writes them (`otlp_json_values`,
+which the service's request decoder uses too): ids in hex, enums as integers, 64-bit integers as
+decimal strings or numbers; lowerCamelCase or snake_case field names.
 
 Nothing on a line is fatal: whatever is skipped comes out as a `ReadProblem`, in order, so a reader can
-count it. Only an unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
+count it. A span that is not OTLP/JSON (a base64 id, an enum name, a time that is no integer) is a
+`BAD_SPAN` problem; an attribute value that is not is dropped and counted in the span's
+`dropped_attributes`. Only an unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
 
 `iter_lazy_spans` reads the same, but hands out `LazySpan`s: ids, name and times decoded and checked,
 the `SpanView` built only when a span turns out to matter (the analyzer skips most spans).
@@ -18,13 +20,12 @@ in Python); the general reader is the reference for anything else.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import gzip
 import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+import dataclasses
 from dataclasses import dataclass
 from typing import IO, Annotated, Any
 
@@ -32,6 +33,27 @@ import msgspec
 
 from .. import fastjson
 from ..errors import OtelGuardError
+from ..otlp_json_values import (
+    INT32,
+    INT64,
+    SPAN_ID_BYTES,
+    STATUS_CODES,
+    TRACE_ID_BYTES,
+    UINT32,
+    UINT64,
+    NotOtlpJson,
+    any_value,
+    enum,
+    field,
+    hex_id,
+    integer,
+    items,
+    link,
+    status,
+    text,
+)
+from ..otlp_json_values import attributes as read_attributes
+from ..otlp_logs import LogRecordFields
 from ..records import SpanEvent, SpanView, Status
 from .lines import (
     DEFAULT_MAX_LINE_BYTES,
@@ -46,8 +68,6 @@ from .lines import (
 __all__ = ["LazySpan", "ReadProblem", "UnreadableInput", "iter_lazy_spans", "iter_spans"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_TRACE_ID_BYTES = 16
-_SPAN_ID_BYTES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +80,15 @@ class ReadProblem:
     reason: str
     detail: str = ""
     lines: int = 1  # lines it covers from `line` on: a run of blank lines, a multi-line document
+    # For LOG_RECORDS: the request, decoded from JSON, for `log_records` (the line is not parsed twice).
+    document: Any = dataclasses.field(default=None, compare=False, repr=False)
 
 
 # ReadProblem.reason values
 NOT_JSON = "not json"
 BLANK = "blank"
 NOT_A_REQUEST = "not an ExportTraceServiceRequest"
-LOG_RECORDS = "log records (not read)"
+LOG_RECORDS = "log records (not read)"  # as spans: `log_records` reads them
 METRICS = "metrics (not read)"
 BAD_SPAN = "bad span"
 DUPLICATE_KEY = "duplicate key"  # a key given twice in one object: only the last copy is read
@@ -306,13 +328,13 @@ def _read_document(document: Any, label: str, line: int, build: _SpanBuilder) ->
     if not isinstance(document, Mapping):
         yield ReadProblem(label, line, NOT_A_REQUEST, f"a JSON {type(document).__name__}")
         return
-    resource_spans = _field(document, "resourceSpans", "resource_spans")
+    resource_spans = field(document, "resourceSpans", "resource_spans")
     if resource_spans is not None:
         yield from _read_resource_spans(resource_spans, label, line, build)
         return
-    if _field(document, "resourceLogs", "resource_logs") is not None:
-        yield ReadProblem(label, line, LOG_RECORDS)
-    elif _field(document, "resourceMetrics", "resource_metrics") is not None:
+    if field(document, "resourceLogs", "resource_logs") is not None:
+        yield ReadProblem(label, line, LOG_RECORDS, document=document)
+    elif field(document, "resourceMetrics", "resource_metrics") is not None:
         yield ReadProblem(label, line, METRICS)
     elif document:  # `{}` is an empty request, which holds nothing
         yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(_excerpt(key, 40)
@@ -379,10 +401,15 @@ def _containers(document: Any) -> int:
 def _read_resource_spans(resource_spans: Any, label: str, line: int, build: _SpanBuilder) -> Iterator[Any]:
     malformed: list[str] = []
     for resource in _objects(resource_spans, "resourceSpans", malformed):
-        for scope_spans in _objects(_field(resource, "scopeSpans", "scope_spans"), "scopeSpans", malformed):
-            scope_name = _field(_field(scope_spans, "scope", "scope"), "name", "name")
-            scope = scope_name if isinstance(scope_name, str) else None
-            for raw in _entries(_field(scope_spans, "spans", "spans"), "spans", malformed):
+        for scope_spans in _objects(field(resource, "scopeSpans", "scope_spans"), "scopeSpans", malformed):
+            scope_object = field(scope_spans, "scope", "scope")
+            scope_name = field(scope_object, "name", "name")
+            if (scope_object is not None and not isinstance(scope_object, Mapping)) \
+                    or (scope_name is not None and not isinstance(scope_name, str)):
+                malformed.append("scope")  # (the service cannot forward it either)
+                continue
+            scope = scope_name or None  # (an empty name is no name, as the service reads it)
+            for raw in _entries(field(scope_spans, "spans", "spans"), "spans", malformed):
                 yield _built(build, raw, scope, label, line)
     for what in malformed:
         yield ReadProblem(label, line, NOT_A_REQUEST, f"malformed {what}")
@@ -392,7 +419,7 @@ def _built(build: _SpanBuilder, raw: Any, scope: str | None, label: str, line: i
     """The span `build` makes of its JSON object, or the problem that it cannot be read."""
     try:
         return build(raw, scope)
-    except (_BadSpan, ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
+    except (ValueError, TypeError, AttributeError, OverflowError, RecursionError) as error:
         return ReadProblem(label, line, BAD_SPAN, _excerpt(str(error), 200) or type(error).__name__)
 
 
@@ -414,10 +441,6 @@ def _objects(value: Any, what: str, malformed: list[str]) -> Iterator[Mapping[st
 
 
 # --- spans ---------------------------------------------------------------------------------------
-
-
-class _BadSpan(ValueError):
-    pass
 
 
 class LazySpan:
@@ -460,7 +483,7 @@ class LazySpan:
         view = self._view
         if view is None:
             source = self._attributes
-            attributes, unreadable = (source, 0) if type(source) is dict else _attributes(source)
+            attributes, unreadable = (source, 0) if type(source) is dict else read_attributes(source)
             # Positional (a third of the time keywords take), in SpanView's field order.
             view = self._view = SpanView(
                 self.name, self.trace_id, self.span_id, self.parent_span_id, attributes, self._events, self._status,
@@ -484,6 +507,7 @@ class LazySpan:
         return self.parent.view() if self.parent is not None else None
 
 
+
 def _lazy_span(raw: Any, scope: str | None) -> LazySpan:
     """A span read as `_span` reads it, its attributes left for `LazySpan.view()`. The usual shape
     (hex ids, counts that are numbers) is checked here; anything else, and anything wrong, is read
@@ -491,7 +515,7 @@ def _lazy_span(raw: Any, scope: str | None) -> LazySpan:
     if type(raw) is dict:
         try:
             span = _usual_span(raw, scope)
-        except (ValueError, TypeError, OverflowError):
+        except (ValueError, TypeError, OverflowError, RecursionError):
             span = None
         if span is not None:
             return span
@@ -501,50 +525,45 @@ def _lazy_span(raw: Any, scope: str | None) -> LazySpan:
 def _usual_span(raw: dict[str, Any], scope: str | None) -> LazySpan | None:
     """`raw` read lazily when it has the usual shape (see `_lazy_span`); None when not."""
     attributes = raw.get("attributes")
-    events = _field(raw, "events", "events")
+    events = field(raw, "events", "events")
     if (attributes is not None and type(attributes) is not list) or (events is not None and type(events) is not list):
         return None
+    _check_unread_fields(raw)
     status = raw.get("status")
     status_code, status_message = _status(status) if status else (Status.UNSET, None)
+    read_events, unreadable = _events(events) if events else ((), 0)
     return _usual_fields(
-        raw.get("name"), _field(raw, "traceId", "trace_id"), _field(raw, "spanId", "span_id"),
-        _field(raw, "parentSpanId", "parent_span_id"), _field(raw, "startTimeUnixNano", "start_time_unix_nano"),
-        _field(raw, "endTimeUnixNano", "end_time_unix_nano"), status_code, status_message,
-        _field(raw, "droppedAttributesCount", "dropped_attributes_count"),
-        _field(raw, "droppedEventsCount", "dropped_events_count"), scope, attributes,
-        tuple(_events(events)) if events else (),
+        raw.get("name"), field(raw, "traceId", "trace_id"), field(raw, "spanId", "span_id"),
+        field(raw, "parentSpanId", "parent_span_id"), field(raw, "startTimeUnixNano", "start_time_unix_nano"),
+        field(raw, "endTimeUnixNano", "end_time_unix_nano"), status_code, status_message,
+        field(raw, "droppedAttributesCount", "dropped_attributes_count"),
+        field(raw, "droppedEventsCount", "dropped_events_count"), scope, attributes, read_events, unreadable,
     )
 
 
 def _usual_fields(name: Any, trace_hex: Any, span_hex: Any, parent_hex: Any, start: Any, end: Any,
                   status: Status, status_message: str | None, dropped_attributes: Any, dropped_events: Any,
                   scope: str | None, attributes: list[Any] | dict[str, Any] | None,
-                  events: tuple[SpanEvent, ...]) -> LazySpan | None:
-    """A LazySpan of a span's fields when they have the usual shape (hex ids, times as decimal strings
-    or numbers, counts as numbers); None when not, or an error: either way the caller reads the span
-    with `_span`, the reference."""
-    if type(name) is not str or type(trace_hex) is not str or type(span_hex) is not str \
-            or len(trace_hex) != 2 * _TRACE_ID_BYTES or len(span_hex) != 2 * _SPAN_ID_BYTES:
-        return None
-    trace_id = int(trace_hex, 16)
-    span_id = int(span_hex, 16)
+                  events: tuple[SpanEvent, ...], unreadable: int) -> LazySpan | None:
+    """A LazySpan of a span's fields when they have the usual shape (a name, hex ids, times and counts
+    as OTLP/JSON writes them); None when not, or an error: either way the caller reads the span with
+    `_span`, the reference. `unreadable`: attribute values already found unreadable (dropped)."""
+    if type(name) is not str:
+        if name is not None:
+            return None
+        name = ""
+    trace_id = hex_id(trace_hex, TRACE_ID_BYTES, "traceId")
+    span_id = hex_id(span_hex, SPAN_ID_BYTES, "spanId")
     if not trace_id or not span_id:
         return None
-    if (dropped_attributes is not None and (type(dropped_attributes) is not int or dropped_attributes < 0)) \
-            or (dropped_events is not None and (type(dropped_events) is not int or dropped_events < 0)):
+    if (dropped_attributes is not None and type(dropped_attributes) is not int) \
+            or (dropped_events is not None and type(dropped_events) is not int):
         return None
-    if parent_hex is None or parent_hex == "":
-        parent_span_id = None
-    elif type(parent_hex) is str and len(parent_hex) == 2 * _SPAN_ID_BYTES:
-        parent_span_id = int(parent_hex, 16) or None
-    else:
-        return None
-    start_ns = int(start) if type(start) is str else _uint(start) or 0
-    end_ns = int(end) if type(end) is str else _uint(end)
-    if start_ns < 0 or (end_ns is not None and end_ns < 0):
-        return None
-    return LazySpan(name, trace_id, span_id, parent_span_id, start_ns, end_ns, scope, attributes, status,
-                    status_message, dropped_attributes or 0, events, dropped_events or 0)
+    return LazySpan(name, trace_id, span_id, hex_id(parent_hex, SPAN_ID_BYTES, "parentSpanId") or None,
+                    integer(start, UINT64, "startTimeUnixNano"), integer(end, UINT64, "endTimeUnixNano") or None,
+                    scope, attributes, status, status_message,
+                    integer(dropped_attributes, UINT32, "droppedAttributesCount") + unreadable, events,
+                    integer(dropped_events, UINT32, "droppedEventsCount"))
 
 
 # --- the usual shape, decoded by msgspec ---------------------------------------------------------
@@ -556,12 +575,14 @@ _NO_JSON = msgspec.Raw()
 _UNSET = msgspec.UNSET
 # A JSON integer the schema takes: an int64, which `fastjson` (orjson) reads exactly too. Any other
 # sends the line to the general reader (orjson reads one beyond 64 bits as a float), so both agree.
-_Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_Int = Annotated[int, msgspec.Meta(ge=INT64[0], le=INT64[1])]
+_Int32 = Annotated[int, msgspec.Meta(ge=INT32[0], le=INT32[1])]
+_UInt32 = Annotated[int, msgspec.Meta(ge=UINT32[0], le=UINT32[1])]
 
 
 class _AnyValue(msgspec.Struct, rename="camel", forbid_unknown_fields=True, frozen=True, gc=False):
     """An attribute's AnyValue. A string (most values) or an int64 is decoded by the schema; the rarer
-    kinds stay JSON and are read as `_readable_value` reads them."""
+    kinds stay JSON and are read by `otlp_json_values.any_value`."""
 
     string_value: str | msgspec.UnsetType = _UNSET
     int_value: str | _Int | msgspec.UnsetType = _UNSET
@@ -572,6 +593,8 @@ class _AnyValue(msgspec.Struct, rename="camel", forbid_unknown_fields=True, froz
     bytes_value: msgspec.Raw = _NO_JSON
 
 
+_RAW_VALUE_FIELDS = (("doubleValue", "double_value"), ("boolValue", "bool_value"), ("arrayValue", "array_value"),
+                     ("kvlistValue", "kvlist_value"), ("bytesValue", "bytes_value"))
 _NO_VALUE = _AnyValue()  # an entry without a value: unreadable, as the reference finds it
 
 
@@ -581,14 +604,14 @@ class _KeyValue(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class _SpanStatus(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    code: _Int | str | None = None
+    code: _Int32 | None = None
     message: str | None = None
 
 
 class _Span(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
     trace_id: str
     span_id: str
-    name: str
+    name: str = ""
     parent_span_id: str | None = None
     start_time_unix_nano: str | _Int | None = None
     end_time_unix_nano: str | _Int | None = None
@@ -597,12 +620,12 @@ class _Span(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False
     events: list[msgspec.Raw] | None = None
     dropped_events_count: _Int | None = None
     status: _SpanStatus | None = None
-    # Fields the guard does not read.
-    trace_state: msgspec.Raw = _NO_JSON
-    kind: msgspec.Raw = _NO_JSON
-    flags: msgspec.Raw = _NO_JSON
+    # Fields the guard does not read, checked as `_check_unread_fields` checks them (links by it).
+    trace_state: str | None = None
+    kind: _Int32 | None = None
+    flags: _UInt32 | None = None
     links: msgspec.Raw = _NO_JSON
-    dropped_links_count: msgspec.Raw = _NO_JSON
+    dropped_links_count: _UInt32 | None = None
 
 
 class _Scope(msgspec.Struct, rename="camel", forbid_unknown_fields=True, gc=False):
@@ -649,7 +672,7 @@ def _read_usual_request(line: str, label: str, line_number: int) -> list[Any] | 
     document = None
     for r, resource in enumerate(request.resource_spans):
         for s, scope_spans in enumerate(resource.scope_spans or ()):
-            scope = scope_spans.scope.name if scope_spans.scope is not None else None
+            scope = (scope_spans.scope.name or None) if scope_spans.scope is not None else None
             for i, span in enumerate(scope_spans.spans or ()):
                 item = _usual_schema_span(span, scope)
                 if item is None:
@@ -670,6 +693,8 @@ def _usual_containers(request: _Request) -> int:
 
 
 def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:
+    if span.links:
+        return None  # (rare) links are checked by the general reader
     entries = span.attributes
     status = span.status
     unreadable: list[str] = []
@@ -685,251 +710,139 @@ def _usual_schema_span(span: _Span, scope: str | None) -> LazySpan | None:
                 del values[key]
         else:
             values = {}
-        status_code, status_message = _status_of(status.code, status.message) if status else (Status.UNSET, None)
+        status_code, status_message = (STATUS_CODES.get(status.code or 0, Status.UNSET), status.message or None) \
+            if status else (Status.UNSET, None)
         # Events are read with the span, as `_span` reads them (each from its own JSON).
-        events = tuple(_events([fastjson.loads(bytes(event)) for event in span.events])) if span.events else ()
-        dropped_attributes = span.dropped_attributes_count
-        if unreadable and (dropped_attributes is None or dropped_attributes >= 0):  # (negative: not the usual shape)
-            dropped_attributes = (dropped_attributes or 0) + len(unreadable)  # unreadable values count as dropped
+        events, unreadable_in_events = _events([fastjson.loads(bytes(event)) for event in span.events]) \
+            if span.events else ((), 0)
         return _usual_fields(span.name, span.trace_id, span.span_id, span.parent_span_id,
                              span.start_time_unix_nano, span.end_time_unix_nano, status_code, status_message,
-                             dropped_attributes, span.dropped_events_count, scope, values, events)
+                             span.dropped_attributes_count, span.dropped_events_count, scope, values, events,
+                             len(unreadable) + unreadable_in_events)  # unreadable values count as dropped
     except (ValueError, TypeError, OverflowError, RecursionError):
         return None
 
 
 def _other_value(entry: _KeyValue, unreadable: list[str]) -> Any:
-    """A value that is not a string, decoded as `_readable_value` decodes it; an unreadable one has
-    its key noted in `unreadable` (and gives None)."""
+    """A value that is not a string, decoded as `otlp_json_values.any_value` decodes it; an
+    unreadable one has its key noted in `unreadable` (and gives None)."""
     value = entry.value
     number = value.int_value
-    if number is not _UNSET:  # a decimal string (OTLP/JSON) or a JSON integer, as `_decode_int` reads them
-        try:
-            return int(number)
-        except ValueError:
-            unreadable.append(entry.key)
-            return None
-    # The kinds the schema keeps as JSON (all but string and int), as the reference reads them.
-    raw = {camel: fastjson.loads(bytes(field)) for camel, snake, _ in _ANY_VALUE_FIELDS[2:]
-           if (field := getattr(value, snake))}
-    decoded = _readable_value(raw)
+    try:
+        if number is not _UNSET:  # a decimal string (OTLP/JSON) or a JSON integer
+            return integer(number, INT64, "intValue")
+        # The kinds the schema keeps as JSON (all but string and int), as the reference reads them.
+        decoded = any_value({camel: fastjson.loads(bytes(raw)) for camel, snake in _RAW_VALUE_FIELDS
+                             if (raw := getattr(value, snake))})
+    except NotOtlpJson:
+        decoded = None
     if decoded is None:
         unreadable.append(entry.key)
     return decoded
 
 
 def _span(raw: Any, scope: str | None) -> SpanView:
+    """The reference reader of one span: every field checked as OTLP/JSON writes it
+    (`otlp_json_values`); raises `NotOtlpJson` (or another ValueError) when the span cannot be read.
+    Attribute values that cannot be read are dropped and counted in `dropped_attributes`."""
     if not isinstance(raw, Mapping):
-        raise _BadSpan("span is not an object")
-    name = _field(raw, "name", "name")
-    if not isinstance(name, str):
-        raise _BadSpan("span has no name")
-    trace_id = _id(_field(raw, "traceId", "trace_id"), _TRACE_ID_BYTES)
-    span_id = _id(_field(raw, "spanId", "span_id"), _SPAN_ID_BYTES)
+        raise NotOtlpJson("span is not an object")
+    name = text(raw.get("name"), "span name")
+    trace_id = hex_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "traceId")
+    span_id = hex_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "spanId")
     if not trace_id or not span_id:
-        raise _BadSpan("span has no valid traceId/spanId")
-    status_code, status_message = _status(_field(raw, "status", "status"))
-    attributes, unreadable = _attributes(_field(raw, "attributes", "attributes"))
-    dropped_attributes = _uint(_field(raw, "droppedAttributesCount", "dropped_attributes_count")) or 0
+        raise NotOtlpJson("span has no valid traceId/spanId")
+    parent_span_id = hex_id(field(raw, "parentSpanId", "parent_span_id"), SPAN_ID_BYTES, "parentSpanId") or None
+    status_code, status_message = _status(raw.get("status"))
+    _check_unread_fields(raw)
+    attributes, unreadable = read_attributes(raw.get("attributes"))
+    events, unreadable_in_events = _events(field(raw, "events", "events"))
     return SpanView(
         name=name,
         trace_id=trace_id,
         span_id=span_id,
-        parent_span_id=_id(_field(raw, "parentSpanId", "parent_span_id"), _SPAN_ID_BYTES) or None,
+        parent_span_id=parent_span_id,
         attributes=attributes,
-        events=tuple(_events(_field(raw, "events", "events"))),
+        events=events,
         status=status_code,
         status_message=status_message,
         scope=scope,
-        start_ns=_uint(_field(raw, "startTimeUnixNano", "start_time_unix_nano")) or 0,
-        end_ns=_uint(_field(raw, "endTimeUnixNano", "end_time_unix_nano")),
-        dropped_events=_uint(_field(raw, "droppedEventsCount", "dropped_events_count")) or 0,
-        dropped_attributes=dropped_attributes + unreadable,  # unreadable values count as dropped
+        start_ns=integer(field(raw, "startTimeUnixNano", "start_time_unix_nano"), UINT64, "startTimeUnixNano"),
+        end_ns=integer(field(raw, "endTimeUnixNano", "end_time_unix_nano"), UINT64, "endTimeUnixNano") or None,
+        dropped_events=integer(field(raw, "droppedEventsCount", "dropped_events_count"), UINT32, "droppedEventsCount"),
+        # unreadable values count as dropped
+        dropped_attributes=integer(field(raw, "droppedAttributesCount", "dropped_attributes_count"), UINT32,
+                                   "droppedAttributesCount") + unreadable + unreadable_in_events,
     )
 
 
-def _id(value: Any, size: int) -> int | None:
-    """An id as hex (OTLP/JSON) or base64 (protobuf JSON); None when absent, empty or all zero."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise _BadSpan(f"id is a {type(value).__name__}")
-    if len(value) == 2 * size:
-        try:
-            return int(value, 16) or None
-        except ValueError:
-            pass
-    try:
-        raw = base64.b64decode(value.replace("-", "+").replace("_", "/"), validate=True)
-    except (binascii.Error, ValueError):
-        raise _BadSpan(f"id {value[:40]!r} is neither hex nor base64") from None
-    if len(raw) != size:
-        raise _BadSpan(f"id {value[:40]!r} is not {size} bytes")
-    return int.from_bytes(raw, "big") or None
-
-
-_STATUS_CODES = {
-    0: Status.UNSET,
-    1: Status.OK,
-    2: Status.ERROR,
-    "STATUS_CODE_UNSET": Status.UNSET,
-    "STATUS_CODE_OK": Status.OK,
-    "STATUS_CODE_ERROR": Status.ERROR,
-    "UNSET": Status.UNSET,
-    "OK": Status.OK,
-    "ERROR": Status.ERROR,
-}
-
-
 def _status(raw: Any) -> tuple[Status, str | None]:
-    if type(raw) is not dict and not isinstance(raw, Mapping):
-        return Status.UNSET, None
-    return _status_of(raw.get("code"), raw.get("message"))
+    code, message = status(raw)
+    return STATUS_CODES.get(code, Status.UNSET), message or None
 
 
-def _status_of(code: Any, message: Any) -> tuple[Status, str | None]:
-    if isinstance(code, str):
-        code = int(code) if code.strip().isdigit() else code.strip().upper()
-    status = _STATUS_CODES.get(code, Status.UNSET) if isinstance(code, (int, str)) else Status.UNSET
-    return status, message if isinstance(message, str) and message else None
+def _check_unread_fields(raw: Mapping[str, Any]) -> None:
+    """The fields of a span the guard does not read are checked all the same (the service forwards
+    them, and rejects a span they make malformed)."""
+    enum(raw.get("kind"), "kind")
+    integer(raw.get("flags"), UINT32, "flags")
+    text(field(raw, "traceState", "trace_state"), "traceState")
+    for entry in items(raw.get("links"), "links"):
+        link(entry)
+    integer(field(raw, "droppedLinksCount", "dropped_links_count"), UINT32, "droppedLinksCount")
 
 
-def _events(raw: Any) -> Iterator[SpanEvent]:
-    for event in _list(raw):
+def _events(raw: Any) -> tuple[tuple[SpanEvent, ...], int]:
+    """A span's events, and how many of their attribute values were unreadable (dropped)."""
+    events = []
+    unreadable = 0
+    for event in items(raw, "events"):
         if not isinstance(event, Mapping):
-            raise _BadSpan("event is not an object")
-        name = _field(event, "name", "name")
-        yield SpanEvent(
-            name=name if isinstance(name, str) else "",
-            attributes=_attributes(_field(event, "attributes", "attributes"))[0],
-            time_ns=_uint(_field(event, "timeUnixNano", "time_unix_nano")) or 0,
-        )
+            raise NotOtlpJson("event is not an object")
+        attributes, dropped = read_attributes(event.get("attributes"))
+        integer(field(event, "droppedAttributesCount", "dropped_attributes_count"), UINT32,
+                "event droppedAttributesCount")
+        unreadable += dropped
+        events.append(SpanEvent(
+            name=text(event.get("name"), "event name"),
+            attributes=attributes,
+            time_ns=integer(field(event, "timeUnixNano", "time_unix_nano"), UINT64, "event timeUnixNano"),
+        ))
+    return tuple(events), unreadable
 
 
-def _attributes(raw: Any) -> tuple[dict[str, Any], int]:
-    """(attributes, how many entries were unreadable and dropped)."""
-    attributes: dict[str, Any] = {}
-    dropped = 0
-    for entry in _list(raw):
-        key = entry.get("key") if type(entry) is dict or isinstance(entry, Mapping) else None
-        value = _readable_value(entry.get("value")) if type(key) is str or isinstance(key, str) else None
-        if value is None:
-            dropped += 1
-        else:
-            attributes[key] = value
-    return attributes, dropped
+# --- log records ---------------------------------------------------------------------------------
 
 
-def _readable_value(raw: Any) -> Any:
-    """An AnyValue decoded; None when it is unreadable."""
-    # Fast path: most values are plain strings in plain dicts (json.loads never makes other Mappings).
-    if type(raw) is dict:
-        text = raw.get("stringValue")
-        if type(text) is str:
-            return text
-        number = raw.get("intValue")
-        if type(number) is str and len(raw) == 1:  # the usual int64: a decimal string
-            try:
-                return int(number)
-            except ValueError:
-                return None  # unreadable (`_any_value` would try the same int() again)
-    try:
-        return _any_value(raw)
-    except (_BadSpan, ValueError, TypeError, OverflowError, RecursionError):
-        return None
+def log_records(document: Mapping[str, Any]) -> Iterator[LogRecordFields | None]:
+    """The log records of an OTLP/JSON logs request (a LOG_RECORDS problem's `document`), decoded
+    for `otlp_logs.read_records`; None for a record that cannot be read (not an object, a bad id)."""
+    for resource in _items_if_list(field(document, "resourceLogs", "resource_logs")):
+        for scope in _items_if_list(field(resource, "scopeLogs", "scope_logs")):
+            for record in _items_if_list(field(scope, "logRecords", "log_records")):
+                yield _log_record(record)
 
 
-def _any_value(raw: Any) -> Any:
-    """Decode an OTLP AnyValue: arrays become tuples (as the SDK stores them), kvlists dicts."""
-    if type(raw) is not dict and not isinstance(raw, Mapping):
-        return None
-    for camel, snake, decode in _ANY_VALUE_FIELDS:
-        if camel in raw:
-            return decode(raw[camel])
-        if snake in raw:
-            return decode(raw[snake])
-    return None
-
-
-def _decode_int(value: Any) -> int:
-    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-        raise _BadSpan(f"intValue {value!r}")
-    return int(value)
-
-
-def _decode_double(value: Any) -> float:
-    if isinstance(value, bool):
-        raise _BadSpan("doubleValue is a boolean")
-    return float(value)  # also "NaN", "Infinity", "-Infinity", as protobuf JSON writes them
-
-
-def _decode_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if value in ("true", "false"):
-        return value == "true"
-    raise _BadSpan(f"boolValue {value!r}")
-
-
-def _decode_bytes(value: Any) -> bytes:
-    if not isinstance(value, str):
-        raise _BadSpan("bytesValue is not a string")
-    try:
-        return base64.b64decode(value.replace("-", "+").replace("_", "/"), validate=True)
-    except (binascii.Error, ValueError):
-        raise _BadSpan("bytesValue is not base64") from None
-
-
-def _decode_array(value: Any) -> tuple[Any, ...]:
-    values = _field(value, "values", "values") if isinstance(value, Mapping) else None
-    return tuple(_any_value(item) for item in _list(values))
-
-
-def _decode_kvlist(value: Any) -> dict[str, Any]:
-    values = _field(value, "values", "values") if isinstance(value, Mapping) else None
-    return _attributes(values)[0]
-
-
-def _decode_string(value: Any) -> str:
-    if not isinstance(value, str):
-        raise _BadSpan("stringValue is not a string")
-    return value
-
-
-_ANY_VALUE_FIELDS = (
-    ("stringValue", "string_value", _decode_string),
-    ("intValue", "int_value", _decode_int),
-    ("doubleValue", "double_value", _decode_double),
-    ("boolValue", "bool_value", _decode_bool),
-    ("arrayValue", "array_value", _decode_array),
-    ("kvlistValue", "kvlist_value", _decode_kvlist),
-    ("bytesValue", "bytes_value", _decode_bytes),
-)
-
-
-def _uint(value: Any) -> int | None:
-    """A 64-bit unsigned integer: a decimal string (OTLP/JSON) or a JSON number."""
-    if value is None or isinstance(value, bool):
-        return None
-    number = int(value)
-    if number < 0:
-        raise _BadSpan(f"negative count {number}")
-    return number
-
-
-def _field(obj: Any, camel: str, snake: str) -> Any:
-    if type(obj) is not dict and not isinstance(obj, Mapping):
-        return None
-    value = obj.get(camel)
-    return value if value is not None else obj.get(snake)
-
-
-def _list(value: Any) -> Iterable[Any]:
-    if value is None:
-        return ()
+def _items_if_list(value: Any) -> Iterator[Any]:
+    """The items of a list, tolerating a list that is not one (nothing in it is read)."""
     if isinstance(value, list):
-        return value
-    raise _BadSpan(f"expected a list, got a {type(value).__name__}")
+        yield from value
+
+
+def _log_record(raw: Any) -> LogRecordFields | None:
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        name = field(raw, "eventName", "event_name")
+        body = field(raw, "body", "body")
+        return LogRecordFields(
+            None, hex_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "traceId"),
+            hex_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "spanId"), name if isinstance(name, str) else "",
+            read_attributes(raw.get("attributes"))[0], any_value(body) if body is not None else None,
+            integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64, "timeUnixNano"),
+            integer(field(raw, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64, "observedTimeUnixNano"))
+    except (ValueError, TypeError, OverflowError, RecursionError):  # NotOtlpJson is a ValueError
+        return None
 
 
 def _excerpt(line: str, limit: int = 80) -> str:

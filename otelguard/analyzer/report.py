@@ -1,7 +1,7 @@
 """Rendering an `Analysis`: a table per agent, a summary and the coverage block; or one JSON document.
 
 The JSON shape is the contract of design §6: `{"files", "config", "coverage", "agents", "verdicts"}`
-(plus `summary`). Ids are lowercase hex, as in OTLP/JSON.
+(plus `evaluations`, `disagreements` and `summary`). Ids are lowercase hex, as in OTLP/JSON.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import IO, Any
 
 from ..records import Verdict
 from ..terminal import printable, printable_json
+from .evaluations import RecordedEvaluations
 from .results import AgentSummary, Step
 from .run import Analysis
 
@@ -23,6 +24,10 @@ _VERDICT_WIDTH = 18
 _RULE_WIDTH = 17
 _ACTION_WIDTH = 7
 _NAME_CHARS = 200  # an agent's name or key shown, at most
+_SPAN_ID_WIDTH = 16
+_EVALUATION_WIDTH = 48
+_LABEL_WIDTH = 14
+_EVALUATIONS_LISTED = 50  # recorded evaluation events (and disagreements) shown in the text report
 
 
 def to_json(analysis: Analysis, *, fail_on: str | None = None) -> dict[str, Any]:
@@ -53,6 +58,8 @@ def _sections(analysis: Analysis, fail_on: str | None) -> Iterator[tuple[str, An
     yield "coverage", analysis.coverage.to_json()
     yield "agents", (agent.to_json(findings.steps(agent.key)) for agent in findings.agents())
     yield "verdicts", (row.to_json() for row in findings.verdicts())
+    yield "evaluations", (entry.to_json() for entry in analysis.evaluations.entries)
+    yield "disagreements", (item.to_json() for item in analysis.evaluations.disagreements)
     yield "summary", summary_json(analysis, fail_on)
 
 
@@ -78,6 +85,7 @@ def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
         "fail_on": fail_on,
         "failed": bool(fail_on and analysis.reached(fail_on)),
         "loops": loop_totals(_looping(findings)),
+        "evaluations": analysis.evaluations.summary_json(),
     }
 
 
@@ -130,10 +138,45 @@ def _text_lines(analysis: Analysis, fail_on: str | None) -> Iterator[str]:
         yield ""
         yield (f"… {_n(findings.quiet_agents_not_listed, 'more agent')} without any verdict not listed "
                f"({_n(findings.quiet_agents_not_listed_steps, 'step')}; --max-agents)")
+    if analysis.evaluations.read:
+        yield ""
+        yield from _evaluation_lines(analysis.evaluations)
     yield ""
     yield from _summary(analysis, fail_on)
     yield ""
     yield from _coverage(analysis)
+
+
+def _evaluation_lines(evaluations: RecordedEvaluations) -> Iterator[str]:
+    """The recorded evaluation events, each beside the replayed verdict it matches, then the
+    disagreements (each list cut at `_EVALUATIONS_LISTED`)."""
+    summary = evaluations.summary_json()
+    disagreeing = summary["disagreements"]
+    yield (f"recorded evaluations (gen_ai.evaluation.result): {_n(summary['read'], 'event')}: {summary['otelguard']} "
+           f"by otelguard ({summary['agreeing']} agree with the replay), {summary['other']} by other evaluators "
+           f"(listed, not compared); {_n(disagreeing, 'disagreement')}")
+    yield (f"  {'span':<{_SPAN_ID_WIDTH}}  {'evaluation':<{_EVALUATION_WIDTH}}  {'recorded':<{_LABEL_WIDTH}}  "
+           f"{'replayed':<{_LABEL_WIDTH}}  agent, step")
+    for entry in evaluations.entries[:_EVALUATIONS_LISTED]:
+        recorded, replayed = entry.recorded, entry.replayed
+        label = recorded.label or "-"
+        if recorded.value is not None:
+            label += f" {recorded.value:g}"
+        if not recorded.ours:
+            shown = "(not compared)"
+        else:
+            shown = replayed.action if replayed is not None else "(none)"
+        where = f"{replayed.agent}, #{replayed.step}" if replayed is not None else ""
+        mark = "" if entry.agrees is not False else "  ⚠"
+        yield (f"  {recorded.span_id:0{_SPAN_ID_WIDTH}x}  {_cut(recorded.name, _EVALUATION_WIDTH):<{_EVALUATION_WIDTH}}  "
+               f"{_cut(label, _LABEL_WIDTH):<{_LABEL_WIDTH}}  {shown:<{_LABEL_WIDTH}}  {_cut(where, _NAME_CHARS)}"
+               f"{mark}").rstrip()
+    if len(evaluations.entries) > _EVALUATIONS_LISTED:
+        yield f"  … {_n(len(evaluations.entries) - _EVALUATIONS_LISTED, 'more event')} (--json lists them all)"
+    for item in evaluations.disagreements[:_EVALUATIONS_LISTED]:
+        yield f"  ⚠ disagreement: {_cut(item.describe(), _NAME_CHARS * 2)}"
+    if disagreeing > _EVALUATIONS_LISTED:
+        yield f"  … {_n(disagreeing - _EVALUATIONS_LISTED, 'more disagreement')} (--json lists them)"
 
 
 def _agent_table(agent: AgentSummary, steps: Iterator[Step]) -> Iterator[str]:
@@ -256,8 +299,10 @@ def _coverage(analysis: Analysis) -> list[str]:
     parts = [f"{_n(span_records, 'record')} with spans"]
     if log_lines:
         cli, events = sum(f.cli_tool_records for f in files), sum(f.genai_event_records for f in files)
-        read = [f"{cli} read as CLI tool calls"] * bool(cli) + [f"{events} as GenAI events"] * bool(events)
-        how = ", ".join([*read, f"{logs - cli - events} not read"]) if read else "not read"
+        evaluations = sum(f.evaluation_records for f in files)
+        read = ([f"{cli} read as CLI tool calls"] * bool(cli) + [f"{events} as GenAI events"] * bool(events)
+                + [f"{evaluations} as evaluation events"] * bool(evaluations))
+        how = ", ".join([*read, f"{logs - cli - events - evaluations} not read"]) if read else "not read"
         parts.append(f"{log_lines} of OTLP logs ({_n(logs, 'log record')}, {how})")
     if metrics:
         parts.append(f"{metrics} of OTLP metrics (not read)")

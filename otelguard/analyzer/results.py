@@ -381,8 +381,9 @@ def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
     if isinstance(record, ToolCall):
         arguments = record.arguments
         if arguments is not None:  # bounded previews, not the arguments (which may be long)
-            arguments = (arguments_preview(arguments, _FACT_PREVIEW_CHARS) if arguments else None,
-                         arguments_preview(arguments, _PREVIEW_CHARS))
+            is_json = record.arguments_content is Content.OK
+            arguments = (arguments_preview(arguments, _FACT_PREVIEW_CHARS, is_json) if arguments else None,
+                         arguments_preview(arguments, _PREVIEW_CHARS, is_json))
         return (_TOOL, record.name, arguments, record.arguments_content.value, record.status.value, record.denied)
     if isinstance(record, ModelCall):
         chunks = record.chunks

@@ -18,7 +18,10 @@ from ..actions import reaches
 from ..config import GuardConfig
 from ..containment import Containment
 from ..engine import DEFAULT_MAX_AGENTS, GuardEngine, Judged
-from .cli_calls import CliCalls, read_log_line
+from ..otlp_logs import read_records
+from ..records import SpanView
+from .cli_calls import CliCalls
+from .evaluations import RecordedEvaluations
 from .event_outputs import EventOutputs
 from .otlp_json import (
     BAD_SPAN,
@@ -29,8 +32,8 @@ from .otlp_json import (
     ReadProblem,
     UnreadableInput,
     iter_lazy_spans,
+    log_records,
 )
-from ..records import SpanView
 from .coverage import Coverage, FileCoverage
 from .inputs import InputError, open_input, starts_with_logs
 from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
@@ -73,6 +76,7 @@ class Analysis:
     config: GuardConfig
     coverage: Coverage
     findings: Findings
+    evaluations: RecordedEvaluations  # the input's evaluation events, set beside the replayed verdicts
 
     @property
     def verdicts(self) -> list[VerdictRow]:
@@ -125,6 +129,7 @@ def analyze(
     cli_calls = CliCalls(engine, lambda span, judged, _: on_judged(span, judged), clock,
                          wait=options.limits.flush_after_records, contain=containment)
     coverage.cli_calls = cli_calls
+    readers = _LogReaders(cli_calls, event_outputs, RecordedEvaluations())
 
     def replay(batches: list[Batch] | tuple[()]) -> None:
         nonlocal late_traces
@@ -134,13 +139,35 @@ def analyze(
 
     record = 0
     for path in _log_files_first(paths):  # GenAI events then wait for the spans they name
-        record = _read_file(path, record, coverage, buffer, replay, cli_calls, event_outputs, options)
+        record = _read_file(path, record, coverage, buffer, replay, readers, options)
     replay(buffer.drain())
     cli_calls.drain()
     event_outputs.drain()
     coverage.verdicts_from_live_record = replayer.recorded_used
     coverage.not_ours = replayer.not_ours
-    return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings)
+    evaluations = readers.evaluations
+    evaluations.compare(findings.verdicts())
+    coverage.evaluations = evaluations
+    return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings, evaluations)
+
+
+@dataclass(slots=True)
+class _LogReaders:
+    """Where the records of a logs request go: CLI tool calls to be judged, GenAI events' output to
+    its span, evaluation events to be compared with the replay."""
+
+    cli_calls: CliCalls
+    event_outputs: EventOutputs
+    evaluations: RecordedEvaluations
+
+    def read(self, document: Any, record: int, coverage: Coverage, file: FileCoverage) -> None:
+        logs = read_records(log_records(document))
+        for call, _ in logs.calls:
+            self.cli_calls.add(call, None, record)
+        for trace_id, span_id, event in logs.events:
+            self.event_outputs.add(trace_id, span_id, event.messages)
+        self.evaluations.add(logs.evaluations)
+        coverage.logs_read(file, logs)
 
 
 def _log_files_first(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
@@ -149,8 +176,8 @@ def _log_files_first(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.P
 
 
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
-               replay: Callable[[list[Batch] | tuple[()]], None], cli_calls: CliCalls,
-               event_outputs: EventOutputs, options: AnalyzerOptions) -> int:
+               replay: Callable[[list[Batch] | tuple[()]], None], readers: _LogReaders,
+               options: AnalyzerOptions) -> int:
     """Read one input file into the trace buffer, replaying what becomes ready; count what it held.
     `record` is the number of records (lines) read before it; returns the number after it."""
     source = open_input(path, max_line_bytes=options.max_line_bytes,
@@ -177,7 +204,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                     record_line = line
                     file.span_records += 1
                 spans += 1
-                cli_calls.add_span(item, None, record)
+                readers.cli_calls.add_span(item, None, record)
                 batches = add(item, record)
                 if batches:
                     replay(batches)
@@ -187,21 +214,19 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
             if line != current_line:
                 if current_line >= 0:
                     replay(buffer.ready(record))
-                    cli_calls.expire(record)
+                    readers.cli_calls.expire(record)
                 current_line = line
                 lines_with_items += problem.lines
                 record += 1
-            if problem.reason == LOG_RECORDS and line == source.lines:
-                cli_records, event_records = read_log_line(source.last, cli_calls, event_outputs, record)
-                file.cli_tool_records += cli_records
-                file.genai_event_records += event_records
+            if problem.reason == LOG_RECORDS and problem.document is not None:
+                readers.read(problem.document, record, coverage, file)
             # A line with a span too broken to read was a trace request all the same.
             if line != record_line and problem.reason == BAD_SPAN:
                 record_line = line
                 file.span_records += 1
             if first_problem is None and problem.reason != BLANK:
                 first_problem = problem
-            coverage.problem(file, problem, source.last if line == source.lines else None)
+            coverage.problem(file, problem)
     except UnreadableInput as error:
         raise InputError(file.path, error.line, error.reason) from None
     finally:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
+from ..lazy_pattern import lazy_pattern
 from ..records import (
     Chunk,
     Content,
@@ -308,7 +308,7 @@ def _salvage_truncated_json(text: str) -> Any:
 
 
 # A dangling object key (with or without its colon) or a trailing comma at the cut.
-_DANGLING_TAIL = re.compile(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*)$')
+_DANGLING_TAIL = lazy_pattern(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*)$')
 
 
 def _truncation_repairs(text: str) -> list[str]:
@@ -324,7 +324,7 @@ def _truncation_repairs(text: str) -> list[str]:
     return candidates
 
 
-_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$")
+_PARTIAL_ESCAPE = lazy_pattern(r"\\(?:u[0-9a-fA-F]{0,3})?$")
 
 
 def _close_truncated_json(text: str) -> str | None:
@@ -440,9 +440,9 @@ def _summary_text(items: Any) -> str:
     return "\n".join(texts)
 
 
-_JSON_LIST_START = re.compile(r'\[\s*[{"]')
-_CONTENT_REPR_START = re.compile(r"\s*\[?\s*\w*Content\(\s*text=")
-_CONTENT_REPR_TEXT = re.compile(r"text=(?P<quote>'|\")")
+_JSON_LIST_START = lazy_pattern(r'\[\s*[{"]')
+_CONTENT_REPR_START = lazy_pattern(r"\s*\[?\s*\w*Content\(\s*text=")
+_CONTENT_REPR_TEXT = lazy_pattern(r"text=(?P<quote>'|\")")
 
 
 def _decode_content_repr(text: str) -> tuple[str, Content]:

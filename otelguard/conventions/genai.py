@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import semconv as sc
+from ..canonical import digit_runs
 from ..records import (
     AgentRun,
     Classification,
@@ -246,14 +247,11 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
             yield _MALFORMED, None
 
 
-# JSON numbers that may print longer than they are written: one with a fraction or an exponent (a
-# digit then `.`, `e` or `E`: `1e5` reads as 100000.0), and an integer of 19 digits or more (beyond
-# 64 bits orjson reads a float: 18446744073709551616 prints as 1.8446744073709552e+19). Any other
-# value reads to at most its own JSON text (see `_too_short_to_read`). Found as `0.` and a run of
-# nineteen `0`s once digits map to `0` and `e`/`E` to `.`: C-level passes, where the regex r"\d[.eE]"
-# tries every position (~7 ns a character).
-_NUMBER_MARKS = bytes.maketrans(b"0123456789eE", b"0000000000..")
-_LONG_INTEGER = b"0" * 19
+# JSON numbers that may print longer than they are written: one with a fraction or an exponent (`1e5`
+# reads as 100000.0), and an integer of 19 digits or more (beyond 64 bits orjson reads a float:
+# 18446744073709551616 prints as 1.8446744073709552e+19). Any other value reads to at most its own
+# JSON text (see `_too_short_to_read`).
+_LONG_INTEGER_DIGITS = 19
 
 
 def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
@@ -267,8 +265,7 @@ def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
     """
     if len(text) > floor.text_chars or len(text) > floor.reasoning_chars:
         return False
-    marks = text.encode("utf-8", "surrogatepass").translate(_NUMBER_MARKS)
-    return b"0." not in marks and _LONG_INTEGER not in marks
+    return not digit_runs(text, _LONG_INTEGER_DIGITS)
 
 
 def _may_reach(decoded: Any, floor: OutputFloor) -> bool:

@@ -12,12 +12,16 @@ without its output. Each event names its span by trace and span id; `read_event`
   `gen_ai.tool.message`): the conversation so far, which no guard judges (as `gen_ai.input.messages`
   on a span): read, and nothing added.
 
+- `gen_ai.evaluation.result`: a judgement of the span (otelguard's verdicts, `live.evaluation_events`,
+  or another evaluator's), read by `read_evaluation`.
+
 The event's name is its `eventName`, or its `event.name` attribute (the earlier SDKs' place for it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from .. import semconv as sc
@@ -25,6 +29,13 @@ from ._values import load_json
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
 CHOICE = "gen_ai.choice"
+EVALUATION = "gen_ai.evaluation.result"  # a judgement of a span (otelguard writes one per verdict)
+NAME = "gen_ai.evaluation.name"
+LABEL = "gen_ai.evaluation.score.label"
+VALUE = "gen_ai.evaluation.score.value"
+EXPLANATION = "gen_ai.evaluation.explanation"
+AGENT_NAME = "gen_ai.agent.name"
+OURS = "otelguard."  # the prefix of otelguard's evaluations' names: otelguard.<guard>.<rule>
 INPUT_EVENTS = frozenset({"gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message",
                           "gen_ai.tool.message"})
 
@@ -83,3 +94,45 @@ def _choice_message(body: Any) -> dict[str, Any] | None:
     if not parts:  # content capture off: the choice says nothing of the output
         return None
     return {"role": "assistant", "parts": parts, "finish_reason": body.get("finish_reason")}
+
+
+def evaluation_name(guard: str, rule: str) -> str:
+    """The name of otelguard's evaluation for a verdict of `guard` by `rule`."""
+    return f"{OURS}{guard}.{rule}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvaluation:
+    """A `gen_ai.evaluation.result` event as read back from a log record (ours or another evaluator's):
+    the span it judges and what it says. Text fields are as recorded (untrusted)."""
+
+    trace_id: int
+    span_id: int
+    name: str
+    label: str | None
+    value: float | None
+    explanation: str | None
+    agent_name: str | None
+
+    @property
+    def ours(self) -> bool:
+        return self.name.startswith(OURS)
+
+
+def read_evaluation(name: str, attributes: Mapping[str, Any], trace_id: int, span_id: int,
+                    ) -> RecordedEvaluation | None:
+    """The evaluation a log record tells of; None for a record that is no evaluation event (or one
+    without its required name)."""
+    if name != EVALUATION:
+        return None
+    evaluation = attributes.get(NAME)
+    if not isinstance(evaluation, str) or not evaluation:
+        return None
+    value = attributes.get(VALUE)
+    return RecordedEvaluation(trace_id, span_id, evaluation, _text(attributes.get(LABEL)),
+                              float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None,
+                              _text(attributes.get(EXPLANATION)), _text(attributes.get(AGENT_NAME)))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None

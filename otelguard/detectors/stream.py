@@ -560,7 +560,7 @@ def judge_final_text(text: str, *, max_repeated_cycle_chars: int = 0, min_repeat
         trip = judged(LONG_CYCLE, period, max(long_cycle_repeats * period, min_repeated_cycle_chars)) if period else None
         if trip is not None:
             return trip
-    if novelty is not None:
+    if novelty is not None and len(text) >= novelty.window:  # shorter text fills no window: nothing to judge
         dip = novelty.feed(text) or novelty.finish()
         if dip is not None:
             return Trip(LOW_NOVELTY, dip.chars, novelty=dip.novelty)

@@ -293,6 +293,8 @@ class GuardEngine:
         with state.lock:
             if type(record) is ToolCall:
                 for index, guard in self._on_tool_end:
+                    if guard.tool_end_keeps_fresh_state and state.guard_states[index] is UNMADE:
+                        continue
                     verdicts += guard.on_tool_end(state.of(index, guard), record, span, timed_out_ms)
             elif type(record) is ModelCall:
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)

@@ -43,6 +43,9 @@ class Guard:
     judged_text_chars: float = math.inf
     judged_reasoning_chars: float = math.inf
     judges_text_only_answers: bool = False  # every answer with visible text and no tool call, however short
+    # on_tool_end leaves a fresh state as new (it only ends a streak): the engine skips the hook for an
+    # agent whose state for this guard is not made yet, rather than make one for nothing.
+    tool_end_keeps_fresh_state: bool = False
 
     def new_state(self) -> Any:
         """Fresh per-agent state (kept for the agent's lifetime, bounded by the engine's map)."""

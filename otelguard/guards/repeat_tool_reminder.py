@@ -9,7 +9,7 @@ from ..canonical import arguments_preview, escape_quoted
 from ..detectors.repeat import RepeatChain, ToolFilter
 from ..guard_ids import REPEAT_TOOL_REMINDER
 from ..detectors.signatures import result_signature
-from ..records import SpanView, ToolCall, Verdict
+from ..records import Content, SpanView, ToolCall, Verdict
 from .base import Guard, ToolStart
 
 if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
@@ -68,7 +68,7 @@ class RepeatToolReminder(Guard):
             return
         upcoming = state.count + 1 if state.matches(name, arguments) else 1
         if upcoming >= stop:
-            decision.block = self._verdict(name, arguments, upcoming)
+            decision.block = self._verdict(name, call, upcoming)
 
     def on_tool_end(self, state: RepeatChain, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
         name = self._tracked_name(call)
@@ -82,26 +82,28 @@ class RepeatToolReminder(Guard):
         count = state.observe(name, arguments, result_signature(call.result) if self.config.result_aware else None)
         if count < 2:
             return []
-        return [self._verdict(name, arguments, count)]
+        return [self._verdict(name, call, count)]
 
-    def _verdict(self, name: str, arguments: str, count: int) -> Verdict:
+    def _verdict(self, name: str, call: ToolCall, count: int) -> Verdict:
         stop = self.config.stop_after
         if stop is not None and count >= stop:
-            text = self._detailed("Repeated tool call blocked:", name, count, arguments, _STOP_ADVICE)
+            text = self._detailed("Repeated tool call blocked:", name, count, call, _STOP_ADVICE)
             return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-stop", Action.BLOCK, text, tool=name, repeat_count=count)
         if count in self._reminders:
             if count == self._first:
                 text = SHORT_TEXT
             else:
-                text = self._detailed("Repeated tool call detected:", name, count, arguments, _DETAILED_ADVICE)
+                text = self._detailed("Repeated tool call detected:", name, count, call, _DETAILED_ADVICE)
             return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.REMIND, text, tool=name,
                            repeat_count=count)
         return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.NONE, tool=name, repeat_count=count)
 
-    def _detailed(self, header: str, name: str, count: int, arguments: str, advice: str) -> str:
+    def _detailed(self, header: str, name: str, count: int, call: ToolCall, advice: str) -> str:
         # The name and arguments came from the model: quoted escaped, never as markup or lines of their own.
         lines = [header, f"- tool: {escape_quoted(name)}", f"- consecutive_calls: {count}"]
         if self.config.include_arguments:
-            lines.append(f"- arguments: {arguments_preview(arguments, self.config.arguments_preview_chars)}")
+            preview = arguments_preview(call.arguments, self.config.arguments_preview_chars,
+                                        call.arguments_content is Content.OK)
+            lines.append(f"- arguments: {preview}")
         lines.append(advice)
         return "\n".join(lines)

@@ -85,6 +85,8 @@ class ThinkingLoopGuard(Guard):
         if state.text_loop is not None:
             state.text_loop.reset()
 
+    tool_end_keeps_fresh_state = True  # a fresh state has no streak to end
+
     def on_tool_end(self, state: ThinkingState, call: ToolCall, span: SpanView,
                     timed_out_ms: float | None) -> list[Verdict]:
         """A tool call ended: the text-loop streak ends with it (the live guard may have left the

@@ -16,19 +16,17 @@ The texts are the guards' messages, which quote model-controlled text escaped on
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .payload import HookEvent
 
 
-@dataclass(slots=True)
-class Decision:
+class Decision(NamedTuple):
     block: str | None = None  # deny the call before it runs, with this reason
     context: str | None = None  # tell the model, after the call
     stop: str | None = None  # end the agent's loop, with this reason
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> bool:  # (a tuple of three is always true)
         return bool(self.block or self.context or self.stop)
 
 

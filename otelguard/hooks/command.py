@@ -8,8 +8,9 @@ and is written to the log beside the history.
 With `OTELGUARD_URL` set, the hook first asks a running `otelguard serve` (`POST /v1/hook/<cli>`,
 answered there by the same local path, on the service's host; `OTELGUARD_TOKEN` when the service
 wants a token). A warm service spares the hook its imports and replay: this module imports only what
-asking needs, and the engine only when the service gives no answer within 50 ms
-(`OTELGUARD_URL_TIMEOUT_MS`), the hook then deciding locally and saying so in its log.
+asking needs (not even `typing`, nor `http.client` for plain HTTP), and the engine only when the
+service gives no answer within 50 ms (`OTELGUARD_URL_TIMEOUT_MS`), the hook then deciding locally and
+saying so in its log.
 """
 
 from __future__ import annotations
@@ -18,11 +19,16 @@ import io
 import os
 import sys
 import time
-from typing import BinaryIO, TextIO
 
 from . import log, paths
 
+TYPE_CHECKING = False  # (not typing's: see the module doc)
+if TYPE_CHECKING:
+    from typing import BinaryIO, TextIO
+    from urllib.parse import SplitResult
+
 DEFAULT_SERVICE_TIMEOUT_MS = 50.0
+MAX_ANSWER_BYTES = 1 << 20  # a hook's answer is a few hundred bytes
 
 
 def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
@@ -62,7 +68,6 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
 
 def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
     """The answer of the `otelguard serve` at OTELGUARD_URL, or None (logged) when it gives none in time."""
-    import http.client
     from urllib.parse import urlsplit
 
     url = os.environ["OTELGUARD_URL"].rstrip("/")
@@ -72,17 +77,11 @@ def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
         headers["Authorization"] = f"Bearer {token}"
     try:
         where = urlsplit(url)
-        connection_type = http.client.HTTPSConnection if where.scheme == "https" else http.client.HTTPConnection
-        timeout_ms = float(os.environ.get("OTELGUARD_URL_TIMEOUT_MS") or DEFAULT_SERVICE_TIMEOUT_MS)
-        connection = connection_type(where.netloc, timeout=timeout_ms / 1000)
-        try:
-            connection.request("POST", f"{where.path}/v1/hook/{cli}", body=data, headers=headers)
-            response = connection.getresponse()
-            body = response.read()
-        finally:
-            connection.close()
-        if response.status != 200:
-            raise OSError(f"HTTP {response.status}")
+        timeout_s = float(os.environ.get("OTELGUARD_URL_TIMEOUT_MS") or DEFAULT_SERVICE_TIMEOUT_MS) / 1000
+        post = _post if where.scheme == "http" else _post_with_http_client
+        status, body = post(where, f"{where.path}/v1/hook/{cli}", data, headers, timeout_s)
+        if status != 200:
+            raise OSError(f"HTTP {status}")
         return body.decode("utf-8")
     except Exception as error:  # down, slow, refused, or no such service: the local path answers
         from ..terminal import printable  # (only here: the answered path imports no regex machinery)
@@ -90,3 +89,46 @@ def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
         log.write(log_path, "WARNING", f"service fallback: {printable(url, 200)} gave no answer "
                   f"({printable(f'{type(error).__name__}: {error}', 200)}); judged here")
         return None
+
+
+def _post(where: SplitResult, target: str, body: bytes, headers: dict[str, str],
+          timeout_s: float) -> tuple[int, bytes]:
+    """POST over plain HTTP/1.1, written here: `http.client` imports `email` and `ssl`, which cost a
+    hook more than the rest of its work (~125 M instructions). The service (uvicorn) answers with a
+    Content-Length and closes the connection (`Connection: close`); any other answer raises."""
+    import socket
+
+    lines = [f"POST {target} HTTP/1.1", f"Host: {where.netloc}", f"Content-Length: {len(body)}",
+             "Connection: close", *(f"{name}: {value}" for name, value in headers.items())]
+    if any("\r" in line or "\n" in line for line in lines):
+        raise ValueError("a line break in the URL or a header")
+    with socket.create_connection((where.hostname or "localhost", where.port or 80), timeout=timeout_s) as link:
+        link.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body)
+        received = bytearray()
+        while chunk := link.recv(65536):
+            received += chunk
+            if len(received) > MAX_ANSWER_BYTES:
+                raise OSError("the answer is too long")
+    head, _, answer = bytes(received).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.lower().partition(":")[::2] for line in header_lines)
+    length = fields.get("content-length", "").strip()
+    if not status_line.startswith("HTTP/1.") or not length.isdigit() or len(answer) < int(length):
+        raise OSError(f"not an HTTP answer with a Content-Length: {status_line[:80]!r}")
+    return int(status_line.split()[1]), answer[:int(length)]
+
+
+def _post_with_http_client(where: SplitResult, target: str, body: bytes, headers: dict[str, str],
+                           timeout_s: float) -> tuple[int, bytes]:
+    """POST over HTTPS (or anything but plain HTTP) with the standard library's client."""
+    import http.client
+
+    if where.scheme != "https":
+        raise ValueError(f"OTELGUARD_URL must be http:// or https://, not {where.scheme}://")
+    connection = http.client.HTTPSConnection(where.netloc, timeout=timeout_s)
+    try:
+        connection.request("POST", target, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()

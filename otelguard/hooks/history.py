@@ -21,8 +21,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .payload import HookEvent
 
@@ -78,9 +77,8 @@ def set_aside(path: str) -> str:
     return aside
 
 
-@dataclass(slots=True)
-class StoredEvent:
-    """One event of a session's history, as the replay reads it."""
+class StoredEvent(NamedTuple):
+    """One event of a session's history, as the replay reads it (a row of `events`, in its order)."""
 
     run: str | None
     call_id: str

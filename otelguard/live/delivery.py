@@ -109,7 +109,7 @@ class Delivery:
         self.runs = runs
         self.dispatcher = dispatcher
         self.default_control = default_control
-        # None: no evaluation events (`otelguard serve` judges remote agents and emits none yet).
+        # None: no evaluation events.
         self.evaluations = evaluations if evaluations is not None else EvaluationEvents.off()
         self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
 

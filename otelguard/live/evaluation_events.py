@@ -3,7 +3,7 @@
 The OpenTelemetry GenAI semantic conventions (open-telemetry/semantic-conventions-genai,
 model/gen-ai/events.yaml; moved there from open-telemetry/semantic-conventions) define this event
 for the result of judging GenAI output, emitted through the logs API and parented to the span it
-judges. Backends that know the conventions show these without knowing otelguard. Per verdict:
+judges (`conventions.genai_events` reads them back: `otelguard analyze` compares them with its replay). Backends that know the conventions show these without knowing otelguard. Per verdict:
 
     gen_ai.evaluation.name         otelguard.<guard>.<rule>
     gen_ai.evaluation.score.label  the action (remind, steer, cancel, ...; none)
@@ -29,29 +29,27 @@ from opentelemetry._logs import LoggerProvider, SeverityNumber, get_logger
 from .._version import __version__
 from ..actions import Action
 from ..containment import Containment
+from ..conventions.genai_events import AGENT_NAME, EXPLANATION, LABEL, NAME, VALUE, evaluation_name
+from ..conventions.genai_events import EVALUATION as EVENT_NAME
 from ..errors import ConfigError
 from ..records import Verdict
 
-EVENT_NAME = "gen_ai.evaluation.result"
 MODES = ("actions", "all", "off")  # verdicts with an action / every verdict (action none too) / none
 _SAMPLED = trace.TraceFlags(trace.TraceFlags.SAMPLED)
 
 
 def evaluation_attributes(verdict: Verdict, agent_name: str | None, response_id: Any = None) -> dict[str, Any]:
     """The event's attributes for one verdict."""
-    attributes: dict[str, Any] = {
-        "gen_ai.evaluation.name": f"otelguard.{verdict.guard}.{verdict.rule}",
-        "gen_ai.evaluation.score.label": str(verdict.action),
-    }
+    attributes: dict[str, Any] = {NAME: evaluation_name(verdict.guard, verdict.rule), LABEL: str(verdict.action)}
     count = next((n for n in (verdict.repeat_count, verdict.thinking_stalled, verdict.stream_chars) if n is not None), None)
     if count is not None:
-        attributes["gen_ai.evaluation.score.value"] = float(count)
+        attributes[VALUE] = float(count)
     if verdict.message is not None:
-        attributes["gen_ai.evaluation.explanation"] = verdict.message
+        attributes[EXPLANATION] = verdict.message
     if isinstance(response_id, str) and response_id:
         attributes["gen_ai.response.id"] = response_id
     if agent_name:
-        attributes["gen_ai.agent.name"] = agent_name
+        attributes[AGENT_NAME] = agent_name
     attributes.update((key, str(value)) if isinstance(value, Action) else (key, value)
                       for key, value in verdict.attributes().items())
     return attributes

@@ -1,6 +1,7 @@
 """`otelguard serve`: run a `GuardService` until SIGTERM or SIGINT, printing each alert as it fires.
 
-    otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
+    otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F]
+                    [--forward URL [--evaluation-events actions|all|off]]
                     [--token-file F] [--tls-cert F --tls-key F] [--max-request-bytes N] [--queue N]
                     [--webhook URL]   (its secret in OTELGUARD_WEBHOOK_SECRET)
 
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 from ..analyzer.results import is_counting
 from ..canonical import escape_quoted
 from ..engine import Judged
+from ..live.evaluation_events import MODES
 from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
 from ..semconv import GEN_AI_CONVERSATION_ID
@@ -83,6 +85,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="F", help="guard config (YAML or JSON); default: all guards")
     parser.add_argument("--forward", type=forward_url, metavar="URL",
                         help="send what is received on to this OTLP/HTTP endpoint, spans with their verdicts")
+    parser.add_argument("--evaluation-events", choices=MODES, default="actions",
+                        help="with --forward, also send a gen_ai.evaluation.result log event per verdict with an "
+                             "action (all: every verdict; off: none), on the judged span's trace and span ids "
+                             "(default actions)")
     parser.add_argument("--token-file", metavar="F",
                         help="require 'Authorization: Bearer <the token in F>' on every HTTP route and gRPC call")
     parser.add_argument("--tls-cert", metavar="F", help="PEM certificate chain: serve HTTP, gRPC and metrics over TLS")
@@ -126,7 +132,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward,
                                  judge=JudgeOptions(queue=args.queue), token=token, tls=tls,
                                  max_request_bytes=args.max_request_bytes, webhook=args.webhook,
-                                 webhook_secret=secret.encode())
+                                 webhook_secret=secret.encode(), evaluation_events=args.evaluation_events)
         service = GuardService(config, options, on_verdict=AlertLine(out))
         try:
             service.start()
@@ -136,7 +142,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         listening = [f"OTLP/HTTP {service.http_url}" if args.http else "",
                      f"OTLP/gRPC {service.grpc_target}" if args.grpc else "",
                      f"metrics {service.metrics_url}" if args.metrics else "",
-                     f"forwarding to {args.forward}" if args.forward else "",
+                     f"forwarding to {args.forward} (evaluation events: {args.evaluation_events})"
+                     if args.forward else "",
                      f"webhook {args.webhook}" if args.webhook else "",
                      "bearer token required" if token else ""]
         print("otelguard serve: " + ", ".join(item for item in listening if item), file=out, flush=True)

@@ -37,6 +37,7 @@ from ..conventions.genai_events import EventOutput
 from ..engine import GuardEngine, Judged
 from ..live.delivery import AgentRuns, Delivery
 from ..live.dispatch import ControlDispatcher
+from ..live.evaluation_events import EvaluationEvents
 from ..live.metrics import GuardMetrics
 from ..records import SpanKind, SpanView, Verdict
 from .received import ReceivedSpan
@@ -88,7 +89,7 @@ class QueueFull(Exception):
 class SpanJudge:
     def __init__(self, config: GuardConfig | dict | str | None, metrics: GuardMetrics, *,
                  options: JudgeOptions = JudgeOptions(), on_replayed: OnReplayed | None = None,
-                 on_verdict: OnVerdict | None = None):
+                 on_verdict: OnVerdict | None = None, evaluations: EvaluationEvents | None = None):
         self.options = options
         self.metrics = metrics
         self._clock = ReplayClock()
@@ -103,7 +104,8 @@ class SpanJudge:
                                   contain=self._contain)
         # No control is bound to a remote agent yet: reactions are counted as `unbound`.
         dispatcher = ControlDispatcher(wait_s=0.0, on_outcome=metrics.control, on_error=self._contain.record)
-        self._delivery = Delivery(metrics, AgentRuns(1, on_evict=lambda reason, n: None), dispatcher, None)
+        self._delivery = Delivery(metrics, AgentRuns(1, on_evict=lambda reason, n: None), dispatcher, None,
+                                  evaluations)
         self._on_replayed = on_replayed
         self._on_verdict = on_verdict
         self._queue: queue.Queue[object] = queue.Queue(options.queue)

@@ -1,17 +1,21 @@
 """OTLP/JSON trace and logs requests made protobuf messages, field by field.
 
-OTLP/JSON is the protobuf JSON mapping with two differences (ids are hex, enums integers), and the
-protobuf library's generic parser spends ~0.3 ms on a span; these builders know the few OTLP message
-types and take a tenth of that. lowerCamelCase field names (the OTLP/JSON rule) and snake_case are
-read; unknown fields are ignored, as the specification asks. A value of the wrong type raises
-(TypeError, ValueError, KeyError, AttributeError): the caller answers 400. An id that is not hex is
-left empty, so its span is rejected on its own (see `received.spans_of`).
+Every value is decoded by `otlp_json_values`, as the analyzer's file reader decodes it, so a span
+reads the same sent to the service and read from a file. (The protobuf library's generic JSON parser
+would take ~0.3 ms a span, and reads base64 ids and enum names that OTLP/JSON does not use; these
+builders know the few OTLP message types and take a tenth of that.) lowerCamelCase field names
+(the OTLP/JSON rule) and snake_case are read; unknown fields are ignored, as the specification asks.
+
+A span that is not OTLP/JSON (an id that is not hex, an enum name, an attribute value of the wrong
+type, ...) is left out of the message and counted in `TraceRequest.rejected`, with the first reason:
+the receiver answers a partial success. Anything else that is not OTLP/JSON (the request's shape, a
+resource, a scope, a log record) raises `NotOtlpJson`: the receiver answers 400.
 """
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -27,153 +31,189 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
+from ..otlp_json_values import (
+    SPAN_ID_BYTES,
+    TRACE_ID_BYTES,
+    UINT32,
+    UINT64,
+    NotOtlpJson,
+    any_value,
+    enum,
+    field,
+    hex_id,
+    integer,
+    items,
+    key_values,
+    link,
+    status,
+    text,
+)
 
-def trace_request(document: dict[str, Any]) -> ExportTraceServiceRequest:
-    return ExportTraceServiceRequest(resource_spans=_resources(
-        document, "Spans", ResourceSpans, ScopeSpans, ("spans", "spans", "spans"), _span))
+
+@dataclass(frozen=True, slots=True)
+class TraceRequest:
+    """A decoded trace request: the spans that are OTLP/JSON, and how many were not (the first's reason)."""
+
+    message: ExportTraceServiceRequest
+    rejected: int = 0
+    reason: str = ""
+
+
+def trace_request(document: dict[str, Any]) -> TraceRequest:
+    rejected = 0
+    reason = ""
+    resources = []
+    for item in _objects(document, "resourceSpans", "resource_spans"):
+        scopes = []
+        for scope in _objects(item, "scopeSpans", "scope_spans"):
+            spans = []
+            for raw in items(field(scope, "spans", "spans"), "spans"):
+                try:
+                    spans.append(_span(raw))
+                except (ValueError, TypeError, RecursionError) as problem:  # NotOtlpJson, or out of protobuf's range
+                    rejected += 1
+                    reason = reason or f"span {_name_of(raw)}: {problem}"
+            scopes.append(ScopeSpans(scope=_scope(field(scope, "scope", "scope")), spans=spans,
+                                     schema_url=text(field(scope, "schemaUrl", "schema_url"), "schemaUrl")))
+        resources.append(ResourceSpans(resource=_resource(field(item, "resource", "resource")), scope_spans=scopes,
+                                       schema_url=text(field(item, "schemaUrl", "schema_url"), "schemaUrl")))
+    return TraceRequest(ExportTraceServiceRequest(resource_spans=resources), rejected, reason)
 
 
 def logs_request(document: dict[str, Any]) -> ExportLogsServiceRequest:
-    return ExportLogsServiceRequest(resource_logs=_resources(
-        document, "Logs", ResourceLogs, ScopeLogs, ("logRecords", "log_records", "log_records"), _log_record))
+    return ExportLogsServiceRequest(resource_logs=[
+        ResourceLogs(resource=_resource(field(item, "resource", "resource")),
+                     schema_url=text(field(item, "schemaUrl", "schema_url"), "schemaUrl"),
+                     scope_logs=[ScopeLogs(scope=_scope(field(scope, "scope", "scope")),
+                                           schema_url=text(field(scope, "schemaUrl", "schema_url"), "schemaUrl"),
+                                           log_records=[_log_record(record) for record in
+                                                        items(field(scope, "logRecords", "log_records"), "logRecords")])
+                                 for scope in _objects(item, "scopeLogs", "scope_logs")])
+        for item in _objects(document, "resourceLogs", "resource_logs")])
 
 
-def _resources(document: dict[str, Any], signal: str, resource_type: type, scope_type: type,
-               records: tuple[str, str, str], build: Callable[[dict[str, Any]], Any]) -> list[Any]:
-    """`resource<Signal>` -> `scope<Signal>` -> records, as `resource_type` / `scope_type` messages.
-    `records`: the records' field name in camelCase, in snake_case, and in the scope message."""
-    lower = signal.lower()
-    camel, snake, field = records
-    return [
-        resource_type(resource=_resource(_get(item, "resource", "resource")),
-                      schema_url=_text(_get(item, "schemaUrl", "schema_url")),
-                      **{f"scope_{lower}": [
-                          scope_type(scope=_scope(_get(scope, "scope", "scope")),
-                                     schema_url=_text(_get(scope, "schemaUrl", "schema_url")),
-                                     **{field: [build(record) for record in _items(scope, camel, snake)]})
-                          for scope in _items(item, f"scope{signal}", f"scope_{lower}")]})
-        for item in _items(document, f"resource{signal}", f"resource_{lower}")]
-
-
-def _span(raw: dict[str, Any]) -> Span:
-    status = _get(raw, "status", "status") or {}
+def _span(raw: Any) -> Span:
+    raw = _object(raw, "a span")
+    code, message = status(raw.get("status"))
     return Span(
-        trace_id=_id(_get(raw, "traceId", "trace_id")), span_id=_id(_get(raw, "spanId", "span_id")),
-        parent_span_id=_id(_get(raw, "parentSpanId", "parent_span_id")),
-        trace_state=_text(_get(raw, "traceState", "trace_state")), name=_text(raw.get("name")),
-        kind=_int(raw.get("kind")), flags=_int(raw.get("flags")),
-        start_time_unix_nano=_int(_get(raw, "startTimeUnixNano", "start_time_unix_nano")),
-        end_time_unix_nano=_int(_get(raw, "endTimeUnixNano", "end_time_unix_nano")),
+        trace_id=_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "traceId"),
+        span_id=_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "spanId"),
+        parent_span_id=_id(field(raw, "parentSpanId", "parent_span_id"), SPAN_ID_BYTES, "parentSpanId"),
+        trace_state=text(field(raw, "traceState", "trace_state"), "traceState"),
+        name=text(raw.get("name"), "span name"),
+        kind=enum(raw.get("kind"), "kind"),
+        flags=integer(raw.get("flags"), UINT32, "flags"),
+        start_time_unix_nano=integer(field(raw, "startTimeUnixNano", "start_time_unix_nano"), UINT64,
+                                     "startTimeUnixNano"),
+        end_time_unix_nano=integer(field(raw, "endTimeUnixNano", "end_time_unix_nano"), UINT64, "endTimeUnixNano"),
         attributes=_key_values(raw.get("attributes")),
-        dropped_attributes_count=_int(_get(raw, "droppedAttributesCount", "dropped_attributes_count")),
-        events=[Span.Event(time_unix_nano=_int(_get(event, "timeUnixNano", "time_unix_nano")),
-                           name=_text(event.get("name")), attributes=_key_values(event.get("attributes")),
-                           dropped_attributes_count=_int(_get(event, "droppedAttributesCount",
-                                                              "dropped_attributes_count")))
-                for event in _items(raw, "events", "events")],
-        dropped_events_count=_int(_get(raw, "droppedEventsCount", "dropped_events_count")),
-        links=[Span.Link(trace_id=_id(_get(link, "traceId", "trace_id")), span_id=_id(_get(link, "spanId", "span_id")),
-                         trace_state=_text(_get(link, "traceState", "trace_state")),
-                         attributes=_key_values(link.get("attributes")), flags=_int(link.get("flags")),
-                         dropped_attributes_count=_int(_get(link, "droppedAttributesCount",
-                                                            "dropped_attributes_count")))
-               for link in _items(raw, "links", "links")],
-        dropped_links_count=_int(_get(raw, "droppedLinksCount", "dropped_links_count")),
-        status=Status(code=_int(status.get("code")), message=_text(status.get("message"))),
+        dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"),
+        events=[_event(event) for event in items(field(raw, "events", "events"), "events")],
+        dropped_events_count=_count(raw, "droppedEventsCount", "dropped_events_count"),
+        links=[_link(entry) for entry in items(raw.get("links"), "links")],
+        dropped_links_count=_count(raw, "droppedLinksCount", "dropped_links_count"),
+        status=Status(code=code, message=message),
     )
 
 
-def _log_record(raw: dict[str, Any]) -> LogRecord:
+def _event(raw: Any) -> Span.Event:
+    raw = _object(raw, "an event")
+    return Span.Event(time_unix_nano=integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64,
+                                             "event timeUnixNano"),
+                      name=text(raw.get("name"), "event name"), attributes=_key_values(raw.get("attributes")),
+                      dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"))
+
+
+def _link(raw: Any) -> Span.Link:
+    read = link(raw)
+    return Span.Link(trace_id=_bytes(read.trace_id, TRACE_ID_BYTES), span_id=_bytes(read.span_id, SPAN_ID_BYTES),
+                     trace_state=read.trace_state, attributes=[_key_value(*entry) for entry in read.attributes],
+                     flags=read.flags, dropped_attributes_count=read.dropped_attributes)
+
+
+def _log_record(raw: Any) -> LogRecord:
+    raw = _object(raw, "a log record")
     body = raw.get("body")
     return LogRecord(
-        time_unix_nano=_int(_get(raw, "timeUnixNano", "time_unix_nano")),
-        observed_time_unix_nano=_int(_get(raw, "observedTimeUnixNano", "observed_time_unix_nano")),
-        severity_number=_int(_get(raw, "severityNumber", "severity_number")),
-        severity_text=_text(_get(raw, "severityText", "severity_text")),
-        body=_any_value(body) if body else None, attributes=_key_values(raw.get("attributes")),
-        dropped_attributes_count=_int(_get(raw, "droppedAttributesCount", "dropped_attributes_count")),
-        flags=_int(raw.get("flags")), trace_id=_id(_get(raw, "traceId", "trace_id")),
-        span_id=_id(_get(raw, "spanId", "span_id")), event_name=_text(_get(raw, "eventName", "event_name")),
+        time_unix_nano=integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64, "timeUnixNano"),
+        observed_time_unix_nano=integer(field(raw, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64,
+                                        "observedTimeUnixNano"),
+        severity_number=enum(field(raw, "severityNumber", "severity_number"), "severityNumber"),
+        severity_text=text(field(raw, "severityText", "severity_text"), "severityText"),
+        body=_any_value(any_value(body)) if body is not None else None, attributes=_key_values(raw.get("attributes")),
+        dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"),
+        flags=integer(raw.get("flags"), UINT32, "flags"),
+        trace_id=_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "traceId"),
+        span_id=_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "spanId"),
+        event_name=text(field(raw, "eventName", "event_name"), "eventName"),
     )
 
 
 def _resource(raw: Any) -> Resource:
-    raw = raw or {}
+    raw = _object(raw, "a resource") if raw is not None else {}
     return Resource(attributes=_key_values(raw.get("attributes")),
-                    dropped_attributes_count=_int(_get(raw, "droppedAttributesCount", "dropped_attributes_count")))
+                    dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"))
 
 
 def _scope(raw: Any) -> InstrumentationScope:
-    raw = raw or {}
-    return InstrumentationScope(name=_text(raw.get("name")), version=_text(raw.get("version")),
+    raw = _object(raw, "a scope") if raw is not None else {}
+    return InstrumentationScope(name=text(raw.get("name"), "scope name"), version=text(raw.get("version"), "version"),
                                 attributes=_key_values(raw.get("attributes")),
-                                dropped_attributes_count=_int(_get(raw, "droppedAttributesCount",
-                                                                   "dropped_attributes_count")))
+                                dropped_attributes_count=_count(raw, "droppedAttributesCount",
+                                                                "dropped_attributes_count"))
 
 
 def _key_values(entries: Any) -> list[KeyValue]:
-    if not entries:
-        return []
-    return [KeyValue(key=entry["key"], value=_any_value(entry.get("value") or {})) for entry in _list(entries)]
+    return [_key_value(key, value) for key, value in key_values(entries)]
 
 
-def _any_value(raw: dict[str, Any]) -> AnyValue:
-    for key, value in raw.items():  # one field is set (an empty value: none)
-        if key in ("stringValue", "string_value"):
-            return AnyValue(string_value=value)
-        if key in ("intValue", "int_value"):
-            return AnyValue(int_value=_int(value))
-        if key in ("boolValue", "bool_value"):
-            return AnyValue(bool_value=value)
-        if key in ("doubleValue", "double_value"):
-            return AnyValue(double_value=float(value))
-        if key in ("arrayValue", "array_value"):
-            return AnyValue(array_value=ArrayValue(values=[_any_value(item) for item in _list(value.get("values"))]))
-        if key in ("kvlistValue", "kvlist_value"):
-            return AnyValue(kvlist_value=KeyValueList(values=_key_values(value.get("values"))))
-        if key in ("bytesValue", "bytes_value"):
-            return AnyValue(bytes_value=base64.b64decode(value, validate=True))
-    return AnyValue()
+def _key_value(key: str, value: Any) -> KeyValue:
+    return KeyValue(key=key, value=_any_value(value))
 
 
-def _get(raw: dict[str, Any], camel: str, snake: str) -> Any:
-    value = raw.get(camel)
-    return value if value is not None else raw.get(snake)
-
-
-def _items(raw: dict[str, Any], camel: str, snake: str) -> list[Any]:
-    return _list(_get(raw, camel, snake))
-
-
-def _list(value: Any) -> list[Any]:
+def _any_value(value: Any) -> AnyValue:
+    """A value as `otlp_json_values.any_value` decodes it, made an AnyValue again."""
     if value is None:
-        return []
-    if type(value) is not list:
-        raise TypeError(f"expected a list, got a {type(value).__name__}")
-    return value
+        return AnyValue()
+    kind = type(value)
+    if kind is str:
+        return AnyValue(string_value=value)
+    if kind is bool:
+        return AnyValue(bool_value=value)
+    if kind is int:
+        return AnyValue(int_value=value)
+    if kind is float:
+        return AnyValue(double_value=value)
+    if kind is bytes:
+        return AnyValue(bytes_value=value)
+    if kind is tuple:
+        return AnyValue(array_value=ArrayValue(values=[_any_value(item) for item in value]))
+    return AnyValue(kvlist_value=KeyValueList(values=[_key_value(key, item) for key, item in value.items()]))
 
 
-def _int(value: Any) -> int:
-    """An integer as OTLP/JSON writes it: a number, or a decimal string for 64-bit fields."""
-    if value is None:
-        return 0
-    if isinstance(value, bool) or isinstance(value, float) and not value.is_integer():
-        raise TypeError(f"expected an integer, got {value!r}")
-    return int(value)
+def _objects(raw: dict[str, Any], camel: str, snake: str) -> list[Mapping[str, Any]]:
+    return [_object(item, camel) for item in items(field(raw, camel, snake), camel)]
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if type(value) is not str:
-        raise TypeError(f"expected a string, got a {type(value).__name__}")
-    return value
+def _object(raw: Any, what: str) -> Mapping[str, Any]:
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise NotOtlpJson(f"{what} is a {type(raw).__name__}, not an object")
+    return raw
 
 
-def _id(value: Any) -> bytes:
-    if not value:
-        return b""
-    try:
-        return bytes.fromhex(value)
-    except (ValueError, TypeError):
-        return b""  # its span is rejected on its own
+def _count(raw: Mapping[str, Any], camel: str, snake: str) -> int:
+    return integer(field(raw, camel, snake), UINT32, camel)
+
+
+def _id(value: Any, size: int, what: str) -> bytes:
+    return _bytes(hex_id(value, size, what), size)
+
+
+def _bytes(number: int, size: int) -> bytes:
+    """An id's bytes; none for 0 (absent, or all zero: no id)."""
+    return number.to_bytes(size, "big") if number else b""
+
+
+def _name_of(raw: Any) -> str:
+    name = raw.get("name") if isinstance(raw, Mapping) else None
+    return repr(name[:60]) if isinstance(name, str) else "without a name"

@@ -1,10 +1,10 @@
 """OTLP trace requests, as they arrive over HTTP (protobuf or JSON) or gRPC, made spans the engine reads.
 
-One decoder: a JSON body is made the protobuf message first (its hex ids turned into the bytes the
-protobuf JSON mapping wants), so both encodings reach the engine through `spans_of`. A body that is
-no request at all raises `MalformedRequest` (the receiver answers 400 and keeps nothing); a span
-that cannot be judged (ids of the wrong size, all zero) is rejected on its own and counted in the
-partial success, as the OTLP specification asks.
+One decoder: a JSON body is made the protobuf message first (`otlp_json_messages`, which decodes
+values as the analyzer's reader does), so both encodings reach the engine through `spans_of`. A body
+that is no request at all raises `MalformedRequest` (the receiver answers 400 and keeps nothing); a
+span that cannot be judged (not OTLP/JSON, ids of the wrong size or all zero) is rejected on its own
+and counted in the partial success, as the OTLP specification asks.
 
 A `ReceivedSpan` is the analyzer's `LazySpan` (a `SpanSource`) that also remembers where it came from:
 the sender's `service.name` for metric labels, and its protobuf message for forwarding.
@@ -13,7 +13,8 @@ the sender's `service.name` for metric labels, and its protobuf message for forw
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.json_format import ParseDict, ParseError
@@ -26,16 +27,14 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from .. import fastjson
 from ..analyzer.otlp_json import LazySpan
-from ..conventions.agent_clis import CliToolCall, from_log
-from ..conventions.genai_events import EventOutput, event_name, read_event
 from ..errors import OtelGuardError
+from ..otlp_json_values import SPAN_ID_BYTES, STATUS_CODES, TRACE_ID_BYTES, hex_id
+from ..otlp_logs import LogRecordFields, LogsRead, read_records
 from ..records import SpanEvent, Status
 from . import otlp_json_messages
 
 SERVICE_NAME = "service.name"
 UNKNOWN_SERVICE = "unknown_service"  # what the SDKs report when service.name is not set
-_TRACE_ID_BYTES, _SPAN_ID_BYTES = 16, 8
-_STATUS = {0: Status.UNSET, 1: Status.OK, 2: Status.ERROR}
 
 
 class MalformedRequest(OtelGuardError):
@@ -81,51 +80,62 @@ def parse_protobuf(body: bytes, message: type[Message] = ExportTraceServiceReque
     return request
 
 
-def parse_json(body: bytes, message: type[Message] = ExportTraceServiceRequest) -> Any:
-    """An OTLP/JSON body as its protobuf message. Traces and logs, which are judged, are built by
-    `otlp_json_messages` (the protobuf library's generic JSON parser takes ~0.3 ms a span); metrics,
-    only forwarded, by that parser, their hex ids made the base64 of the protobuf JSON mapping."""
+def parse_json(body: bytes, message: type[Message]) -> Any:
+    """An OTLP/JSON logs or metrics body as its protobuf message (traces: `json_spans_of`). Logs,
+    which are judged, are built by `otlp_json_messages` (the protobuf library's generic JSON parser
+    takes ~0.3 ms a record); metrics, only forwarded, by that parser, their hex ids made the base64
+    of the protobuf JSON mapping."""
+    document = _json_document(body, message)
+    try:
+        if message is ExportLogsServiceRequest:
+            return otlp_json_messages.logs_request(document)
+        _hex_ids_to_base64(document)
+        return ParseDict(document, message(), ignore_unknown_fields=True)
+    except (ParseError, ValueError, TypeError, RecursionError) as error:  # NotOtlpJson is a ValueError
+        raise MalformedRequest(f"not an OTLP/JSON {message.DESCRIPTOR.name}: {error}") from None
+
+
+def json_spans_of(body: bytes) -> Received:
+    """The spans of an OTLP/JSON trace request, as `spans_of` gives them; a span that is not OTLP/JSON
+    is rejected on its own (`otlp_json_messages`), a body that is no request raises `MalformedRequest`."""
+    document = _json_document(body, ExportTraceServiceRequest)
+    try:
+        decoded = otlp_json_messages.trace_request(document)
+    except (ValueError, TypeError, RecursionError) as error:
+        raise MalformedRequest(f"not an OTLP/JSON ExportTraceServiceRequest: {error}") from None
+    received = spans_of(decoded.message)
+    return Received(received.spans, decoded.rejected + received.rejected, decoded.reason or received.reason)
+
+
+def _json_document(body: bytes, message: type[Message]) -> dict[str, Any]:
     try:
         document = fastjson.loads(body)
     except (ValueError, RecursionError) as error:
         raise MalformedRequest(f"not JSON: {error}") from None
     if not isinstance(document, dict):
         raise MalformedRequest(f"not an OTLP/JSON {message.DESCRIPTOR.name}: a JSON {type(document).__name__}")
-    try:
-        if message is ExportTraceServiceRequest:
-            return otlp_json_messages.trace_request(document)
-        if message is ExportLogsServiceRequest:
-            return otlp_json_messages.logs_request(document)
-        _hex_ids_to_base64(document)
-        return ParseDict(document, message(), ignore_unknown_fields=True)
-    except (ParseError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as error:
-        raise MalformedRequest(f"not an OTLP/JSON {message.DESCRIPTOR.name}: {type(error).__name__}: {error}") from None
+    return document
 
 
-_ID_KEYS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
+_ID_SIZES = {"traceId": TRACE_ID_BYTES, "spanId": SPAN_ID_BYTES, "trace_id": TRACE_ID_BYTES, "span_id": SPAN_ID_BYTES}
 
 
 def _hex_ids_to_base64(node: Any) -> None:
-    """Every id field below `node` turned from OTLP/JSON hex to protobuf-JSON base64, in place. An id
-    that is not hex is left empty: its span is then rejected on its own (see `spans_of`)."""
+    """Every id field below `node` turned from OTLP/JSON hex to protobuf-JSON base64, in place (an id
+    that is not hex raises `NotOtlpJson`)."""
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key, value in item.items():
-                if key in _ID_KEYS and isinstance(value, str):
-                    item[key] = _hex_to_base64(value)
+                size = _ID_SIZES.get(key)
+                if size is not None and isinstance(value, str):
+                    number = hex_id(value, size, key)
+                    item[key] = base64.b64encode(number.to_bytes(size, "big")).decode("ascii") if number else ""
                 elif isinstance(value, (dict, list)):
                     stack.append(value)
         elif isinstance(item, list):
             stack.extend(value for value in item if isinstance(value, (dict, list)))
-
-
-def _hex_to_base64(value: str) -> str:
-    try:
-        return base64.b64encode(bytes.fromhex(value)).decode("ascii")
-    except ValueError:
-        return ""
 
 
 def service_name(resource: Resource) -> str:
@@ -157,61 +167,46 @@ def spans_of(request: ExportTraceServiceRequest) -> Received:
     return Received(spans, rejected, reason)
 
 
-@dataclass(frozen=True, slots=True)
-class ReceivedLogs:
-    """What one logs request held: the CLI tool calls in it, each with its sender's service.name;
-    the GenAI events (`conventions.genai_events`) with the span each names and what it adds; and how
-    many log records were not read (neither)."""
-
-    calls: list[tuple[CliToolCall, str]]
-    not_read: int
-    events: list[tuple[int, int, EventOutput]] = field(default_factory=list)
+def log_calls_of(request: Any) -> LogsRead:
+    """What a decoded `ExportLogsServiceRequest` holds for the guard (`otlp_logs`): CLI tool calls,
+    GenAI events and evaluation events."""
+    return read_records(_log_records(request))
 
 
-def log_calls_of(request: Any) -> ReceivedLogs:
-    """What a decoded `ExportLogsServiceRequest` holds for the guard: CLI tool calls
-    (`conventions.agent_clis`) and GenAI events."""
-    calls: list[tuple[CliToolCall, str]] = []
-    events: list[tuple[int, int, EventOutput]] = []
-    not_read = 0
+def _log_records(request: Any) -> Iterator[LogRecordFields]:
     for resource_logs in request.resource_logs:
         service = service_name(resource_logs.resource)
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
-                attributes = key_values(record.attributes)[0]
-                trace_id, span_id = int.from_bytes(record.trace_id, "big"), int.from_bytes(record.span_id, "big")
-                call = from_log(attributes, record.time_unix_nano, record.observed_time_unix_nano, trace_id, span_id)
-                if call is not None:
-                    calls.append((call, service))
-                    continue
-                event = read_event(event_name(record.event_name, attributes), attributes, any_value(record.body))
-                if event is not None and span_id:
-                    events.append((trace_id, span_id, event))
-                else:
-                    not_read += 1
-    return ReceivedLogs(calls, not_read, events)
+                yield LogRecordFields(service, int.from_bytes(record.trace_id, "big"),
+                                      int.from_bytes(record.span_id, "big"), record.event_name,
+                                      key_values(record.attributes)[0], any_value(record.body),
+                                      record.time_unix_nano, record.observed_time_unix_nano)
 
 
 def _id_problem(span: Span) -> str:
-    if len(span.trace_id) != _TRACE_ID_BYTES or not any(span.trace_id):
-        return f"span {span.name[:60]!r}: trace id must be {_TRACE_ID_BYTES} bytes, not all zero"
-    if len(span.span_id) != _SPAN_ID_BYTES or not any(span.span_id):
-        return f"span {span.name[:60]!r}: span id must be {_SPAN_ID_BYTES} bytes, not all zero"
-    if span.parent_span_id and len(span.parent_span_id) != _SPAN_ID_BYTES:
-        return f"span {span.name[:60]!r}: parent span id must be {_SPAN_ID_BYTES} bytes"
+    if len(span.trace_id) != TRACE_ID_BYTES or not any(span.trace_id):
+        return f"span {span.name[:60]!r}: trace id must be {TRACE_ID_BYTES} bytes, not all zero"
+    if len(span.span_id) != SPAN_ID_BYTES or not any(span.span_id):
+        return f"span {span.name[:60]!r}: span id must be {SPAN_ID_BYTES} bytes, not all zero"
+    if span.parent_span_id and len(span.parent_span_id) != SPAN_ID_BYTES:
+        return f"span {span.name[:60]!r}: parent span id must be {SPAN_ID_BYTES} bytes"
     return ""
 
 
 def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
     attributes, unreadable = key_values(span.attributes)
-    events = tuple(SpanEvent(event.name, key_values(event.attributes)[0], event.time_unix_nano)
-                   for event in span.events)
+    events = []
+    for event in span.events:  # values without a value count as dropped on the span, as the analyzer counts them
+        event_attributes, event_unreadable = key_values(event.attributes)
+        unreadable += event_unreadable
+        events.append(SpanEvent(event.name, event_attributes, event.time_unix_nano))
     status = span.status
     return ReceivedSpan(
         span, origin, span.name, int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"),
         int.from_bytes(span.parent_span_id, "big") or None, span.start_time_unix_nano,
-        span.end_time_unix_nano or None, scope, attributes, _STATUS.get(status.code, Status.UNSET),
-        status.message or None, span.dropped_attributes_count + unreadable, events, span.dropped_events_count,
+        span.end_time_unix_nano or None, scope, attributes, STATUS_CODES.get(status.code, Status.UNSET),
+        status.message or None, span.dropped_attributes_count + unreadable, tuple(events), span.dropped_events_count,
     )
 
 

@@ -7,7 +7,8 @@
 
 `otelguard serve` (see `otelguard.service.cli`) runs one until SIGTERM or SIGINT. The receivers run
 on one asyncio loop (uvicorn for HTTP, grpc.aio for gRPC) and only decode and queue; the judge
-(`judge.SpanJudge`) runs the guards on its own thread.
+(`judge.SpanJudge`) runs the guards on its own thread. With `forward`, the verdicts also go on as
+`gen_ai.evaluation.result` events (`live.evaluation_events`, through the SDK's logs pipeline).
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from ..config import GuardConfig
 from ..containment import Containment
 from ..engine import Judged
 from ..live.delivery import needs_delivery
+from ..live.evaluation_events import EvaluationEvents
 from ..live.metrics import GuardMetrics
 from ..records import Verdict
 from .access import TlsFiles
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
-from .received import log_calls_of, parse_json, parse_protobuf, spans_of
+from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
 from .sessions import RecentVerdicts, verdict_event
 from .webhook import Webhook
 
@@ -73,6 +75,9 @@ class ServiceOptions:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     webhook: str | None = None  # verdicts that ask for something are POSTed here, signed with:
     webhook_secret: bytes = field(default=b"", repr=False)
+    # gen_ai.evaluation.result events of the verdicts, sent to `forward` (`live.evaluation_events`):
+    # "actions", "all" or "off"; none without `forward`.
+    evaluation_events: str = "actions"
 
 
 class GuardService:
@@ -89,15 +94,20 @@ class GuardService:
         self.containment = Containment(self.metrics.internal_error)
         self.log_records = self.meter_provider.get_meter("otelguard").create_counter(
             "otelguard.service.log_records", unit="{record}",
-            description="Log records received: read as a CLI's tool call, or not read")
+            description="Log records received: read as a CLI's tool call, a GenAI event or an evaluation "
+                        "event, or not read")
         self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
         self.webhook = (Webhook(options.webhook, options.webhook_secret, self.meter_provider)
                         if options.webhook else None)
         self.recent = RecentVerdicts()
         self._on_verdict = on_verdict
+        self.logger_provider = (evaluation_logger_provider(options.forward)
+                                if options.forward and options.evaluation_events != "off" else None)
+        evaluations = EvaluationEvents(self.logger_provider, options.evaluation_events if self.logger_provider else "off",
+                                       self.containment)
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
-                               on_verdict=self._told)
+                               on_verdict=self._told, evaluations=evaluations)
         self.config = self.judge.config
         meter = self.meter_provider.get_meter("otelguard")
         self.rejected_spans = meter.create_counter(
@@ -135,6 +145,8 @@ class GuardService:
         from .http import JSON
 
         kind = REQUESTS[signal]
+        if signal == "traces":
+            return self.accept_spans(json_spans_of(body) if encoding == JSON else spans_of(parse_protobuf(body, kind)))
         request = parse_json(body, kind) if encoding == JSON else parse_protobuf(body, kind)
         return self.accept_message(signal, request)
 
@@ -142,23 +154,26 @@ class GuardService:
         """Accept one decoded export request: spans are queued for the judge (and forwarded once
         judged), logs and metrics forwarded. Returns the response, with any partial success."""
         if signal == "traces":
-            received = spans_of(request)
-            self.judge.submit(received.spans)
-            if received.rejected:
-                self.rejected_spans.add(received.rejected)
-            if not received.rejected:
-                return ExportTraceServiceResponse()
-            return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
-                rejected_spans=received.rejected, error_message=received.reason))
+            return self.accept_spans(spans_of(request))
         if signal == "logs":
             logs = log_calls_of(request)
             self.judge.submit_logs(logs.calls, logs.events)
             self.log_records.add(len(logs.calls), {"read": "cli_tool_call"})
             self.log_records.add(len(logs.events), {"read": "genai_event"})
+            self.log_records.add(len(logs.evaluations), {"read": "evaluation_event"})  # forwarded, not judged
             self.log_records.add(logs.not_read, {"read": "not_read"})
         if self.forwarder is not None:
             self.forwarder.send(signal, request)
         return ExportLogsServiceResponse() if signal == "logs" else ExportMetricsServiceResponse()
+
+    def accept_spans(self, received: Received) -> ExportTraceServiceResponse:
+        """Queue a request's spans for the judge; the response names the spans rejected."""
+        self.judge.submit(received.spans)
+        if not received.rejected:
+            return ExportTraceServiceResponse()
+        self.rejected_spans.add(received.rejected)
+        return ExportTraceServiceResponse(partial_success=ExportTracePartialSuccess(
+            rejected_spans=received.rejected, error_message=received.reason))
 
     def _told(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
         """Each verdict, on the judge's thread: kept for its session, sent to the webhook when it
@@ -288,6 +303,8 @@ class GuardService:
                 self._thread.join(grace_s + 5)
             self._loop.close()
         self.judge.close()
+        if self.logger_provider is not None:
+            self.logger_provider.shutdown()  # (sends the events still batched)
         if self.forwarder is not None:
             self.forwarder.close()
         if self.webhook is not None:
@@ -305,11 +322,26 @@ class GuardService:
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Judge everything received so far now (see `SpanJudge.flush`), and forward it."""
         judged = self.judge.flush(timeout_s)
+        if self.logger_provider is not None:
+            self.logger_provider.force_flush(int(timeout_s * 1000))
         if self.forwarder is not None:
             self.forwarder.flush()
         if self.webhook is not None:
             self.webhook.flush()
         return judged
+
+
+def evaluation_logger_provider(forward: str) -> Any:
+    """The SDK's logs pipeline to the forward endpoint: the evaluation events go through the SDK's
+    OTLP/HTTP exporter, batched on its own thread (the judge never waits for the next hop)."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+    from opentelemetry.sdk.resources import Resource
+
+    provider = LoggerProvider(resource=Resource.create({"service.name": "otelguard"}))
+    provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{forward}/v1/logs")))
+    return provider
 
 
 def _bound(address: Address) -> socket.socket:

@@ -1,0 +1,322 @@
+"""How OTLP/JSON writes the values of a span or log record, decoded in one place.
+
+The analyzer's file reader (`analyzer.otlp_json`) and the service's request decoder
+(`service.otlp_json_messages`) both decode through these functions, so a document reads the same
+in both; `tests/test_otlp_json_decoders_agree.py` holds them to it. OTLP/JSON is the protobuf JSON
+mapping with the deviations the OTLP specification lists (opentelemetry-proto
+docs/specification.md, "JSON Protobuf Encoding"):
+
+- trace and span ids are case-insensitive hex, "not base64-encoded as is defined in the standard
+  Protobuf JSON Mapping" (`hex_id`);
+- enum fields are integers: "the enum name strings MUST NOT be used" (`enum`);
+- 64-bit integers are decimal strings, and "either numbers or strings are accepted" (`integer`);
+- unknown fields are ignored.
+
+From the protobuf JSON mapping itself: a double may also be "NaN", "Infinity" or "-Infinity" or a
+number in a string; bytes are base64, standard or URL-safe, padded or not; a bool is `true` or
+`false`. Two leniencies are kept on purpose, both read the same by every decoder: snake_case field
+names read like lowerCamelCase ones (`field`), which cannot be mistaken for anything else; and an
+AnyValue that sets more than one value reads the first in a fixed order (`any_value`).
+
+A value not written so raises `NotOtlpJson`, saying which field and why: each caller decides what
+that costs (the service rejects the span in a partial success, the analyzer counts it and reads on).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from .records import Status
+
+__all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "STATUS_CODES", "TRACE_ID_BYTES", "UINT32", "UINT64", "Link", "NotOtlpJson", "any_value",
+           "attributes", "enum", "field", "hex_id", "integer", "items", "key_value", "key_values", "link", "status",
+           "text"]
+
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+INT32 = (-(2**31), 2**31 - 1)  # enums
+INT64 = (-(2**63), 2**63 - 1)  # intValue
+UINT32 = (0, 2**32 - 1)  # counts, flags
+UINT64 = (0, 2**64 - 1)  # times
+STATUS_CODES = {0: Status.UNSET, 1: Status.OK, 2: Status.ERROR}  # another code reads as unset
+
+_DOUBLE_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+class NotOtlpJson(ValueError):
+    """A value not written as OTLP/JSON writes it."""
+
+
+def field(obj: Any, camel: str, snake: str) -> Any:
+    """A field of a JSON object by its lowerCamelCase name, or its snake_case one; None when absent
+    (or null, which the protobuf JSON mapping reads as absent) or when `obj` is no object."""
+    if type(obj) is not dict and not isinstance(obj, Mapping):
+        return None
+    value = obj.get(camel)
+    return value if value is not None else obj.get(snake)
+
+
+def items(value: Any, what: str) -> list[Any]:
+    """A repeated field's items: [] when absent."""
+    if value is None:
+        return []
+    if type(value) is list or isinstance(value, list):
+        return value
+    raise NotOtlpJson(f"{what} is a {type(value).__name__}, not a list")
+
+
+def text(value: Any, what: str) -> str:
+    if value is None:
+        return ""
+    if type(value) is str:
+        return value
+    raise NotOtlpJson(f"{what} is a {type(value).__name__}, not a string")
+
+
+def hex_id(value: Any, size: int, what: str) -> int:
+    """An id of `size` bytes as `2 * size` hex digits, as an integer; 0 when absent or empty."""
+    if value is None or value == "":
+        return 0
+    if type(value) is str and len(value) == 2 * size:
+        try:
+            raw = bytes.fromhex(value)
+        except ValueError:
+            pass
+        else:
+            if len(raw) == size:  # (fromhex skips spaces between bytes)
+                return int.from_bytes(raw, "big")
+    if type(value) is str and _is_base64_of(value, size):
+        raise NotOtlpJson(f"{what} {_shown(value)} is base64 (the plain protobuf JSON mapping): OTLP/JSON writes "
+                          f"ids as {2 * size} hex digits")
+    raise NotOtlpJson(f"{_named(what, value)} is not {2 * size} hex digits")
+
+
+def _is_base64_of(value: str, size: int) -> bool:
+    try:
+        return len(_base64(value)) == size
+    except NotOtlpJson:
+        return False
+
+
+def integer(value: Any, bounds: tuple[int, int], what: str) -> int:
+    """An integer field: a JSON number with no fraction, or the same in decimal digits in a string
+    (how OTLP/JSON writes 64-bit ones); 0 when absent."""
+    kind = type(value)
+    if kind is int:
+        number = value
+    elif kind is str and value.isdigit() and value.isascii():  # (isdigit alone admits "²")
+        number = int(value)
+    elif kind is str and value[:1] == "-" and value[1:].isdigit() and value.isascii():
+        number = int(value)
+    elif kind is float and value.is_integer():
+        number = int(value)
+    elif value is None:
+        return 0
+    else:
+        raise NotOtlpJson(f"{_named(what, value)} is not an integer")
+    low, high = bounds
+    if not low <= number <= high:
+        raise NotOtlpJson(f"{_named(what, value)} is out of range")
+    return number
+
+
+def enum(value: Any, what: str) -> int:
+    """An enum field: its number (OTLP/JSON does not use the names); 0 when absent."""
+    if type(value) is str:
+        raise NotOtlpJson(f"{_named(what, value)} is a string: OTLP/JSON writes enums as numbers, not names")
+    return integer(value, INT32, what)
+
+
+def attributes(entries: Any) -> tuple[dict[str, Any], int]:
+    """A list of KeyValues as a dict, read as far as it can be: (the readable values, how many entries
+    were unreadable or held no value). Raises only when `entries` is not a list."""
+    values: dict[str, Any] = {}
+    unreadable = 0
+    for entry in items(entries, "attributes"):
+        if type(entry) is dict:  # the usual entry, and its usual value: a string, read here
+            key = entry.get("key")
+            raw = entry.get("value")
+            if type(key) is str and type(raw) is dict and len(raw) == 1:
+                value = raw.get("stringValue")
+                if type(value) is str:
+                    values[key] = value
+                    continue
+        try:
+            key, value = key_value(entry)
+        except (NotOtlpJson, RecursionError):
+            unreadable += 1
+            continue
+        if value is None:
+            unreadable += 1
+        else:
+            values[key] = value
+    return values, unreadable
+
+
+def key_values(entries: Any) -> list[tuple[str, Any]]:
+    """A list of KeyValues, every entry read (None for one that holds no value), in order; raises
+    at the first that cannot be read."""
+    try:
+        return [key_value(entry) for entry in items(entries, "attributes")]
+    except RecursionError:
+        raise NotOtlpJson("an attribute value nested too deep") from None
+
+
+def key_value(entry: Any) -> tuple[str, Any]:
+    """A KeyValue: its key, and its value decoded (None when it holds none)."""
+    if type(entry) is not dict and not isinstance(entry, Mapping):
+        raise NotOtlpJson(f"an attribute is a {type(entry).__name__}, not an object")
+    key = entry.get("key")
+    if type(key) is not str:
+        raise NotOtlpJson("an attribute has no key" if key is None else f"an attribute key is a {type(key).__name__}")
+    raw = entry.get("value")
+    try:
+        return key, None if raw is None else any_value(raw)
+    except NotOtlpJson as problem:
+        raise NotOtlpJson(f"attribute {_shown(key)}: {problem}") from None
+
+
+def status(raw: Any) -> tuple[int, str]:
+    """A span's status: (code, message); (0, "") when absent."""
+    if raw is None:
+        return 0, ""
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise NotOtlpJson(f"status is a {type(raw).__name__}, not an object")
+    return enum(raw.get("code"), "status code"), text(raw.get("message"), "status message")
+
+
+class Link(NamedTuple):
+    trace_id: int
+    span_id: int
+    trace_state: str
+    attributes: list[tuple[str, Any]]
+    flags: int
+    dropped_attributes: int
+
+
+def link(raw: Any) -> Link:
+    """A span link, every field read (the guard reads none of them; the service forwards them)."""
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise NotOtlpJson(f"a link is a {type(raw).__name__}, not an object")
+    return Link(hex_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "link traceId"),
+                hex_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "link spanId"),
+                text(field(raw, "traceState", "trace_state"), "link traceState"),
+                key_values(raw.get("attributes")), integer(raw.get("flags"), UINT32, "link flags"),
+                integer(field(raw, "droppedAttributesCount", "dropped_attributes_count"), UINT32,
+                        "link droppedAttributesCount"))
+
+
+def any_value(raw: Any) -> Any:
+    """An AnyValue decoded: a str, int, float, bool, bytes, tuple (an array, as the SDK keeps them) or
+    dict (a kvlist); None when it holds no value. An AnyValue that sets more than one value (which
+    the protobuf parser refuses) reads the first in `_ANY_VALUE_FIELDS` order, whatever the order of
+    its keys: checking for a second one would cost the analyzer's fast reader a fifth of its time."""
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise NotOtlpJson(f"an attribute value is a {type(raw).__name__}, not an object")
+    for camel, snake, decode in _ANY_VALUE_FIELDS:
+        value = raw.get(camel)
+        if value is None:
+            value = raw.get(snake)
+            if value is None:
+                continue
+        try:
+            return decode(value)
+        except NotOtlpJson as problem:
+            raise NotOtlpJson(f"{camel} {problem}") from None
+    return None
+
+
+def _string(value: Any) -> str:
+    if type(value) is str:
+        return value
+    raise NotOtlpJson(f"is a {type(value).__name__}, not a string")
+
+
+def _int(value: Any) -> int:
+    return integer(value, INT64, "")
+
+
+def _double(value: Any) -> float:
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is int:
+        try:
+            return float(value)
+        except OverflowError:
+            raise NotOtlpJson(f"{_shown(value)} is out of range") from None
+    if kind is str:
+        word = _DOUBLE_WORDS.get(value)
+        if word is not None:
+            return word
+        if _JSON_NUMBER.fullmatch(value):
+            number = float(value)
+            if not math.isinf(number):
+                return number
+    raise NotOtlpJson(f"{_shown(value)} is not a number")
+
+
+def _bool(value: Any) -> bool:
+    if type(value) is bool:
+        return value
+    raise NotOtlpJson(f"{_shown(value)} is not true or false")
+
+
+def _bytes(value: Any) -> bytes:
+    if type(value) is not str:
+        raise NotOtlpJson(f"is a {type(value).__name__}, not base64")
+    return _base64(value)
+
+
+def _base64(value: str) -> bytes:
+    """Base64 in either alphabet (standard or URL-safe), with or without its padding."""
+    standard = value.replace("-", "+").replace("_", "/").rstrip("=")
+    if len(standard) % 4 == 1 or len(value) - len(standard) > 2:
+        raise NotOtlpJson(f"{_shown(value)} is not base64")
+    try:
+        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        raise NotOtlpJson(f"{_shown(value)} is not base64") from None
+
+
+def _array(value: Any) -> tuple[Any, ...]:
+    if type(value) is not dict and not isinstance(value, Mapping):
+        raise NotOtlpJson(f"is a {type(value).__name__}, not an object")
+    return tuple(any_value(item) for item in items(value.get("values"), "values"))
+
+
+def _kvlist(value: Any) -> dict[str, Any]:
+    if type(value) is not dict and not isinstance(value, Mapping):
+        raise NotOtlpJson(f"is a {type(value).__name__}, not an object")
+    values: dict[str, Any] = {}
+    for entry in items(value.get("values"), "values"):
+        key, decoded = key_value(entry)  # one unreadable entry makes the whole value unreadable
+        if decoded is not None:
+            values[key] = decoded
+    return values
+
+
+_ANY_VALUE_FIELDS = (
+    ("stringValue", "string_value", _string),
+    ("intValue", "int_value", _int),
+    ("doubleValue", "double_value", _double),
+    ("boolValue", "bool_value", _bool),
+    ("arrayValue", "array_value", _array),
+    ("kvlistValue", "kvlist_value", _kvlist),
+    ("bytesValue", "bytes_value", _bytes),
+)
+
+
+def _named(what: str, value: Any) -> str:
+    return f"{what} {_shown(value)}" if what else _shown(value)
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 42 else shown[:40] + "…"
