@@ -4,6 +4,7 @@ them to each other; and `comparable`, a span or read problem as text that compar
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -18,7 +19,8 @@ def comparable(item: SpanView | ReadProblem) -> str:
     order included)."""
     if isinstance(item, ReadProblem):
         return repr(item)
-    fields = {name: getattr(item, name) for name in SpanView.__slots__ if name not in ("attributes", "events")}
+    fields = {field.name: getattr(item, field.name) for field in dataclasses.fields(SpanView)
+              if field.name not in ("attributes", "events")}
     events = [(event.name, list(event.attributes.items()), event.time_ns) for event in item.events]
     return repr((fields, list(item.attributes.items()), events))
 

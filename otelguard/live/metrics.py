@@ -82,7 +82,7 @@ class GuardMetrics:
             "otelguard.verdicts", unit="{verdict}", description="Guard verdicts on agent spans")
         # Spans counted in plain ints by (kind, convention), read at collection: an SDK counter's
         # add() costs ~7.7 us a call, a third of the span bar (verdicts are rare and recorded directly).
-        self._span_counts: dict[tuple[str, str], int] = {}
+        self._span_counts: dict[tuple[str, str, str | None], int] = {}
         self._span_counts_lock = fork_safe_lock(self, "_span_counts_lock")
         self.spans = meter.create_observable_counter(
             "otelguard.spans", callbacks=[self._observe_spans], unit="{span}",
