@@ -83,7 +83,7 @@ def from_span(name: str, attributes: Mapping[str, Any], trace_id: int, parent_sp
         tool = attributes.get(sc.GEN_AI_TOOL_NAME)
         request = _json_object(attributes.get("gen_ai.input.messages"))
         arguments = request.get("args")
-        outcome = _json_object(attributes.get("gen_ai.output.messages")).get("status")
+        outcome = _json_object(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)).get("status")
         return _call(GEMINI_CLI, attributes.get(sc.GEN_AI_CONVERSATION_ID),
                      f"{trace_id:032x}/{parent_span_id or 0:016x}/{tool}", tool,
                      json.dumps(arguments) if isinstance(arguments, dict) else None,

@@ -34,7 +34,7 @@ NAME = "gen_ai.evaluation.name"
 LABEL = "gen_ai.evaluation.score.label"
 VALUE = "gen_ai.evaluation.score.value"
 EXPLANATION = "gen_ai.evaluation.explanation"
-AGENT_NAME = "gen_ai.agent.name"
+AGENT_NAME = sc.GEN_AI_AGENT_NAME
 OURS = "otelguard."  # the prefix of otelguard's evaluations' names: otelguard.<guard>.<rule>
 INPUT_EVENTS = frozenset({"gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message",
                           "gen_ai.tool.message"})

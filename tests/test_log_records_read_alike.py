@@ -1,4 +1,4 @@
-"""One reader of log records (`otelguard.otlp_logs`) for the analyzer and the service: a logs request
+"""The analyzer and the service read log records alike (one reader, `otelguard.otlp_logs`): a logs request
 read from the JSON the analyzer parsed for spans and the same request decoded by the service give
 the same CLI tool calls, GenAI events, evaluation events and counts; and the analyzer reads a
 pretty-printed logs document as it reads one on a line.
