@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_support import FIXTURES, Guarded, metric_points, output_messages
 
-import otelguard.pricing
+import otelguard.loop_spend
 from otelguard.actions import Action
 from otelguard.analyzer import analyze
 from otelguard.cli import main
@@ -151,11 +151,11 @@ def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):
     def stalled(n: int) -> Verdict:
         return Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE, thinking_stalled=n)
 
-    loaded = otelguard.pricing._calculate
-    monkeypatch.setattr(otelguard.pricing, "_calculate", None)  # the state before the table is in (a test seam)
+    # Before the table is in, `price_usd` answers None (its documented answer) for every model.
+    monkeypatch.setattr(otelguard.loop_spend, "price_usd", lambda model, input_tokens, output_tokens: None)
     first = ledger.step("agent", stalled(1), usage)
     assert (first.spend.cost_usd, first.new_cost_usd) == (None, 0.0)
-    monkeypatch.setattr(otelguard.pricing, "_calculate", loaded)
+    monkeypatch.undo()  # the table is in
     second = ledger.step("agent", stalled(2), usage)
     whole = price_usd(PRICED_MODEL, 2400, 1400)
     assert second.spend.cost_usd == pytest.approx(whole) == pytest.approx(second.new_cost_usd)

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry._logs import LogRecord
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
@@ -26,7 +23,8 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
-from service_support import running_service, serving, verdict_counts
+from loopback_support import LoopbackServer
+from service_support import running_service, verdict_counts
 from test_service_otlp_http import COUNTING, REMIND, send_with
 
 AGENT = Resource.create({"service.name": "grpc-agent"})
@@ -57,45 +55,27 @@ def test_grpc_exporter_spans_are_judged() -> None:
         assert verdict_counts(service, "grpc-agent") == Counter({REMIND: 2, COUNTING: 2})
 
 
-class Recorder:
+class Recorder(LoopbackServer):
     """An OTLP/HTTP endpoint that keeps each request body it gets, by path (the next hop)."""
 
     def __init__(self) -> None:
         self.bodies: dict[str, list[bytes]] = {}
         self.got = threading.Condition()
-        recorder = self
+        super().__init__(self._posted)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with recorder.got:
-                    recorder.bodies.setdefault(self.path, []).append(body)
-                    recorder.got.notify_all()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+    def _posted(self, path: str, body: bytes) -> tuple[int, str, bytes]:
+        with self.got:
+            self.bodies.setdefault(path, []).append(body)
+            self.got.notify_all()
+        return 200, "application/x-protobuf", b""
 
     def wait_for(self, *paths: str, timeout_s: float = 10.0) -> bool:
         with self.got:
             return self.got.wait_for(lambda: all(path in self.bodies for path in paths), timeout_s)
 
 
-@contextmanager
-def recording() -> Iterator[Recorder]:
-    recorder = Recorder()
-    with serving(recorder.server):
-        yield recorder
-
-
 def test_forward_sends_spans_with_verdicts_and_logs_and_metrics_as_received() -> None:
-    with recording() as next_hop, running_service(grpc=True, forward=next_hop.url) as service:
+    with Recorder() as next_hop, running_service(grpc=True, forward=next_hop.base) as service:
         send_with(HttpSpanExporter(endpoint=service.http_url + "/v1/traces"), "http-agent")
         send_log(GrpcLogExporter(endpoint=service.grpc_target, insecure=True))
         send_metric(HttpMetricExporter(endpoint=service.http_url + "/v1/metrics"))
