@@ -26,6 +26,7 @@ from pydantic.alias_generators import to_camel
 
 from .conventions import READ_LIMITS
 from .detectors.progress import CYCLE, ERROR_LOOP, INTERLEAVED_REPEAT, NEAR_DUPLICATE, SAME_RESULT
+from .detectors.stream import LONG_CYCLE_FLOOR
 from .errors import ConfigError
 from .guard_ids import GUARD_IDS, NO_PROGRESS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
 from .terminal import printable, short_repr
@@ -175,7 +176,7 @@ class ThinkingLoopGuardConfig(_Settings):
     @field_validator("max_long_cycle_chars")
     @classmethod
     def _above_the_short_cycles(cls, value: int, info: ValidationInfo) -> int:
-        floor = info.data.get("max_repeated_cycle_chars", 64) or 64
+        floor = info.data.get("max_repeated_cycle_chars", 64) or LONG_CYCLE_FLOOR  # (64: the field's default)
         if value and value <= floor:
             raise ValueError(f"must be 0 (off) or above max_repeated_cycle_chars ({floor}), got {value}")
         return value

@@ -458,10 +458,10 @@ class StreamBreaker:
         them too. (The cycle rule's tail is its last `_keep`: cycle_scan reads no further back.)"""
         fresh = self._fresh
         text = "".join(fresh[-2:])  # enough for the probe of short batches, and for most tails
-        if len(text) < chars:
+        if len(text) < chars and len(fresh) > 2:
             text = "".join(fresh)
-            if len(text) < chars:
-                text = self._older + self._newer + text
+        if len(text) < chars:
+            text = self._history() + text
         return text
 
 

@@ -127,7 +127,8 @@ class GuardEngine:
         self._on_tool_start = tuple((i, g) for i, g in _hooked(self.guards, "on_tool_start") if g.acts_on_tool_start)
         # A tool start takes its agent's state (and lock) only when one of those hooks keeps state.
         self._tool_start_state = any(type(g).new_state is not Guard.new_state for _, g in self._on_tool_start)
-        self._on_tool_end = _hooked(self.guards, "on_tool_end")
+        # (index, guard, skip_when_fresh): each guard's tool_end_keeps_fresh_state read once, not a tool span at a time.
+        self._on_tool_end = tuple((i, g, g.tool_end_keeps_fresh_state) for i, g in _hooked(self.guards, "on_tool_end"))
         self._on_model_end = _hooked(self.guards, "on_model_end")
         # Reading a tool span at its start costs a JSON parse; only a pre-emptive block needs it.
         self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
@@ -292,8 +293,8 @@ class GuardEngine:
         state = self._agents.state(agent)
         with state.lock:
             if type(record) is ToolCall:
-                for index, guard in self._on_tool_end:
-                    if guard.tool_end_keeps_fresh_state and state.guard_states[index] is UNMADE:
+                for index, guard, skip_when_fresh in self._on_tool_end:
+                    if skip_when_fresh and state.guard_states[index] is UNMADE:
                         continue
                     verdicts += guard.on_tool_end(state.of(index, guard), record, span, timed_out_ms)
             elif type(record) is ModelCall:
