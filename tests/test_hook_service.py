@@ -104,8 +104,8 @@ def test_a_hook_the_service_answers_imports_neither_the_engine_nor_an_http_libra
     session = CliSession("claude-code")
     for _ in range(2):
         session.call("Bash", LS)
-    hook("claude-code", session.pre("Bash", LS, "call-3"))
-    loaded, printed = hook_imports("claude-code", session.post("Bash", LS, call_id="call-3"),  # the third: a reminder
+    hook("claude-code", session.pre("Bash", LS, "the-third-call"))
+    loaded, printed = hook_imports("claude-code", session.post("Bash", LS, call_id="the-third-call"),  # the third: a reminder
                                    {"otelguard.engine", "otelguard.guards", "http", "email", "ssl"})
     assert loaded == []
     assert answer("claude-code", json.loads(printed)).context == SHORT_TEXT  # the service's answer
