@@ -39,9 +39,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from otelguard.hooks import CLIS
+
 BAR_P95_MS = 100.0
 RECORDED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agent_cli_hooks"
-CLIS = ("claude-code", "gemini-cli", "codex", "opencode")
 
 
 def _as_call(cli: str, record: dict, session: str, call_id: str, arguments: dict | None = None) -> dict:

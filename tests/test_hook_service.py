@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 
 import pytest
 from hook_support import CLIS, CliSession, answer, hook, hook_imports
@@ -57,6 +59,43 @@ def test_a_service_that_does_not_answer_leaves_the_decision_to_the_local_hook(mo
     assert (hook_state / "hooks.log").read_text(encoding="utf-8").count("service fallback") == 10  # 5 x 2 hooks
 
 
+def test_the_hook_takes_an_answer_whole_by_its_content_length_though_the_connection_stays_open(
+        monkeypatch, hook_state):
+    """A server (or a proxy before the service) that keeps the connection open after its answer: the
+    hook reads the answer up to its Content-Length, not until the connection closes (which would wait
+    out the timeout and decide locally)."""
+    told = b'{"continue": false, "stopReason": "from the service"}'
+    answered, release = threading.Event(), threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+
+        def serve_once() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                   b"Content-Length: %d\r\n\r\n" % len(told) + told)
+                answered.set()
+                release.wait(30)  # open until the hook is done
+
+        server = threading.Thread(target=serve_once, daemon=True)
+        server.start()
+        monkeypatch.setenv("OTELGUARD_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
+        monkeypatch.setenv("OTELGUARD_URL_TIMEOUT_MS", "20000")
+        began = time.monotonic()
+        printed = hook("claude-code", CliSession("claude-code").pre("Bash", LS))
+        took = time.monotonic() - began
+        release.set()
+        server.join(30)
+    assert answered.is_set() and printed == json.loads(told)
+    assert took < 10  # well before the 20 s timeout
+    log = hook_state / "hooks.log"
+    assert not log.exists() or "service fallback" not in log.read_text(encoding="utf-8")
+
+
 def test_a_hook_the_service_answers_imports_neither_the_engine_nor_an_http_library(service, monkeypatch):
     """The warm path's point is a light process: it speaks plain HTTP over a socket itself
     (`http.client` imports `email` and `ssl`) and leaves the engine unimported."""
@@ -65,8 +104,8 @@ def test_a_hook_the_service_answers_imports_neither_the_engine_nor_an_http_libra
     session = CliSession("claude-code")
     for _ in range(2):
         session.call("Bash", LS)
-    hook("claude-code", session.pre("Bash", LS, "call-3"))
-    loaded, printed = hook_imports("claude-code", session.post("Bash", LS, call_id="call-3"),  # the third: a reminder
+    hook("claude-code", session.pre("Bash", LS, "the-third-call"))
+    loaded, printed = hook_imports("claude-code", session.post("Bash", LS, call_id="the-third-call"),  # the third: a reminder
                                    {"otelguard.engine", "otelguard.guards", "http", "email", "ssl"})
     assert loaded == []
     assert answer("claude-code", json.loads(printed)).context == SHORT_TEXT  # the service's answer

@@ -95,7 +95,8 @@ def _post(where: SplitResult, target: str, body: bytes, headers: dict[str, str],
           timeout_s: float) -> tuple[int, bytes]:
     """POST over plain HTTP/1.1, written here: `http.client` imports `email` and `ssl`, which cost a
     hook more than the rest of its work (~125 M instructions). The service (uvicorn) answers with a
-    Content-Length and closes the connection (`Connection: close`); any other answer raises."""
+    Content-Length: the answer is read up to it, whether or not the connection is closed after it (it
+    is asked to be); any other answer raises."""
     import socket
 
     lines = [f"POST {target} HTTP/1.1", f"Host: {where.netloc}", f"Content-Length: {len(body)}",
@@ -105,17 +106,29 @@ def _post(where: SplitResult, target: str, body: bytes, headers: dict[str, str],
     with socket.create_connection((where.hostname or "localhost", where.port or 80), timeout=timeout_s) as link:
         link.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body)
         received = bytearray()
-        while chunk := link.recv(65536):
+        while (answer := _answer(received)) is None:
+            chunk = link.recv(65536)
+            if not chunk:
+                raise OSError(f"the connection closed before the whole answer ({len(received)} bytes)")
             received += chunk
             if len(received) > MAX_ANSWER_BYTES:
                 raise OSError("the answer is too long")
-    head, _, answer = bytes(received).partition(b"\r\n\r\n")
+    return answer
+
+
+def _answer(received: bytearray) -> tuple[int, bytes] | None:
+    """(status, body) of an HTTP/1.x answer with a Content-Length, or None while part of it is still to come."""
+    head, separator, body = bytes(received).partition(b"\r\n\r\n")
+    if not separator:
+        return None
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     fields = dict(line.lower().partition(":")[::2] for line in header_lines)
     length = fields.get("content-length", "").strip()
-    if not status_line.startswith("HTTP/1.") or not length.isdigit() or len(answer) < int(length):
+    if not status_line.startswith("HTTP/1.") or not length.isdigit():
         raise OSError(f"not an HTTP answer with a Content-Length: {status_line[:80]!r}")
-    return int(status_line.split()[1]), answer[:int(length)]
+    if len(body) < int(length):
+        return None
+    return int(status_line.split()[1]), body[:int(length)]
 
 
 def _post_with_http_client(where: SplitResult, target: str, body: bytes, headers: dict[str, str],

@@ -59,6 +59,7 @@ def send(batch: dict[str, Any]) -> None:
     from opentelemetry.sdk.resources import Resource
 
     from .._version import __version__
+    from ..guards.repeat_tool_reminder import REPEATED_TOOL_CALL
     from ..live.metrics import GuardMetrics
 
     base = str(batch["endpoint"]).rstrip("/")
@@ -76,7 +77,8 @@ def send(batch: dict[str, Any]) -> None:
     for fields in batch["verdicts"]:
         verdict = Verdict(**fields)
         metrics.verdict(verdict, batch["cli"])
-        if verdict.repeat_count is not None:
+        # As `live.delivery` records it: the histogram is of identical-call runs (no-progress's repeats are not).
+        if verdict.repeat_count is not None and verdict.verdict == REPEATED_TOOL_CALL:
             metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
         attributes = {**verdict.attributes(), "event.name": "otelguard.verdict", "otelguard.hook.cli": batch["cli"],
                       "otelguard.hook.phase": batch["phase"], "session.id": batch["session"],
