@@ -17,7 +17,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from service_support import running_service, scrape
-from test_service_grpc_and_forward import recording, sender
+from test_service_grpc_and_forward import Recorder, sender
 from test_service_otlp_http import send_with
 
 EVENT = "gen_ai.evaluation.result"
@@ -44,7 +44,7 @@ def judged_tools(bodies: list[bytes]) -> list[Any]:
 def test_each_reminder_is_an_event_at_the_forward_endpoint_on_the_judged_span() -> None:
     """Five identical calls: reminders at the 3rd and 5th are two events, each with the trace and span
     id of the forwarded span that carries that verdict, the run length as its value."""
-    with recording() as next_hop, running_service(forward=next_hop.url) as service:
+    with Recorder() as next_hop, running_service(forward=next_hop.base) as service:
         send_with(OTLPSpanExporter(endpoint=service.http_url + "/v1/traces"), "http-agent")
         assert service.flush()
         assert next_hop.wait_for("/v1/traces", "/v1/logs")
@@ -65,7 +65,7 @@ def test_each_reminder_is_an_event_at_the_forward_endpoint_on_the_judged_span() 
 @pytest.mark.parametrize(("mode", "expected"), [("all", ["remind", "remind", "none", "none"]), ("off", [])])
 def test_the_mode_chooses_which_verdicts_become_events(mode: str, expected: list[str]) -> None:
     """"all" adds the counting verdicts (action none); "off" sends none (spans are still forwarded)."""
-    with recording() as next_hop, running_service(forward=next_hop.url, evaluation_events=mode) as service:
+    with Recorder() as next_hop, running_service(forward=next_hop.base, evaluation_events=mode) as service:
         send_with(OTLPSpanExporter(endpoint=service.http_url + "/v1/traces"), "http-agent")
         assert service.flush()
         assert next_hop.wait_for("/v1/traces")
