@@ -226,9 +226,7 @@ class Findings:
         if kind is SpanKind.AGENT:
             agent.runs += 1
             return
-        shown = judged.verdicts
-        if judged.stream_verdict is not None:
-            shown = [*shown, judged.stream_verdict]
+        shown = judged.shown
         if kind is SpanKind.MODEL:
             agent.model_calls += 1
         else:

@@ -75,6 +75,11 @@ class Judged(NamedTuple):
     # A stream trip reported live (`report_stream_trip`): shown on the span, not reported again.
     stream_verdict: Verdict | None = None
 
+    @property
+    def shown(self) -> tuple[Verdict, ...]:
+        """What the span shows: its verdicts, and a stream trip reported live."""
+        return self.verdicts if self.stream_verdict is None else (*self.verdicts, self.stream_verdict)
+
 
 def _as_started(source: SpanSource) -> SpanView:
     """The span as it is at its start, for every driver alike: its ids, name and attributes (no

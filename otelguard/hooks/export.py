@@ -59,7 +59,6 @@ def send(batch: dict[str, Any]) -> None:
     from opentelemetry.sdk.resources import Resource
 
     from .._version import __version__
-    from ..guards.repeat_tool_reminder import REPEATED_TOOL_CALL
     from ..live.metrics import GuardMetrics
 
     base = str(batch["endpoint"]).rstrip("/")
@@ -76,10 +75,7 @@ def send(batch: dict[str, Any]) -> None:
     logger = logs.get_logger("otelguard", __version__)
     for fields in batch["verdicts"]:
         verdict = Verdict(**fields)
-        metrics.verdict(verdict, batch["cli"])
-        # As `live.delivery` records it: the histogram is of identical-call runs (no-progress's repeats are not).
-        if verdict.repeat_count is not None and verdict.verdict == REPEATED_TOOL_CALL:
-            metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
+        metrics.verdict(verdict, batch["cli"])  # (the run-length histogram too)
         attributes = {**verdict.attributes(), "event.name": "otelguard.verdict", "otelguard.hook.cli": batch["cli"],
                       "otelguard.hook.phase": batch["phase"], "session.id": batch["session"],
                       "gen_ai.tool.name": batch["tool"]}

@@ -20,7 +20,6 @@ from ..conventions import model_usage
 from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
-from ..guards.repeat_tool_reminder import REPEATED_TOOL_CALL
 from ..loop_spend import LOOP_VERDICTS, LoopLedger
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
@@ -123,10 +122,7 @@ class Delivery:
         spent: dict[str, Any] | None = None
         reactions = []
         for verdict in judged.verdicts:
-            self.metrics.verdict(verdict, judged.agent.name, service_name)
-            # The run-length histogram is of identical-call runs: no-progress's repeats are not those.
-            if verdict.repeat_count is not None and verdict.verdict == REPEATED_TOOL_CALL:
-                self.metrics.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
+            self.metrics.verdict(verdict, judged.agent.name, service_name)  # (the run-length histogram too)
             spend = None
             if type(judged.record) is ModelCall and verdict.verdict in LOOP_VERDICTS and span is not None:
                 usage = usage or model_usage(span, judged.classification)

@@ -10,6 +10,7 @@ from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 
 from .._version import __version__
 from ..forksafe import fork_safe_lock
+from ..guards.repeat_tool_reminder import REPEATED_TOOL_CALL
 from ..records import Verdict
 
 OTHER = "_other"
@@ -141,6 +142,9 @@ class GuardMetrics:
         if service_name is not None:
             labels["service.name"] = self._service_label(service_name)
         self.verdicts.add(1, labels)
+        # The run-length histogram is of identical-call runs: no-progress's repeats are not those.
+        if verdict.repeat_count is not None and verdict.verdict == REPEATED_TOOL_CALL:
+            self.run_length.record(verdict.repeat_count, {"otelguard.guard": verdict.guard})
 
     def span(self, kind: str, convention: str, service_name: str | None = None) -> None:
         """Count one judged span. `kind` may be a `SpanKind` (a str enum: made a plain label at

@@ -203,7 +203,7 @@ class GuardSpanProcessor(SpanProcessor):
             self._runs.ended(judged.agent.run_span_id)
             return span
         spent = self._delivery.judged(judged) if judged.verdicts else None  # a loop's spend, for the span
-        shown = judged.verdicts if judged.stream_verdict is None else (*judged.verdicts, judged.stream_verdict)
+        shown = judged.shown
         if not shown:
             return span
         if not self._downstream:

@@ -240,6 +240,6 @@ class SpanJudge:
             if self._on_verdict is not None:
                 for verdict in judged.verdicts:
                     self._on_verdict(service, judged, verdict)
-        shown = judged.verdicts if judged.stream_verdict is None else (*judged.verdicts, judged.stream_verdict)
+        shown = judged.shown
         if shown:
             self._shown[view.trace_id << 64 | view.span_id] = shown
