@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import json
 import socket
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from genai_prices import Usage, calc_price
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_support import FIXTURES, Guarded, metric_points, output_messages
+from service_support import running_service
+from test_service_grpc_and_forward import Recorder
 
 import otelguard.loop_spend
 from otelguard.actions import Action
@@ -189,3 +195,28 @@ def test_a_text_loop_is_a_loop_of_its_own_never_a_step_of_the_stalled_reasoning_
     resumed = ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
                                            thinking_stalled=3), usage)
     assert not resumed.started and (resumed.spend.input_tokens, resumed.spend.output_tokens) == (300, 150)
+
+
+def test_the_service_forwards_each_stalled_step_with_the_live_processor_s_spend():
+    """The same stalled calls sent to `otelguard serve --forward`: the forwarded model spans carry the
+    loop's spend so far, as the live processor's exported spans do."""
+    def loop_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in attributes.items() if key.startswith("otelguard.loop.")}
+
+    with Guarded(THINKING) as g:
+        stalled_calls(g, PRICED_MODEL, 3)
+        live = [loop_attributes(dict(s.attributes)) for s in g.exporter.get_finished_spans() if s.name.startswith("chat")]
+    with Recorder() as next_hop, running_service(THINKING, forward=next_hop.base) as service:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=service.http_url + "/v1/traces")))
+        stalled_calls(SimpleNamespace(tracer=provider.get_tracer("agent")), PRICED_MODEL, 3)
+        provider.shutdown()
+        assert service.flush()
+        assert next_hop.wait_for("/v1/traces")
+    forwarded = sorted((span for body in next_hop.bodies["/v1/traces"]
+                        for resource in ExportTraceServiceRequest.FromString(body).resource_spans
+                        for scope in resource.scope_spans for span in scope.spans if span.name.startswith("chat")),
+                       key=lambda span: span.start_time_unix_nano)
+    assert [loop_attributes({entry.key: getattr(entry.value, entry.value.WhichOneof("value"))
+                             for entry in span.attributes}) for span in forwarded] == live
+    assert [attributes["otelguard.loop.output_tokens"] for attributes in live] == [700, 1400, 2100]

@@ -21,6 +21,7 @@ from .._version import __version__
 from ..actions import strongest
 from ..live.enrichment import VERDICT_EVENT
 from ..records import Verdict
+from .judge import Shown
 from .received import ReceivedSpan
 from .sending import QueuedSender
 
@@ -46,7 +47,7 @@ class Forwarder(QueuedSender):
         """Queue one request's message (logs or metrics) as received."""
         self._queue_body(signal, message.SerializeToString())
 
-    def spans(self, spans: Sequence[ReceivedSpan], shown: dict[int, tuple[Verdict, ...]]) -> None:
+    def spans(self, spans: Sequence[ReceivedSpan], shown: dict[int, Shown]) -> None:
         """Queue judged spans, with their verdicts, as one request grouped by resource and scope."""
         if spans:
             self._queue_body("traces", enriched_request(spans, shown).SerializeToString())
@@ -64,9 +65,10 @@ class Forwarder(QueuedSender):
         self._requests.add(1, {"signal": item[0], "outcome": "failed"})
 
 
-def enriched_request(spans: Sequence[ReceivedSpan], shown: dict[int, tuple[Verdict, ...]]) -> ExportTraceServiceRequest:
+def enriched_request(spans: Sequence[ReceivedSpan], shown: dict[int, Shown]) -> ExportTraceServiceRequest:
     """The spans as one export request, grouped by the resource and scope they came with; a span with
-    verdicts carries the strongest one's `otelguard.*` attributes and one event per verdict."""
+    verdicts carries the strongest one's `otelguard.*` attributes (and a loop's spend so far) and one
+    event per verdict, as the live processor's exported span does."""
     request = ExportTraceServiceRequest()
     resources: dict[int, ResourceSpans] = {}
     scopes: dict[int, ScopeSpans] = {}
@@ -82,14 +84,14 @@ def enriched_request(spans: Sequence[ReceivedSpan], shown: dict[int, tuple[Verdi
                 scope=origin.scope_spans.scope, schema_url=origin.scope_spans.schema_url)
         copy = scope.spans.add()
         copy.CopyFrom(span.message)
-        verdicts = shown.get(span.trace_id << 64 | span.span_id)
-        if verdicts:
-            _add_verdicts(copy, verdicts)
+        judged = shown.get(span.trace_id << 64 | span.span_id)
+        if judged is not None:
+            _add_verdicts(copy, *judged)
     return request
 
 
-def _add_verdicts(span: Span, verdicts: tuple[Verdict, ...]) -> None:
-    replaced = strongest(verdicts).attributes()
+def _add_verdicts(span: Span, verdicts: tuple[Verdict, ...], extra: dict[str, Any] | None) -> None:
+    replaced = {**strongest(verdicts).attributes(), **(extra or {})}
     kept = [entry for entry in span.attributes if entry.key not in replaced]
     del span.attributes[:]
     span.attributes.extend(kept)

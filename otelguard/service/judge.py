@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..analyzer.cli_calls import CliCalls
 from ..analyzer.event_outputs import EventOutputs
@@ -52,7 +53,9 @@ _STOP = object()
 
 # What the judge hands on after each replayed batch: its spans, and the verdicts shown on each
 # (keyed by trace id << 64 | span id). Forwarding enriches and sends them.
-OnReplayed = Callable[[list[ReceivedSpan], dict[int, tuple[Verdict, ...]]], None]
+# What a judged span shows when forwarded: its verdicts, and a loop's spend so far (as the live processor's span).
+Shown = tuple[tuple[Verdict, ...], dict[str, Any] | None]
+OnReplayed = Callable[[list[ReceivedSpan], dict[int, Shown]], None]
 # Told of each verdict as it is reached: the sender's service.name, the judged span, the verdict.
 OnVerdict = Callable[[str | None, Judged, Verdict], None]
 
@@ -110,7 +113,7 @@ class SpanJudge:
         self._on_verdict = on_verdict
         self._queue: queue.Queue[object] = queue.Queue(options.queue)
         self._batch: Batch | None = None
-        self._shown: dict[int, tuple[Verdict, ...]] = {}
+        self._shown: dict[int, Shown] = {}
         self._record = 0
         self.received = 0
         self.judged_verdicts = 0
@@ -234,12 +237,13 @@ class SpanJudge:
         self.metrics.span(kind, judged.classification.convention, service)
         if kind is SpanKind.AGENT:
             return
+        spent = None
         if judged.verdicts:
             self.judged_verdicts += len(judged.verdicts)
-            self._delivery.judged(judged, service)
+            spent = self._delivery.judged(judged, service)
             if self._on_verdict is not None:
                 for verdict in judged.verdicts:
                     self._on_verdict(service, judged, verdict)
         shown = judged.shown
         if shown:
-            self._shown[view.trace_id << 64 | view.span_id] = shown
+            self._shown[view.trace_id << 64 | view.span_id] = (shown, spent)
