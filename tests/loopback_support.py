@@ -42,3 +42,22 @@ class LoopbackServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class Recorder(LoopbackServer):
+    """An OTLP/HTTP endpoint that keeps each request body it gets, by path (the next hop)."""
+
+    def __init__(self) -> None:
+        self.bodies: dict[str, list[bytes]] = {}
+        self.got = threading.Condition()
+        super().__init__(self._posted)
+
+    def _posted(self, path: str, body: bytes) -> tuple[int, str, bytes]:
+        with self.got:
+            self.bodies.setdefault(path, []).append(body)
+            self.got.notify_all()
+        return 200, "application/x-protobuf", b""
+
+    def wait_for(self, *paths: str, timeout_s: float = 10.0) -> bool:
+        with self.got:
+            return self.got.wait_for(lambda: all(path in self.bodies for path in paths), timeout_s)

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_support import FIXTURES, Guarded, metric_points, output_messages
 from service_support import running_service
-from test_service_grpc_and_forward import Recorder
+from loopback_support import Recorder
 
 import otelguard.loop_spend
 from otelguard.actions import Action

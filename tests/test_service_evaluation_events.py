@@ -17,7 +17,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from service_support import running_service, scrape
-from test_service_grpc_and_forward import Recorder, sender
+from loopback_support import Recorder
+from test_service_grpc_and_forward import sender
 from test_service_otlp_http import send_with
 
 EVENT = "gen_ai.evaluation.result"

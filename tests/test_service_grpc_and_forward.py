@@ -4,7 +4,6 @@ verdicts the service reached written on them."""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 from opentelemetry._logs import LogRecord
@@ -23,7 +22,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 
-from loopback_support import LoopbackServer
+from loopback_support import Recorder
 from service_support import running_service, verdict_counts
 from test_service_otlp_http import COUNTING, REMIND, send_with
 
@@ -53,25 +52,6 @@ def test_grpc_exporter_spans_are_judged() -> None:
         send_with(GrpcSpanExporter(endpoint=service.grpc_target, insecure=True), "grpc-agent")
         assert service.flush()
         assert verdict_counts(service, "grpc-agent") == Counter({REMIND: 2, COUNTING: 2})
-
-
-class Recorder(LoopbackServer):
-    """An OTLP/HTTP endpoint that keeps each request body it gets, by path (the next hop)."""
-
-    def __init__(self) -> None:
-        self.bodies: dict[str, list[bytes]] = {}
-        self.got = threading.Condition()
-        super().__init__(self._posted)
-
-    def _posted(self, path: str, body: bytes) -> tuple[int, str, bytes]:
-        with self.got:
-            self.bodies.setdefault(path, []).append(body)
-            self.got.notify_all()
-        return 200, "application/x-protobuf", b""
-
-    def wait_for(self, *paths: str, timeout_s: float = 10.0) -> bool:
-        with self.got:
-            return self.got.wait_for(lambda: all(path in self.bodies for path in paths), timeout_s)
 
 
 def test_forward_sends_spans_with_verdicts_and_logs_and_metrics_as_received() -> None:
