@@ -41,11 +41,26 @@ class LoopSpend:
 
 @dataclass(slots=True)  # one per looping agent: no __dict__ (state per agent, benchmarks/state_memory.py)
 class _Loop:
-    tokens: dict[str | None, list[int]] = field(default_factory=dict)  # model -> [input, output]
+    # Model, input tokens, output tokens, for each model of the loop (most loops have one): a flat list,
+    # a third of the bytes a dict of model -> [input, output] took.
+    spent: list = field(default_factory=list)
     counted_usd: float = 0.0  # of its price, what went into the cost metric so far
 
+    def add(self, model: str | None, input_tokens: int, output_tokens: int) -> None:
+        spent = self.spent
+        for at in range(0, len(spent), 3):
+            if spent[at] == model:
+                spent[at + 1] += input_tokens
+                spent[at + 2] += output_tokens
+                return
+        spent += (model, input_tokens, output_tokens)
+
+    def totals(self) -> tuple[int, int]:
+        return sum(self.spent[1::3]), sum(self.spent[2::3])
+
     def price(self) -> float | None:
-        prices = [price_usd(model, spent[0], spent[1]) for model, spent in self.tokens.items()]
+        spent = self.spent
+        prices = [price_usd(spent[at], spent[at + 1], spent[at + 2]) for at in range(0, len(spent), 3)]
         return None if None in prices else sum(prices)  # type: ignore[arg-type]
 
 
@@ -74,14 +89,12 @@ class LoopLedger:
             loop = None if starts else self._loops.get(key)
             if loop is None:
                 starts = True  # no loop under way (or it was evicted): this call starts one
-                loop = _Loop()
+                loop = _Loop([usage.model, 0, 0])  # (made to size: a list grown from empty keeps spare room)
                 self._loops.put(key, loop)
-            spent = loop.tokens.setdefault(usage.model, [0, 0])
-            spent[0] += usage.input_tokens or 0
-            spent[1] += usage.output_tokens or 0
+            loop.add(usage.model, usage.input_tokens or 0, usage.output_tokens or 0)
             cost = loop.price()
             new_cost = 0.0
             if cost is not None:
                 new_cost, loop.counted_usd = max(cost - loop.counted_usd, 0.0), cost
-            totals = (sum(t[0] for t in loop.tokens.values()), sum(t[1] for t in loop.tokens.values()))
+            totals = loop.totals()
         return LoopStep(LoopSpend(*totals, cost), new_cost, starts)
