@@ -1,10 +1,11 @@
 """Differential check: the packed bottom-k sketch gives the thinking detector the very verdicts the
 plain one did.
 
-The thinking detector keeps the previous judged call's k = 128 smallest 4-gram hashes. They were
-kept as an array of 4-byte ints (592 B with its header); they are now packed without loss in about
-3 bytes each (`otelguard.detectors.thinking.packed_bottom_k`, ~430 B). Lossless means the same
-hashes come back, so every containment estimate and every verdict must be the same; this script
+The thinking detector keeps the previous judged call's k = 128 smallest 4-gram hashes and their
+set's size. They were kept as an array of 4-byte ints (592 B with its header) and an int (28 B);
+they are now packed together without loss in about 3 bytes a hash (`otelguard.detectors.thinking.
+packed_sketch`, ~440 B). Lossless means the same hashes come back, so every containment estimate
+and every verdict must be the same; this script
 checks that end to end. It loads the detector as it was before the packing (from git, `--reference`)
 beside today's, feeds both the same generated reasoning — sequences of calls, each restating part of
 the one before (so the containment spreads over 0..1, many calls near the 0.8 threshold), at several
@@ -98,14 +99,16 @@ def main() -> int:
                 fires += a.fire
                 repeated += a.step is reference.Step.REPEATED_MATERIAL
                 near += a.containment is not None and abs(a.containment - 0.8) < NEAR
-            plain_bytes += sys.getsizeof(old._previous)
+            # (an int above 256 is an object of its own; up to 256, a shared one)
+            plain_bytes += sys.getsizeof(old._previous) + (sys.getsizeof(old._previous_size)
+                                                           if old._previous_size > 256 else 0)
             packed_bytes += sys.getsizeof(new._previous)
     texts = sum(1 for _ in sequences(count, seed=16) for _ in _)
     print(f"thinking_sketch_packing: {count} sequences, {texts} reasoning texts, reference {args.reference}")
     print(f"  judgements compared {judged}: repeated-material {repeated}, fired {fires}, "
           f"containment within {NEAR} of 0.8: {near}")
     print(f"  judgements that differ: {differ}")
-    print(f"  sketch bytes (sys.getsizeof, mean): plain array {plain_bytes / judged:,.0f} B, "
+    print(f"  sketch bytes (sys.getsizeof, mean): plain array and size {plain_bytes / judged:,.0f} B, "
           f"packed {packed_bytes / judged:,.0f} B")
     ok = differ == 0
     print("thinking_sketch_packing:", "PASS" if ok else "FAIL")

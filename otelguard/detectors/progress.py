@@ -74,11 +74,12 @@ class ProgressState:
     """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first (packed: the
     bytes of an `array("q")`, no spare room); the label of each call seen more than once in the
     window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step `p`
-    before them (empty while every run is 0: the last call was new to the window, as most are)."""
+    before them (the empty tuple, no list, while every run is 0: the last call was new to the
+    window, as most are)."""
 
     steps: bytes = b""
     labels: dict | None = None
-    runs: list = field(default_factory=list)
+    runs: list | tuple = field(default_factory=tuple)
     seed: int | None = None  # the key of the repeat reminder's current run
     seed_outcome: int | None = None  # and its outcome, when that guard compares results
     previous: int | None = None  # the key of the last call, whatever its tool
@@ -119,8 +120,7 @@ class ProgressDetector:
         return ProgressState()
 
     def reset(self, state: ProgressState) -> None:
-        state.steps = b""
-        state.runs.clear()
+        state.steps, state.runs = b"", ()
         state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
 
     def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
@@ -202,10 +202,10 @@ class ProgressDetector:
                 state.labels.pop(dropped, None)
         runs = state.runs
         if not seen:  # a call new to the window equals none before it: every period's run breaks
-            runs.clear()
+            state.runs = ()
             return 0
         if not runs:
-            runs[:] = self._no_runs
+            runs = state.runs = list(self._no_runs)
         idents = steps[_IDENT::_FIELDS]
         shortest, min_repeats = 0, self.min_repeats
         for period in range(1, min(self.max_period, len(idents) - 1) + 1):

@@ -40,7 +40,7 @@ class ThinkingLoopDetector:
 
     __slots__ = (
         "max_thinking_steps", "min_reasoning_chars", "repeat_ratio_threshold",
-        "similarity_threshold", "max_fires", "_previous", "_previous_size", "stalled", "fires",
+        "similarity_threshold", "max_fires", "_previous", "stalled", "fires",
     )
 
     def __init__(
@@ -57,8 +57,7 @@ class ThinkingLoopDetector:
         self.repeat_ratio_threshold = repeat_ratio
         self.similarity_threshold = similarity_threshold
         self.max_fires = max_fires
-        self._previous: bytes | None = None  # bottom-k hashes of the previous judged call's 4-grams (packed)
-        self._previous_size = 0
+        self._previous: bytes | None = None  # the previous judged call's 4-grams: a packed bottom-k sketch
         self.stalled = 0
         self.fires = 0
 
@@ -71,11 +70,10 @@ class ThinkingLoopDetector:
         overlap: float | None = None
         repeated = False
         if self._previous is not None and self.similarity_threshold > 0:
-            overlap = estimated_containment(unpacked(self._previous), self._previous_size, hashes, len(windows))
+            overlap = estimated_containment(*unpacked(self._previous), hashes, len(windows))
             repeated = overlap >= self.similarity_threshold
         # Keep a bounded sample of this call's windows (a bottom-k sketch), not the windows themselves.
-        self._previous = packed_bottom_k(hashes, SKETCH_SIZE)
-        self._previous_size = len(windows)
+        self._previous = packed_sketch(hashes, len(windows), SKETCH_SIZE)
         ratio = repeat_ratio_of(len(reasoning), len(windows))  # the window set is already built
 
         if not has_output:
@@ -101,15 +99,17 @@ class ThinkingLoopDetector:
         return ThinkingJudgement(step, stalled, fire, capped, overlap, ratio)
 
 
-def packed_bottom_k(hashes: set[int], k: int) -> bytes:
-    """The `k` smallest of the 32-bit `hashes` (a bottom-k sketch), packed without loss in about 3
-    bytes a hash instead of 4 (`unpacked` gives them back, sorted).
+def packed_sketch(hashes: set[int], size: int, k: int) -> bytes:
+    """A bottom-k sketch of a text's 4-grams: the `k` smallest of their 32-bit `hashes` and `size`,
+    their count, packed without loss in about 3 bytes a hash instead of 4 (`unpacked` gives them
+    back).
 
     Sorted, the hashes' top bytes rise slowly (the k smallest of ~3 000 hashes are all below 2^28):
     their top byte is stored as how many hashes have each top byte value, their lower three bytes
-    as they are. Layout: the length n of the top-byte field; that field (n < k: counts by value;
-    n == k: the top bytes themselves, when counting would take as much); the low bytes, byte by
-    byte (all first bytes, then all second, then all third). `k` at most 255 (one byte counts)."""
+    as they are. Layout: `size` (4 bytes); the length n of the top-byte field; that field (n < k:
+    counts by value; n == k: the top bytes themselves, when counting would take as much); the low
+    bytes, byte by byte (all first bytes, then all second, then all third). `k` at most 255 (one
+    byte counts)."""
     if not 0 <= k <= 255:
         raise ValueError(f"k must be 0..255, got {k}")
     words = array(HASH_TYPECODE, heapq.nsmallest(k, hashes))  # ascending
@@ -119,13 +119,13 @@ def packed_bottom_k(hashes: set[int], k: int) -> bytes:
     top = raw[3::4]
     if top and top[-1] + 1 < len(top):
         top = bytes(top.count(value) for value in range(top[-1] + 1))
-    return b"".join((bytes((len(top),)), top, raw[0::4], raw[1::4], raw[2::4]))
+    return b"".join((size.to_bytes(4, "little"), bytes((len(top),)), top, raw[0::4], raw[1::4], raw[2::4]))
 
 
-def unpacked(sketch: bytes) -> array:
-    """The hashes `packed_bottom_k` packed, ascending."""
-    n = sketch[0]
-    top, low = sketch[1:1 + n], sketch[1 + n:]
+def unpacked(sketch: bytes) -> tuple[array, int]:
+    """The hashes `packed_sketch` packed (ascending), and the count of 4-grams they sample."""
+    n = sketch[4]
+    top, low = sketch[5:5 + n], sketch[5 + n:]
     k = len(low) // 3
     if n != k:  # counts of each top byte value
         top = b"".join(bytes((value,)) * count for value, count in enumerate(top))
@@ -134,7 +134,7 @@ def unpacked(sketch: bytes) -> array:
     words = array(HASH_TYPECODE, raw)
     if not _LITTLE_ENDIAN:
         words.byteswap()
-    return words
+    return words, int.from_bytes(sketch[:4], "little")
 
 
 def estimated_containment(sketch: array, size: int, current: set[int], current_size: int) -> float:
