@@ -32,46 +32,46 @@ class ThinkingJudgement:
     repeat_ratio: float
 
 
+@dataclass(frozen=True, slots=True)
+class ThinkingRules:
+    """A detector's settings: one object shared by every agent's detector (not copied into each)."""
+
+    max_thinking_steps: int = 3
+    min_reasoning_chars: int = 2048
+    repeat_ratio: float = 0.5
+    similarity_threshold: float = 0.8
+    max_fires: int = 4
+
+
 class ThinkingLoopDetector:
     """Per-agent thinking-loop state. Not thread-safe: the caller serialises calls per agent.
 
     State lives for the agent's lifetime: a new user prompt does not reset it (seed behaviour).
+    `rules`, or the settings of new ones (`ThinkingRules`' fields) as keywords.
     """
 
-    __slots__ = (
-        "max_thinking_steps", "min_reasoning_chars", "repeat_ratio_threshold",
-        "similarity_threshold", "max_fires", "_previous", "stalled", "fires",
-    )
+    __slots__ = ("rules", "_previous", "stalled", "fires")
 
-    def __init__(
-        self,
-        *,
-        max_thinking_steps: int = 3,
-        min_reasoning_chars: int = 2048,
-        repeat_ratio: float = 0.5,
-        similarity_threshold: float = 0.8,
-        max_fires: int = 4,
-    ):
-        self.max_thinking_steps = max_thinking_steps
-        self.min_reasoning_chars = min_reasoning_chars
-        self.repeat_ratio_threshold = repeat_ratio
-        self.similarity_threshold = similarity_threshold
-        self.max_fires = max_fires
+    def __init__(self, rules: ThinkingRules | None = None, **settings: float):
+        if rules is not None and settings:
+            raise TypeError("pass rules or their settings, not both")
+        self.rules = ThinkingRules(**settings) if rules is None else rules  # type: ignore[arg-type]
         self._previous: bytes | None = None  # the previous judged call's 4-grams: a packed bottom-k sketch
         self.stalled = 0
         self.fires = 0
 
     def observe(self, has_output: bool, reasoning: str) -> ThinkingJudgement | None:
         """Judge one ended model call. None when its reasoning is too short to judge (no state change)."""
-        if len(reasoning) < self.min_reasoning_chars:
+        rules = self.rules
+        if len(reasoning) < rules.min_reasoning_chars:
             return None
         windows = grams(reasoning)
         hashes = gram_hashes(windows)
         overlap: float | None = None
         repeated = False
-        if self._previous is not None and self.similarity_threshold > 0:
+        if self._previous is not None and rules.similarity_threshold > 0:
             overlap = estimated_containment(*unpacked(self._previous), hashes, len(windows))
-            repeated = overlap >= self.similarity_threshold
+            repeated = overlap >= rules.similarity_threshold
         # Keep a bounded sample of this call's windows (a bottom-k sketch), not the windows themselves.
         self._previous = packed_sketch(hashes, len(windows), SKETCH_SIZE)
         ratio = repeat_ratio_of(len(reasoning), len(windows))  # the window set is already built
@@ -80,7 +80,7 @@ class ThinkingLoopDetector:
             step = Step.REASONING_ONLY
         elif repeated:
             step = Step.REPEATED_MATERIAL
-        elif ratio >= self.repeat_ratio_threshold:
+        elif ratio >= rules.repeat_ratio:
             step = Step.LOW_ENTROPY
         else:
             self.stalled = 0
@@ -89,8 +89,8 @@ class ThinkingLoopDetector:
         self.stalled += 1
         stalled = self.stalled
         fire = capped = False
-        if stalled >= self.max_thinking_steps:
-            if self.fires < self.max_fires:
+        if stalled >= rules.max_thinking_steps:
+            if self.fires < rules.max_fires:
                 fire = True
                 self.fires += 1
                 self.stalled = 0
