@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .detectors.text_loop import TEXT_LOOP
@@ -41,26 +41,38 @@ class LoopSpend:
 
 @dataclass(slots=True)  # one per looping agent: no __dict__ (state per agent, benchmarks/state_memory.py)
 class _Loop:
-    # Model, input tokens, output tokens, for each model of the loop (most loops have one): a flat list,
-    # a third of the bytes a dict of model -> [input, output] took.
-    spent: list = field(default_factory=list)
+    """The tokens of a loop's model, in fields (a dict of model -> [input, output] took three times
+    the bytes), and of any further models it used (rare: an agent that changes model mid-loop)."""
+
+    model: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    other_models: list | None = None  # model, input, output for each further model, flat
     counted_usd: float = 0.0  # of its price, what went into the cost metric so far
 
     def add(self, model: str | None, input_tokens: int, output_tokens: int) -> None:
-        spent = self.spent
-        for at in range(0, len(spent), 3):
-            if spent[at] == model:
-                spent[at + 1] += input_tokens
-                spent[at + 2] += output_tokens
+        if model == self.model:
+            self.input_tokens += input_tokens
+            self.output_tokens += output_tokens
+            return
+        others = self.other_models
+        if others is None:
+            others = self.other_models = []
+        for at in range(0, len(others), 3):
+            if others[at] == model:
+                others[at + 1] += input_tokens
+                others[at + 2] += output_tokens
                 return
-        spent += (model, input_tokens, output_tokens)
+        others += (model, input_tokens, output_tokens)
 
-    def totals(self) -> tuple[int, int]:
-        return sum(self.spent[1::3]), sum(self.spent[2::3])
+    def spent(self) -> list[tuple[str | None, int, int]]:
+        """(model, input tokens, output tokens) of each model of the loop."""
+        others = self.other_models or ()
+        return [(self.model, self.input_tokens, self.output_tokens),
+                *((others[at], others[at + 1], others[at + 2]) for at in range(0, len(others), 3))]
 
     def price(self) -> float | None:
-        spent = self.spent
-        prices = [price_usd(spent[at], spent[at + 1], spent[at + 2]) for at in range(0, len(spent), 3)]
+        prices = [price_usd(*spent) for spent in self.spent()]
         return None if None in prices else sum(prices)  # type: ignore[arg-type]
 
 
@@ -89,12 +101,13 @@ class LoopLedger:
             loop = None if starts else self._loops.get(key)
             if loop is None:
                 starts = True  # no loop under way (or it was evicted): this call starts one
-                loop = _Loop([usage.model, 0, 0])  # (made to size: a list grown from empty keeps spare room)
+                loop = _Loop(usage.model)
                 self._loops.put(key, loop)
             loop.add(usage.model, usage.input_tokens or 0, usage.output_tokens or 0)
             cost = loop.price()
             new_cost = 0.0
             if cost is not None:
                 new_cost, loop.counted_usd = max(cost - loop.counted_usd, 0.0), cost
-            totals = loop.totals()
+            spent = loop.spent()
+            totals = (sum(tokens[1] for tokens in spent), sum(tokens[2] for tokens in spent))
         return LoopStep(LoopSpend(*totals, cost), new_cost, starts)
