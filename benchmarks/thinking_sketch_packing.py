@@ -83,7 +83,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--reference", default=REFERENCE, help="git revision of the plain-array detector")
     args = parser.parse_args()
-    reference = reference_module(args.reference)
+    try:
+        reference = reference_module(args.reference)
+    except subprocess.CalledProcessError as error:  # a shallow clone, or a revision this clone lacks
+        print(f"thinking_sketch_packing: cannot read {args.reference} from git: {error.stderr.strip()}")
+        return 2
     count = 400 if args.quick else 1000
     judged = differ = near = fires = repeated = 0
     packed_bytes = plain_bytes = 0
