@@ -21,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(arguments) == 2 and arguments[0] == "hook" and arguments[1] in CLIS:
         from .hooks.command import run
 
-        return run(arguments[1], sys.stdin.buffer, sys.stdout)
+        return run(arguments[1], sys.stdin.buffer, sys.stdout, own_process=True)
     from .cli import main as cli_main
 
     return cli_main(arguments)

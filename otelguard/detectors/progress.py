@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..record_type import field, record
 from ..records import Content, ToolCall
 from .repeat import ToolFilter
 from .signatures import error_signature, error_text, failed, loose_arguments, result_signature
@@ -69,7 +69,7 @@ class Finding(NamedTuple):
     next_repeats: int  # repeats once that call continues it
 
 
-@dataclass(slots=True)
+@record
 class ProgressState:
     """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first (packed: the
     bytes of an `array("q")`, no spare room); the label of each call seen more than once in the

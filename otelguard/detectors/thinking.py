@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from dataclasses import dataclass
 from enum import StrEnum
 
+from ..record_type import record
 from .text import gram_hashes, grams, repeat_ratio_of
 
 SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: ~400 B, containment sd ~0.04 at 0.6
@@ -22,7 +22,7 @@ class Step(StrEnum):
     LOW_ENTROPY = "low-entropy"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ThinkingJudgement:
     step: Step
     stalled: int  # the stall count this call reached (before a reaction resets it)
@@ -32,7 +32,7 @@ class ThinkingJudgement:
     repeat_ratio: float
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ThinkingRules:
     """A detector's settings: one object shared by every agent's detector (not copied into each)."""
 
