@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from otelguard.analyzer import analyze
+from otelguard.analyzer import AnalyzerOptions, ReplayLimits, analyze
 from otelguard.service import JudgeOptions
 from service_support import post, running_service, scrape, verdict_counts
 
@@ -117,6 +117,35 @@ def test_analyze_says_which_setting_exports_claude_codes_arguments(tmp_path) -> 
     assert coverage["cli_tool_calls"] == {"claude-code": {"calls": 12, "without_arguments": 12}}
     warning = next(w for w in coverage["warnings"] if w["code"] == "cli-tool-arguments-not-exported")
     assert "OTEL_LOG_TOOL_DETAILS=1" in warning["message"] and warning["incomplete"]
+
+
+def _without_span(document: dict, call_id: str, name: str) -> dict:
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            scope["spans"] = [span for span in scope["spans"] if not (span["name"] == name and any(
+                attribute["value"].get("stringValue") == call_id for attribute in span["attributes"]))]
+    return document
+
+
+def test_analyze_judges_a_cli_record_whose_partner_never_comes_after_the_wait_not_at_the_end(tmp_path) -> None:
+    """opencode tells of a call in two spans; one lost (the one with the arguments), the other waits
+    `flush_after` records for it, then is judged alone in its place in the session: among the six
+    identical calls it came with, not after the calls of the records that followed. (Span lines
+    only: the wait must run out on them as on log lines.)"""
+    lines = [json.loads(body) for body in requests("opencode", "traces")]
+    calls = [attribute["value"]["stringValue"] for line in lines for resource in line["resourceSpans"]
+             for scope in resource["scopeSpans"] for span in scope["spans"] if span["name"] == "ai.toolCall"
+             for attribute in span["attributes"] if attribute["key"] == "ai.toolCall.id"]
+    second_call = calls[1]
+    path = tmp_path / "opencode-traces.jsonl"
+    path.write_text("".join(json.dumps(_without_span(line, second_call, "ai.toolCall")) + "\n" for line in lines))
+    analysis = analyze([path], options=AnalyzerOptions(limits=ReplayLimits(flush_after_records=1)))
+    (agent,) = analysis.findings.agents()
+    steps = [step.to_json() for step in analysis.findings.steps(agent.key)]
+    assert len(steps) == 12
+    alone = next(step["step"] for step in steps if step["arguments"] is None)
+    first_read = next(step["step"] for step in steps if step["tool"] == "read")
+    assert alone < first_read, [(step["step"], step["tool"], step["arguments"]) for step in steps]
 
 
 def _gemini_llm_call(index: int, parts: list[dict]) -> dict:
