@@ -119,26 +119,30 @@ def test_analyze_says_which_setting_exports_claude_codes_arguments(tmp_path) -> 
     assert "OTEL_LOG_TOOL_DETAILS=1" in warning["message"] and warning["incomplete"]
 
 
-def _without_span(document: dict, call_id: str, name: str) -> dict:
-    for resource in document["resourceSpans"]:
-        for scope in resource["scopeSpans"]:
-            scope["spans"] = [span for span in scope["spans"] if not (span["name"] == name and any(
-                attribute["value"].get("stringValue") == call_id for attribute in span["attributes"]))]
-    return document
+def _opencode_call_id(span: dict) -> str | None:
+    """The call id of opencode's `ai.toolCall` span (its span of a call with the arguments), or None."""
+    if span["name"] != "ai.toolCall":
+        return None
+    return next(a["value"]["stringValue"] for a in span["attributes"] if a["key"] == "ai.toolCall.id")
+
+
+def _spans(document: dict) -> list[list[dict]]:
+    return [scope["spans"] for resource in document["resourceSpans"] for scope in resource["scopeSpans"]]
 
 
 def test_analyze_judges_a_cli_record_whose_partner_never_comes_after_the_wait_not_at_the_end(tmp_path) -> None:
-    """opencode tells of a call in two spans; one lost (the one with the arguments), the other waits
-    `flush_after` records for it, then is judged alone in its place in the session: among the six
-    identical calls it came with, not after the calls of the records that followed. (Span lines
-    only: the wait must run out on them as on log lines.)"""
+    """opencode tells of a call in two spans. With the span that has the arguments lost, the other
+    waits `flush_after` records for it and is then judged alone, in its place in the session: among
+    the identical calls it came with, not after the alternation that followed. The input is span
+    lines only: the wait runs out on them as on log lines."""
     lines = [json.loads(body) for body in requests("opencode", "traces")]
-    calls = [attribute["value"]["stringValue"] for line in lines for resource in line["resourceSpans"]
-             for scope in resource["scopeSpans"] for span in scope["spans"] if span["name"] == "ai.toolCall"
-             for attribute in span["attributes"] if attribute["key"] == "ai.toolCall.id"]
-    second_call = calls[1]
+    second_call = [_opencode_call_id(span) for line in lines for spans in _spans(line) for span in spans
+                   if _opencode_call_id(span)][1]
+    for line in lines:
+        for spans in _spans(line):
+            spans[:] = [span for span in spans if _opencode_call_id(span) != second_call]
     path = tmp_path / "opencode-traces.jsonl"
-    path.write_text("".join(json.dumps(_without_span(line, second_call, "ai.toolCall")) + "\n" for line in lines))
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     analysis = analyze([path], options=AnalyzerOptions(limits=ReplayLimits(flush_after_records=1)))
     (agent,) = analysis.findings.agents()
     steps = [step.to_json() for step in analysis.findings.steps(agent.key)]
