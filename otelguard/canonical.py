@@ -9,7 +9,6 @@ value, written `100`, and `1e21` and `1000000000000000000000` are both `1e+21`.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from . import fastjson
@@ -55,7 +54,7 @@ def digit_runs(text: str, run: int) -> bool:
 # A number token that JavaScript may write otherwise: one with a fraction or an exponent, or an integer
 # of 16 digits or more (beyond 2**53 a double rounds it). Matched in the dumped text, strings included:
 # a match inside a string only costs the walk below, which writes the same text for it.
-_NOT_JS_NUMBER = re.compile(r"(?:^|[:,\[])-?\d+(?:[.eE]|\d{15})")
+_NOT_JS_NUMBER = lazy_pattern(r"(?:^|[:,\[])-?\d+(?:[.eE]|\d{15})")
 
 
 def js_number(value: int | float) -> str:

@@ -7,7 +7,6 @@ else goes to `otelguard.cli.main`.
 
 from __future__ import annotations
 
-import gc
 import sys
 
 from .hooks import CLIS
@@ -18,14 +17,15 @@ if TYPE_CHECKING:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command on `argv` (default: the process's own arguments). A hook on the process's own
+    arguments ends the process itself (`hooks.command.run_as_the_process`)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     if len(arguments) == 2 and arguments[0] == "hook" and arguments[1] in CLIS:
-        # This process judges one call and exits: the cyclic collector's passes over the modules it
-        # imports would cost ~7 M instructions (3% of a hook), for cycles freed at exit anyway.
-        gc.disable()
-        from .hooks.command import run
+        from .hooks.command import run, run_as_the_process
 
-        return run(arguments[1], sys.stdin.buffer, sys.stdout, own_process=True)
+        if argv is None:  # the console script or `python -m otelguard`: this process is the hook's own
+            run_as_the_process(arguments[1])
+        return run(arguments[1], sys.stdin.buffer, sys.stdout)
     from .cli import main as cli_main
 
     return cli_main(arguments)

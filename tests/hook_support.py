@@ -40,19 +40,23 @@ def hook_process(cli: str, payload: dict[str, Any] | bytes, env: dict[str, str] 
 def hook_imports(cli: str, payload: dict[str, Any], watched: set[str]) -> tuple[list[str], str]:
     """Run one hook in a fresh interpreter: (the modules or top-level packages of `watched` it
     imported, what it printed)."""
+    # The hook ends its process itself (no teardown, no code after it): each import is told as it
+    # happens, by an audit hook writing to the file descriptor (the hook redirects `sys.stderr`).
     probe = (
-        "import io, sys\n"
+        "import io, os, sys\n"
+        "sys.addaudithook(lambda event, args: event == 'import' and os.write(2, f'IMPORTED {args[0]}\\n'.encode()))\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()))\n"
+        f"sys.argv = ['otelguard', 'hook', {cli!r}]\n"
         "from otelguard.entry import main\n"
-        f"main(['hook', {cli!r}])\n"
-        "loaded = set(sys.modules) | {name.split('.')[0] for name in sys.modules}\n"
-        f"print('LOADED', *sorted(loaded & {set(watched)!r}), file=sys.stderr)\n"
+        "main()\n"
     )
     done = subprocess.run([sys.executable, "-c", probe, json.dumps(payload)], capture_output=True, text=True,
                           timeout=60)
-    loaded = [line.split()[1:] for line in done.stderr.splitlines() if line.split()[:1] == ["LOADED"]]
-    assert loaded, done.stderr
-    return loaded[-1], done.stdout
+    assert done.returncode == 0, done.stderr
+    imported = {line.split()[1] for line in done.stderr.splitlines() if line.startswith("IMPORTED ")}
+    assert "otelguard.hooks.command" in imported, done.stderr
+    loaded = imported | {name.split(".")[0] for name in imported}
+    return sorted(loaded & watched), done.stdout
 
 
 def otelguard_command() -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ..lazy_pattern import lazy_pattern
 from ..records import Status, ToolCall
 
 _HEAD_CHARS = 128  # masked and normalised; the rest of longer text is hashed as it is (a volatile
@@ -21,10 +22,10 @@ _HEAD_CHARS = 128  # masked and normalised; the rest of longer text is hashed as
 # checked behind it, keeps the pass cheap (callgrind: 13k instructions a short text against 47k for
 # the same rule written as two alternatives, and 9k for the timestamp rule alone); the second pass
 # runs only on text that had such a token.
-_VOLATILE = re.compile(
+_VOLATILE = lazy_pattern(
     r"[\dIi](?:(?<=\d)[\da-fA-FTZ:.,+-]{7,}"
     r"|(?<=[^A-Za-z0-9][Ii])[Dd][\"']?[ \t]*[:=][ \t]*[\"']?[\w.-]{4,})", re.ASCII)
-_ID_LEAD = re.compile(r"[a-fA-F]{1,7}#", re.ASCII)
+_ID_LEAD = lazy_pattern(r"[a-fA-F]{1,7}#", re.ASCII)
 # Text with neither 8 of the first alternative's characters in a row nor an `id` cannot match: told by
 # C-level passes, where the regex costs ~100 instructions a character (most results have no such token).
 _TOKEN_MARKS = bytes(
@@ -32,7 +33,7 @@ _TOKEN_MARKS = bytes(
 _TOKEN_RUN = b"x" * 8
 # An error's variable parts besides those: paths (and file names), quoted names, and every number (line
 # numbers too).
-_ERROR_DETAIL = re.compile(
+_ERROR_DETAIL = lazy_pattern(
     r"(?:[A-Za-z]:)?(?:[\w.~@+-]*[/\\])+[\w.@+-]*"
     r"|\b\w[\w-]*\.[A-Za-z]{1,5}(?=[:,;)\s'\"]|$)"
     r"|'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`"
