@@ -297,10 +297,11 @@ def test_verdicts_go_out_as_otlp_metrics_and_logs_when_an_endpoint_is_set(collec
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")  # the CLI's: never used
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-cli-secret=1")
     session = CliSession("claude-code")
-    hook("claude-code", session.post("Bash", LS))
+    # As the CLI runs it: a process of its own, which ends itself once it answered (the sender goes on).
+    assert hook_process("claude-code", session.post("Bash", LS)).returncode == 0
     assert collector.received == {}  # a first call: no verdict, nothing sent
-    hook("claude-code", session.post("Bash", LS))
-    hook("claude-code", session.post("Bash", LS))
+    assert hook_process("claude-code", session.post("Bash", LS)).returncode == 0
+    assert hook_process("claude-code", session.post("Bash", LS)).returncode == 0
 
     def log_records(received: dict[str, list[bytes]]) -> dict[str, dict]:
         return {record.body.string_value: {a.key: a.value.string_value or a.value.int_value for a in record.attributes}
