@@ -163,7 +163,13 @@ def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False
-    if not floor.text_only and _too_short_to_read(messages, floor):
+    if floor.text_only:
+        # Output with no tool call is almost always a text-only answer, which is read whatever its
+        # length: without the part type in the text, go straight to reading (which repeats the tests
+        # below, so a wrong guess costs time, never a judgement).
+        if sc.PART_TOOL_CALL not in messages:
+            return False
+    elif _too_short_to_read(messages, floor):
         return True
     decoded, _ = load_json(messages)
     return decoded is not None and not _may_reach(decoded, floor)
