@@ -10,10 +10,10 @@ Similarity is the seed's containment of 4-character windows (of the lowercased t
 collapsed), exact up to SKETCH_SIZE distinct windows and sampled beyond; answers too short to have
 a window are similar only when equal.
 
-State per run: the previous answer, as a bounded sketch or, when it is at most SKETCH_SIZE characters,
-as its text (fewer windows than a sketch holds, in no more room: its sketch is made only when another
-answer is compared with it, so a run's one final answer costs no hashing), and two counters (its own;
-the thinking rule's `stalled`, `fires` and gram state are never touched).
+State per run: one bounded sketch of the previous answer and two counters (its own; the thinking
+rule's `stalled`, `fires` and gram state are never touched). A streak's first answer of at most
+SKETCH_SIZE characters is kept as text instead (fewer windows than a sketch holds, in no more room)
+and sketched only when the next answer is compared with it: a run's one final answer is not hashed.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ class TextLoopState:
         self.reset()
 
     def reset(self) -> None:
-        # The previous answer (normalised): its sketch, or its text when at most SKETCH_SIZE characters.
+        # The previous answer (normalised): its sketch, or its text (a streak's short first answer,
+        # or one too short for a 4-character window).
         self._previous: array | str | None = None
         self._previous_size = 0  # the sketched answer's count of distinct windows
         self.near = self.restating = 0  # the streaks ending at the previous answer (answers in them)
@@ -70,7 +71,7 @@ class TextLoopDetector:
         normal = " ".join(text[:MAX_ANSWER_CHARS].lower().split())
         previous = state._previous
         if previous is None and len(normal) <= SKETCH_SIZE:
-            similar = 0.0  # nothing to compare with: kept as text, sketched if another answer comes
+            similar = 0.0  # nothing to compare with: kept as text, sketched if a next answer comes
             state._previous = normal
         else:
             windows = grams(normal)
@@ -83,10 +84,10 @@ class TextLoopDetector:
                     previous, state._previous_size = _sketch(gram_hashes(previous_windows)), len(previous_windows)
                 similar = 0.0 if not previous else \
                     estimated_containment(previous, state._previous_size, hashes, len(windows))
-            if not windows or len(normal) <= SKETCH_SIZE:
-                state._previous = normal
-            else:
+            if windows:
                 state._previous, state._previous_size = _sketch(hashes), len(windows)
+            else:
+                state._previous = normal
         state.near = state.near + 1 if similar >= self.similarity else 1
         state.restating = state.restating + 1 if similar >= self.streak_similarity else 1
         answers = 0
