@@ -6,9 +6,10 @@ escape, lone surrogates, answers just around the sketch's size):
 - the live engine goes straight to reading output whose text spells no tool call, instead of first
   parsing it to tell whether it could be left unread: its verdicts equal the analyzer's, which reads
   every record whole, and what it leaves unread could not have been judged;
-- the text-loop rule keeps a short answer as text and sketches it only when another answer is compared
-  with it: its judgements equal those of sketching every answer on arrival (the oracle below, written
-  from the rule's description in `detectors/text_loop.py`).
+- the text-loop rule keeps a streak's short first answer as text and sketches it only when the next
+  answer is compared with it: its judgements equal those of sketching every answer on arrival (the
+  oracle below, written from the rule's description in `detectors/text_loop.py`), and the window
+  hashes it computes in C are the documented crc32 values.
 """
 
 from __future__ import annotations
