@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .detectors.text_loop import TEXT_LOOP
@@ -41,11 +41,38 @@ class LoopSpend:
 
 @dataclass(slots=True)  # one per looping agent: no __dict__ (state per agent, benchmarks/state_memory.py)
 class _Loop:
-    tokens: dict[str | None, list[int]] = field(default_factory=dict)  # model -> [input, output]
+    """The tokens of a loop's model, in fields (a dict of model -> [input, output] took three times
+    the bytes), and of any further models it used (rare: an agent that changes model mid-loop)."""
+
+    model: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    other_models: list | None = None  # model, input, output for each further model, flat
     counted_usd: float = 0.0  # of its price, what went into the cost metric so far
 
+    def add(self, model: str | None, input_tokens: int, output_tokens: int) -> None:
+        if model == self.model:
+            self.input_tokens += input_tokens
+            self.output_tokens += output_tokens
+            return
+        others = self.other_models
+        if others is None:
+            others = self.other_models = []
+        for at in range(0, len(others), 3):
+            if others[at] == model:
+                others[at + 1] += input_tokens
+                others[at + 2] += output_tokens
+                return
+        others += (model, input_tokens, output_tokens)
+
+    def spent(self) -> list[tuple[str | None, int, int]]:
+        """(model, input tokens, output tokens) of each model of the loop."""
+        others = self.other_models or ()
+        return [(self.model, self.input_tokens, self.output_tokens),
+                *((others[at], others[at + 1], others[at + 2]) for at in range(0, len(others), 3))]
+
     def price(self) -> float | None:
-        prices = [price_usd(model, spent[0], spent[1]) for model, spent in self.tokens.items()]
+        prices = [price_usd(*spent) for spent in self.spent()]
         return None if None in prices else sum(prices)  # type: ignore[arg-type]
 
 
@@ -74,14 +101,13 @@ class LoopLedger:
             loop = None if starts else self._loops.get(key)
             if loop is None:
                 starts = True  # no loop under way (or it was evicted): this call starts one
-                loop = _Loop()
+                loop = _Loop(usage.model)
                 self._loops.put(key, loop)
-            spent = loop.tokens.setdefault(usage.model, [0, 0])
-            spent[0] += usage.input_tokens or 0
-            spent[1] += usage.output_tokens or 0
+            loop.add(usage.model, usage.input_tokens or 0, usage.output_tokens or 0)
             cost = loop.price()
             new_cost = 0.0
             if cost is not None:
                 new_cost, loop.counted_usd = max(cost - loop.counted_usd, 0.0), cost
-            totals = (sum(t[0] for t in loop.tokens.values()), sum(t[1] for t in loop.tokens.values()))
+            spent = loop.spent()
+            totals = (sum(tokens[1] for tokens in spent), sum(tokens[2] for tokens in spent))
         return LoopStep(LoopSpend(*totals, cost), new_cost, starts)

@@ -11,7 +11,6 @@ values, read by the guards as attributes, with no validation of their own (there
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,25 +25,22 @@ def to_dump(config: GuardConfig) -> dict[str, Any]:
 
 
 class GuardSettings:
-    """One guard's validated settings, read as attributes (`settings.stop_after`). Read-only."""
-
-    __slots__ = ("_values",)
+    """One guard's validated settings, read as attributes (`settings.stop_after`). Read-only. The
+    values live in the instance's own dict, so a read is a plain attribute lookup: guards read
+    settings at every span, and a `__getattr__` made each read a failed lookup and a Python call."""
 
     def __init__(self, values: Mapping[str, Any]):
-        object.__setattr__(self, "_values", MappingProxyType(
-            {key: tuple(value) if isinstance(value, list) else value for key, value in values.items()}))
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(name) from None
+        self.__dict__.update(
+            {key: tuple(value) if isinstance(value, list) else value for key, value in values.items()})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("validated settings are read-only")
 
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("validated settings are read-only")
+
     def __repr__(self) -> str:
-        return f"GuardSettings({dict(self._values)!r})"
+        return f"GuardSettings({self.__dict__!r})"
 
 
 class ValidatedRow:

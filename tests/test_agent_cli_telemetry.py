@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from otelguard.analyzer import analyze
+from otelguard.analyzer import AnalyzerOptions, ReplayLimits, analyze
 from otelguard.service import JudgeOptions
 from service_support import post, running_service, scrape, verdict_counts
 
@@ -117,6 +117,39 @@ def test_analyze_says_which_setting_exports_claude_codes_arguments(tmp_path) -> 
     assert coverage["cli_tool_calls"] == {"claude-code": {"calls": 12, "without_arguments": 12}}
     warning = next(w for w in coverage["warnings"] if w["code"] == "cli-tool-arguments-not-exported")
     assert "OTEL_LOG_TOOL_DETAILS=1" in warning["message"] and warning["incomplete"]
+
+
+def _opencode_call_id(span: dict) -> str | None:
+    """The call id of opencode's `ai.toolCall` span (its span of a call with the arguments), or None."""
+    if span["name"] != "ai.toolCall":
+        return None
+    return next(a["value"]["stringValue"] for a in span["attributes"] if a["key"] == "ai.toolCall.id")
+
+
+def _spans(document: dict) -> list[list[dict]]:
+    return [scope["spans"] for resource in document["resourceSpans"] for scope in resource["scopeSpans"]]
+
+
+def test_analyze_judges_a_cli_record_whose_partner_never_comes_after_the_wait_not_at_the_end(tmp_path) -> None:
+    """opencode tells of a call in two spans. With the span that has the arguments lost, the other
+    waits `flush_after` records for it and is then judged alone, in its place in the session: among
+    the identical calls it came with, not after the alternation that followed. The input is span
+    lines only: the wait runs out on them as on log lines."""
+    lines = [json.loads(body) for body in requests("opencode", "traces")]
+    second_call = [_opencode_call_id(span) for line in lines for spans in _spans(line) for span in spans
+                   if _opencode_call_id(span)][1]
+    for line in lines:
+        for spans in _spans(line):
+            spans[:] = [span for span in spans if _opencode_call_id(span) != second_call]
+    path = tmp_path / "opencode-traces.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    analysis = analyze([path], options=AnalyzerOptions(limits=ReplayLimits(flush_after_records=1)))
+    (agent,) = analysis.findings.agents()
+    steps = [step.to_json() for step in analysis.findings.steps(agent.key)]
+    assert len(steps) == 12
+    alone = next(step["step"] for step in steps if step["arguments"] is None)
+    first_read = next(step["step"] for step in steps if step["tool"] == "read")
+    assert alone < first_read, [(step["step"], step["tool"], step["arguments"]) for step in steps]
 
 
 def _gemini_llm_call(index: int, parts: list[dict]) -> dict:

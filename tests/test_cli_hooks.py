@@ -272,11 +272,13 @@ def test_parallel_hooks_of_one_session_take_turns():
     assert len(told) == 2 and told[1] == SHORT_TEXT and "- consecutive_calls: 5" in told[0]
 
 
-def test_the_hook_process_loads_neither_pydantic_nor_opentelemetry(tmp_path):
+def test_the_hook_process_imports_only_what_judging_a_call_needs(tmp_path):
     """The CLI starts a process per call: once the config is validated (and cached), a hook imports
-    only what judging a call needs."""
+    neither pydantic nor OpenTelemetry, nor what costs a start-up more than it saves there (orjson,
+    `dataclasses` and the `inspect`/`ast` it pulls in, OpenSSL's hashlib)."""
     hook("claude-code", CliSession("claude-code").pre("Bash", LS))  # validates and caches the config
-    heavy = {"pydantic", "yaml", "opentelemetry", "argparse", "logging"}
+    heavy = {"pydantic", "yaml", "opentelemetry", "argparse", "logging", "orjson", "dataclasses", "inspect", "ast",
+             "_hashlib"}
     assert hook_imports("claude-code", CliSession("claude-code").pre("Bash", LS), heavy)[0] == []
 
 

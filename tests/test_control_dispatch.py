@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import platform
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -179,12 +180,28 @@ def test_a_control_worker_that_dies_is_replaced_and_counted(guarded):
     assert g.processor.force_flush(5_000)
     workers = [t for t in threading.enumerate() if t.name.startswith("otelguard-control-") and t.name[-1].isdigit()]
     assert workers
+    _until_blocked_waiting(workers)
     for thread in workers:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident), ctypes.py_object(SystemExit))
     _healthy_agents_get_every_reminder_in_order(g)
     died = [v for a, v in metric_points(g.metric_reader, "otelguard.internal.errors")
             if a["where"] == "dispatch.worker_died"]
     assert died and died[0] >= 1
+
+
+def _until_blocked_waiting(threads: list[threading.Thread], timeout_s: float = 5.0) -> None:
+    """Until each thread is blocked waiting for work (a `Condition.wait`). An async exception is raised
+    at the thread's next bytecode: delivered while the worker is busy, it could land between a
+    lock's acquire and the `with` that releases it (CPython checks for it right after a C call), and
+    leave the dispatcher's lock held for ever; delivered to a waiting worker, it is raised inside
+    `wait`, whose `finally` restores the lock that the worker's `with` then releases."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        frames = sys._current_frames()
+        if all(thread.ident in frames and frames[thread.ident].f_code.co_name == "wait" for thread in threads):
+            return
+        time.sleep(0.005)
+    raise AssertionError("control workers never went idle")
 
 
 def test_a_cancel_drops_its_agents_pending_reminders_and_goes_first():

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
+import subprocess
+import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +20,7 @@ import json_strategies
 from hypothesis_support import examples
 
 from otelguard import fastjson
+from otelguard.canonical import canonical_arguments
 
 json_values = json_strategies.json_values(nan=True, max_leaves=20)
 NOISE = st.text(alphabet='{}[]":,0123456789eE+-.nultrefasNIiy \\u\t\n\'é\ud800', max_size=30)
@@ -83,3 +87,32 @@ def test_text_that_is_not_json_is_not_parsed_twice(monkeypatch):
     assert asked == []
     assert _comparable(fastjson.loads("[NaN]")) == ["nan"]
     assert asked == ["[NaN]"]  # what orjson refuses but `json` reads is still asked
+
+
+_CANONICAL_IN_A_HOOK_PROCESS = """
+import pickle, sys
+from otelguard import fastjson
+fastjson.use_standard_library()
+from otelguard.canonical import canonical_arguments
+values = pickle.load(sys.stdin.buffer)
+pickle.dump([canonical_arguments(value) for value in values], sys.stdout.buffer)
+"""
+
+
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=list(HealthCheck))
+@given(values=st.lists(json_strategies.json_values(nan=True, big_integers=True, max_leaves=20)
+                       | st.text(max_size=60), min_size=40, max_size=40))
+def test_canonical_arguments_are_the_same_with_the_standard_library_alone(values):
+    """A CLI hook's process reads and writes JSON with the standard library alone (see fastjson): its
+    canonical arguments are the processor's, for the values and for their JSON text alike."""
+    values = values + [json.dumps(value) for value in values]
+    done = subprocess.run([sys.executable, "-c", _CANONICAL_IN_A_HOOK_PROCESS], input=pickle.dumps(values),
+                          capture_output=True, check=True)
+    assert pickle.loads(done.stdout) == [canonical_arguments(value) for value in values]
+
+
+def test_a_process_that_chose_the_standard_library_never_imports_orjson():
+    probe = ("import sys\nfrom otelguard import fastjson\nfastjson.use_standard_library()\n"
+             "fastjson.loads('[1]'), fastjson.dumps_canonical({'b': 1, 'a': [2.5]})\n"
+             "print('orjson' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout == "False\n"

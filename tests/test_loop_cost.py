@@ -197,6 +197,21 @@ def test_a_text_loop_is_a_loop_of_its_own_never_a_step_of_the_stalled_reasoning_
     assert not resumed.started and (resumed.spend.input_tokens, resumed.spend.output_tokens) == (300, 150)
 
 
+def test_a_loop_that_changes_model_sums_each_model_s_tokens_and_prices_each_at_its_own_rate():
+    """A loop whose agent switched model midway: the totals count every step, and the price is each
+    model's own tokens at that model's price (an unpriced model leaves the loop unpriced)."""
+    ledger = LoopLedger(10, on_evict=lambda reason, n: None)
+    steps = [("gpt-4o", 1000, 100), ("gpt-4o-mini", 2000, 200), ("gpt-4o", 500, 50)]
+    for stalled, (model, input_tokens, output_tokens) in enumerate(steps, start=1):
+        step = ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
+                                            thinking_stalled=stalled), ModelUsage(model, output_tokens=output_tokens, input_tokens=input_tokens))
+    assert (step.spend.input_tokens, step.spend.output_tokens) == (3500, 350)
+    assert step.spend.cost_usd == pytest.approx(price_usd("gpt-4o", 1500, 150) + price_usd("gpt-4o-mini", 2000, 200))
+    unpriced = ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
+                                            thinking_stalled=4), ModelUsage("scripted-planner", output_tokens=10, input_tokens=10))
+    assert (unpriced.spend.input_tokens, unpriced.spend.output_tokens, unpriced.spend.cost_usd) == (3510, 360, None)
+
+
 def test_the_service_forwards_each_stalled_step_with_the_live_processor_s_spend():
     """The same stalled calls sent to `otelguard serve --forward`: the forwarded model spans carry the
     loop's spend so far, as the live processor's exported spans do."""

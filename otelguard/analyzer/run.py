@@ -190,13 +190,20 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
     lines_with_items = 0
     spans = 0
     add = buffer.add
+
+    def record_ended() -> None:
+        """Traces complete by now are replayed; CLI records that waited `flush_after_records` for
+        their call's other record are judged alone (after span lines as after log lines)."""
+        replay(buffer.ready(record))
+        readers.cli_calls.expire(record)
+
     try:
         for item in iter_lazy_spans(source):
             if type(item) is LazySpan:
                 line = source.lines
-                if line != current_line:  # a new line: traces complete by now can be replayed
+                if line != current_line:  # a new record
                     if current_line >= 0:
-                        replay(buffer.ready(record))
+                        record_ended()
                     current_line = line
                     lines_with_items += 1
                     record += 1
@@ -213,8 +220,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
             line = problem.line
             if line != current_line:
                 if current_line >= 0:
-                    replay(buffer.ready(record))
-                    readers.cli_calls.expire(record)
+                    record_ended()
                 current_line = line
                 lines_with_items += problem.lines
                 record += 1
@@ -235,7 +241,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
         coverage.spans_read += spans
     file.lines = source.lines
     file.other_records = max(0, file.lines - lines_with_items)
-    replay(buffer.ready(record))
+    record_ended()
     if file.otlp_records == 0 and file.lines > file.blank_lines:
         raise _not_otlp(file, first_problem)
     return record

@@ -7,17 +7,16 @@ be read comes back as None (or empty) together with a `Content` saying why.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..lazy_pattern import lazy_pattern
+from ..record_type import field, record
 from ..records import (
     Chunk,
     Content,
@@ -42,7 +41,7 @@ _CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, 
                      Content.ABSENT: 4, Content.MALFORMED: 5}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ReadLimits:
     """What the guard reads of one span, so that judging it stays within ~10 ms on the agent's
     thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
@@ -448,6 +447,8 @@ _CONTENT_REPR_TEXT = lazy_pattern(r"text=(?P<quote>'|\")")
 
 
 def _decode_content_repr(text: str) -> tuple[str, Content]:
+    import ast  # only for this rare shape: a CLI hook's process, which never meets it, spares its import (12 M instructions)
+
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -471,6 +472,8 @@ def _salvage_content_repr(text: str) -> tuple[str, Content]:
         return text, Content.MALFORMED
     quote = match.group("quote")
     body = _literal_body(text[match.end():], quote)
+    import ast  # (see _decode_content_repr)
+
     try:
         decoded = ast.literal_eval(quote + body + quote)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -494,7 +497,7 @@ def _literal_body(rest: str, quote: str) -> str:
 # --- model output ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class OutputFloor:
     """The shortest model output some rule judges, in characters of visible text and of reasoning.
 
@@ -508,7 +511,7 @@ class OutputFloor:
     text_only: bool = False
 
 
-@dataclass(slots=True)
+@record
 class Output:
     """What one model call produced, gathered part by part, and how readable it was."""
 
@@ -576,7 +579,7 @@ def model_call(span: Any, output: Output | None) -> ModelCall:
 # --- model usage ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class UsageKeys:
     """Where a convention writes a model call's usage: each fact's attribute keys, preferred first."""
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from hashlib import blake2b
 from typing import Any
 
 from .. import semconv as sc
+from ..digest import blake2b
+from ..record_type import record, replace
 from ..records import SpanView, Status
 from ._values import load_json
 
@@ -36,7 +36,7 @@ ARGUMENT_SETTINGS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class CliToolCall:
     """One tool call as one CLI record told it."""
 

@@ -91,7 +91,7 @@ def read_agent(span: SpanView) -> AgentRun:
 
 def read_tool(span: SpanView) -> ToolCall:
     """GenAI's reading, then OpenLLMetry's own attributes where GenAI's are missing. GenAI's reader
-    returns a new record each time, so it is completed in place (dataclasses.replace costs ~2 us)."""
+    returns a new record each time, so it is completed in place (`replace` costs ~2 us)."""
     call = genai.read_tool(span)
     attributes = attributes_of(span)
     if not as_name(attributes.get(sc.GEN_AI_TOOL_NAME)):

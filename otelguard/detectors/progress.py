@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ..record_type import field, record
 from ..records import Content, ToolCall
 from .repeat import ToolFilter
 from .signatures import error_signature, error_text, failed, loose_arguments, result_signature
@@ -69,15 +69,17 @@ class Finding(NamedTuple):
     next_repeats: int  # repeats once that call continues it
 
 
-@dataclass(slots=True)
+@record
 class ProgressState:
-    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first; the label of
-    each call seen more than once in the window, by key (None until there is one); `runs[p]`, the
-    steps in a row equal to the step `p` before them."""
+    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first (packed: the
+    bytes of an `array("q")`, no spare room); the label of each call seen more than once in the
+    window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step `p`
+    before them (the empty tuple, no list, while every run is 0: the last call was new to the
+    window, as most are)."""
 
-    steps: array = field(default_factory=lambda: array("q"))
+    steps: bytes = b""
     labels: dict | None = None
-    runs: list = field(default_factory=list)
+    runs: list | tuple = field(default_factory=tuple)
     seed: int | None = None  # the key of the repeat reminder's current run
     seed_outcome: int | None = None  # and its outcome, when that guard compares results
     previous: int | None = None  # the key of the last call, whatever its tool
@@ -115,11 +117,10 @@ class ProgressDetector:
         self._no_runs = [0] * (max_period + 1)
 
     def new_state(self) -> ProgressState:
-        return ProgressState(runs=list(self._no_runs))
+        return ProgressState()
 
     def reset(self, state: ProgressState) -> None:
-        state.steps = array("q")
-        state.runs = list(self._no_runs)
+        state.steps, state.runs = b"", ()
         state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
 
     def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
@@ -153,8 +154,11 @@ class ProgressDetector:
         else:
             outcome = result_signature(call.result)
         loose = loose_key(name, arguments) if arguments is not None else key
-        period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)), error)
-        finding = self._find(state, period, key, loose, outcome, error_preview)
+        steps = array("q", state.steps)
+        period = self._append(state, steps, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
+                              error)
+        state.steps = steps.tobytes()
+        finding = self._find(state, steps, period, key, loose, outcome, error_preview)
         if finding is not None and finding.rule != CYCLE:
             finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name)
         state.upcoming = finding
@@ -165,10 +169,10 @@ class ProgressDetector:
             return Label(name, "", 0, True)
         return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
-    def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall, key: int,
-                ident: int, near: int, error: int | None) -> int:
-        """Append the step; return the shortest period whose run has `min_repeats` (0: none)."""
-        steps = state.steps
+    def _append(self, state: ProgressState, steps: array, name: str, arguments: str | None, call: ToolCall,
+                key: int, ident: int, near: int, error: int | None) -> int:
+        """Append the step to `steps` (the window, unpacked); return the shortest period whose run has
+        `min_repeats` (0: none)."""
         count = len(steps) // _FIELDS
         name_hash = hash(name)
         error_run = near_run = 0
@@ -198,8 +202,10 @@ class ProgressDetector:
                 state.labels.pop(dropped, None)
         runs = state.runs
         if not seen:  # a call new to the window equals none before it: every period's run breaks
-            runs[:] = self._no_runs
+            state.runs = ()
             return 0
+        if not runs:
+            runs = state.runs = list(self._no_runs)
         idents = steps[_IDENT::_FIELDS]
         shortest, min_repeats = 0, self.min_repeats
         for period in range(1, min(self.max_period, len(idents) - 1) + 1):
@@ -210,9 +216,9 @@ class ProgressDetector:
             runs[period] = 0
         return shortest
 
-    def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
+    def _find(self, state: ProgressState, steps: array, period: int, key: int, loose: int, outcome: int | None,
               error_preview: str | None) -> Finding | None:
-        rules, runs, steps, labels, min_repeats = self.rules, state.runs, state.steps, state.labels, self.min_repeats
+        rules, runs, labels, min_repeats = self.rules, state.runs, state.labels, self.min_repeats
         count = len(steps) // _FIELDS
         last = (count - 1) * _FIELDS
         name = ""  # `observe` names the current call; a cycle names its own

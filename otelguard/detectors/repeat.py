@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from typing import Callable
+
+from ..digest import blake2b
+from ..record_type import record
 
 
 class ToolFilter:
@@ -68,31 +69,33 @@ def _glob_match(name: str, prefix: str, middle: tuple[str, ...], suffix: str) ->
     return True
 
 
-@dataclass(slots=True)
+@record
 class RepeatChain:
-    """The current run of identical (tool, canonical arguments) keys of one agent."""
+    """The current run of identical (tool, canonical arguments) calls of one agent. (Tool and
+    arguments in two fields, not a tuple key: a tuple per agent is 56 B more state.)"""
 
-    key: tuple[str, str | bytes] | None = None
+    tool: str | None = None
+    arguments: str | bytes | None = None  # compacted (`compact_arguments`)
     count: int = 0
     result: int | None = None  # the run's result signature, when results are compared
 
     def observe(self, tool_name: str, canonical_arguments: str, result: int | None = None) -> int:
         """Record one tracked call; return its position in the run of identical calls (1 = first).
         `result`: its result's signature, when a changed result restarts the run (else None)."""
-        key = (tool_name, compact_arguments(canonical_arguments))
-        if key == self.key and result == self.result:
+        arguments = compact_arguments(canonical_arguments)
+        if tool_name == self.tool and arguments == self.arguments and result == self.result:
             self.count += 1
         else:
-            self.key, self.count, self.result = key, 1, result
+            self.tool, self.arguments, self.count, self.result = tool_name, arguments, 1, result
         return self.count
 
     def matches(self, tool_name: str, canonical_arguments: str) -> bool:
         """Whether a call with these arguments would continue the current run."""
-        return self.key == (tool_name, compact_arguments(canonical_arguments))
+        return tool_name == self.tool and compact_arguments(canonical_arguments) == self.arguments
 
     def reset(self) -> None:
         """A new user prompt starts a new chain."""
-        self.key, self.count, self.result = None, 0, None
+        self.tool, self.arguments, self.count, self.result = None, None, 0, None
 
 
 _VERBATIM_UP_TO = 64
@@ -102,4 +105,4 @@ def compact_arguments(arguments: str) -> str | bytes:
     """Arguments as the chain keeps them: short ones verbatim, long ones as a 128-bit digest (bounded state)."""
     if len(arguments) <= _VERBATIM_UP_TO:
         return arguments
-    return hashlib.blake2b(arguments.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return blake2b(arguments.encode("utf-8", "surrogatepass"), digest_size=16).digest()

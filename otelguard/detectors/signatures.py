@@ -8,7 +8,6 @@ normalised; the rest is hashed as it is.
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from ..records import Status, ToolCall
 
@@ -81,6 +80,8 @@ def loose_arguments(arguments: str) -> str:
     dropped, in a bounded head (the rest of longer arguments is kept as it is: a span's end stays short)."""
     head, rest = arguments[:_LOOSE_HEAD_CHARS], arguments[_LOOSE_HEAD_CHARS:]
     if not head.isascii():
+        import unicodedata  # (only here: a CLI hook's process, whose calls are mostly ASCII, loads no extension for it)
+
         head = unicodedata.normalize("NFC", head)
     loose = "".join(head.split())
     for dropped in _LOOSE_DROPPED:

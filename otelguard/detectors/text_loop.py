@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import heapq
 from array import array
-from dataclasses import dataclass
 
+from ..record_type import record
 from .text import gram_hashes, grams
 from .thinking import HASH_TYPECODE, estimated_containment
 
@@ -30,7 +30,7 @@ SKETCH_SIZE = 64
 MAX_ANSWER_CHARS = 4096  # an answer is compared on its first this many characters
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TextLoopJudgement:
     answers: int  # answers in the streak that tripped (counting this one)
     fire: bool  # react now (false once max_fires reactions were sent)

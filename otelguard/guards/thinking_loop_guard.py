@@ -10,7 +10,7 @@ from ..actions import Action
 from ..detectors.novelty import NoveltyMeter
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
-from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector
+from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector, ThinkingRules
 from ..guard_ids import THINKING_LOOP_GUARD
 from ..records import ModelCall, SpanView, ToolCall, Verdict
 from .base import Guard, ModelFacts
@@ -70,12 +70,11 @@ class ThinkingLoopGuard(Guard):
         self.judged_text_chars = min(floors, default=math.inf)
         self.judges_text_only_answers = self._text_loop is not None
         self.judged_reasoning_chars = min([c.min_reasoning_chars, *floors])
-        # The detector's settings read from the config once: every new agent makes a detector.
-        self._new_detector = functools.partial(
-            ThinkingLoopDetector, max_thinking_steps=c.max_thinking_steps,
-            min_reasoning_chars=c.min_reasoning_chars, repeat_ratio=c.repeat_ratio,
-            similarity_threshold=c.similarity_threshold, max_fires=c.max_fires,
-        )
+        # The detector's settings read from the config once, shared by every new agent's detector.
+        self._new_detector = functools.partial(ThinkingLoopDetector, ThinkingRules(
+            max_thinking_steps=c.max_thinking_steps, min_reasoning_chars=c.min_reasoning_chars,
+            repeat_ratio=c.repeat_ratio, similarity_threshold=c.similarity_threshold, max_fires=c.max_fires,
+        ))
 
     def new_state(self) -> ThinkingState:
         return ThinkingState(self._new_detector(), TextLoopState() if self._text_loop is not None else None)

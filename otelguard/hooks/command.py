@@ -31,9 +31,10 @@ DEFAULT_SERVICE_TIMEOUT_MS = 50.0
 MAX_ANSWER_BYTES = 1 << 20  # a hook's answer is a few hundred bytes
 
 
-def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
+def run(cli: str, stdin: BinaryIO, stdout: TextIO, *, own_process: bool = False) -> int:
     """Judge the call on `stdin`, print the answer; always 0 (see the module doc). Whatever otelguard
-    writes to stderr meanwhile (a contained error's warning) goes to the log."""
+    writes to stderr meanwhile (a contained error's warning) goes to the log. `own_process`: this
+    process was started for this call alone (`otelguard hook <cli>`), and may set itself up for that."""
     began = time.perf_counter()
     log_path = paths.log_path()
     stderr, sys.stderr = sys.stderr, io.StringIO()
@@ -42,6 +43,10 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
         data = stdin.read()
         answer = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
         if answer is None:
+            if own_process:
+                from .. import fastjson
+
+                fastjson.use_standard_library()  # this process judges one call: orjson's import costs more than it saves
             from .decision import answer_with_call
 
             answer, event, verdicts = answer_with_call(cli, data, log_path)

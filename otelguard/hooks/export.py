@@ -18,6 +18,7 @@ import os
 import sys
 from typing import Any
 
+from ..record_type import fields
 from ..records import Verdict
 from .payload import HookEvent
 
@@ -44,7 +45,7 @@ def send_later(event: HookEvent, verdicts: tuple[Verdict, ...]) -> None:
 
 
 def _fields(verdict: Verdict) -> dict[str, Any]:
-    return {name: getattr(verdict, name) for name in Verdict.__dataclass_fields__}
+    return {field.name: getattr(verdict, field.name) for field in fields(verdict)}
 
 
 def send(batch: dict[str, Any]) -> None:
@@ -73,8 +74,8 @@ def send(batch: dict[str, Any]) -> None:
                                                                            timeout=_TIMEOUT_S)))
     metrics = GuardMetrics(meters)
     logger = logs.get_logger("otelguard", __version__)
-    for fields in batch["verdicts"]:
-        verdict = Verdict(**fields)
+    for verdict_fields in batch["verdicts"]:
+        verdict = Verdict(**verdict_fields)
         metrics.verdict(verdict, batch["cli"])  # (the run-length histogram too)
         attributes = {**verdict.attributes(), "event.name": "otelguard.verdict", "otelguard.hook.cli": batch["cli"],
                       "otelguard.hook.phase": batch["phase"], "session.id": batch["session"],

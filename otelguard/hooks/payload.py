@@ -17,11 +17,11 @@ judged and for the history, so identity survives the cut.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, NamedTuple
 
 from ..canonical import canonical_arguments
+from ..digest import blake2b
 
 PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
@@ -120,7 +120,7 @@ def bounded(text: str, limit: int) -> str:
     (in the history and for the call judged alike), so two long values still compare equal or not."""
     if len(text) <= limit:
         return text
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return f"{text[:limit]}… (+{len(text) - limit} chars, blake2b {digest})"
 
 
