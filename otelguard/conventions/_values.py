@@ -410,6 +410,8 @@ def decode_reasoning(content: Any) -> tuple[str, Content]:
     (`[{"text": ..., "type": "summary_text"}]`) and the Python repr of the Agents SDK's content
     object (`Content(text='...', type='reasoning_text')`), read with `ast` (never evaluated).
     """
+    if type(content) is str and "Content(" not in content and content.lstrip()[:1] != "[":
+        return content, Content.OK  # plain text, the usual case: it starts neither encoding
     if content is None:
         return "", Content.ABSENT
     if isinstance(content, (list, tuple, Mapping)):

@@ -163,10 +163,16 @@ def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
     if type(messages) is not str:
         return False
-    if not floor.text_only and _too_short_to_read(messages, floor):
+    if floor.text_only:
+        # Output with no tool call is almost always a text-only answer, which is read whatever its
+        # length: without the part type in the text, go straight to reading (which repeats the tests
+        # below, so a wrong guess costs time, never a judgement).
+        if sc.PART_TOOL_CALL not in messages:
+            return False
+    elif _too_short_to_read(messages, floor):
         return True
     decoded, _ = load_json(messages)
-    return decoded is not None and not _may_reach(decoded, floor)
+    return decoded is not None and not _may_reach(_output_parts(decoded), floor)
 
 
 def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
@@ -180,10 +186,13 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     decoded, content = load_json(value)
     if decoded is None:
         return Output(content=content)
-    if floor is not None and not _may_reach(decoded, floor):
-        return UNREAD_OUTPUT  # shared: nothing is added to output left unread
+    pieces = _output_parts(decoded)
+    if floor is not None:
+        pieces = list(pieces)  # walked once, measured then read
+        if not _may_reach(pieces, floor):
+            return UNREAD_OUTPUT  # shared: nothing is added to output left unread
     output = Output(content=content)
-    for role, piece in _output_parts(decoded):
+    for role, piece in pieces:
         if role is _TEXT:
             output.add_text(piece)
         elif role is _REASONING:
@@ -268,14 +277,14 @@ def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
     return not digit_runs(text, _LONG_INTEGER_DIGITS)
 
 
-def _may_reach(decoded: Any, floor: OutputFloor) -> bool:
-    """Whether the read output's text or reasoning could reach the floor: string content reads to at
-    most its own length (text parts joined by one character); other content is read to find out.
-    With `floor.text_only`, output with visible text and no tool call is read whatever its length.
-    Stops at the first answer: output that may reach the floor is walked again, to be read."""
+def _may_reach(pieces: Iterator[tuple[str, Any]] | list[tuple[str, Any]], floor: OutputFloor) -> bool:
+    """Whether the read output's text or reasoning could reach the floor, from its pieces (as
+    `_output_parts` yields them): string content reads to at most its own length (text parts joined
+    by one character); other content is read to find out. With `floor.text_only`, output with
+    visible text and no tool call is read whatever its length. Stops at the first answer."""
     text = reasoning = 0
     tool_called = False
-    for role, value in _output_parts(decoded):
+    for role, value in pieces:
         if role is _TEXT or role is _REASONING:
             if not isinstance(value, str):
                 return True

@@ -11,7 +11,9 @@ collapsed), exact up to SKETCH_SIZE distinct windows and sampled beyond; answers
 a window are similar only when equal.
 
 State per run: one bounded sketch of the previous answer and two counters (its own; the thinking
-rule's `stalled`, `fires` and gram state are never touched).
+rule's `stalled`, `fires` and gram state are never touched). A streak's first answer of at most
+SKETCH_SIZE characters is kept as text instead (fewer windows than a sketch holds, in no more room)
+and sketched only when the next answer is compared with it: a run's one final answer is not hashed.
 """
 
 from __future__ import annotations
@@ -37,20 +39,21 @@ class TextLoopJudgement:
 class TextLoopState:
     """One agent run's text-only answers. Not thread-safe: the caller serialises calls per agent."""
 
-    __slots__ = ("_previous", "_previous_size", "_previous_short", "near", "restating", "fires")
+    __slots__ = ("_previous", "_previous_size", "near", "restating", "fires")
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self._previous: array | None = None
-        self._previous_size = 0
-        self._previous_short: str | None = None  # an answer too short for a 4-character window
+        # The previous answer (normalised): its sketch, or its text (a streak's short first answer,
+        # or one too short for a 4-character window).
+        self._previous: array | str | None = None
+        self._previous_size = 0  # the sketched answer's count of distinct windows
         self.near = self.restating = 0  # the streaks ending at the previous answer (answers in them)
         self.fires = 0
 
     def tool_called(self) -> None:
-        self._previous, self._previous_short = None, None
+        self._previous = None
         self.near = self.restating = 0
 
 
@@ -66,16 +69,25 @@ class TextLoopDetector:
     def observe(self, state: TextLoopState, text: str) -> TextLoopJudgement | None:
         """A text-only answer of the run; a judgement when it completes a streak."""
         normal = " ".join(text[:MAX_ANSWER_CHARS].lower().split())
-        windows = grams(normal)
-        if not windows:
-            similar = 1.0 if state._previous_short is not None and state._previous_short == normal else 0.0
-            state._previous, state._previous_size, state._previous_short = None, 0, normal
+        previous = state._previous
+        if previous is None and len(normal) <= SKETCH_SIZE:
+            similar = 0.0  # nothing to compare with: kept as text, sketched if a next answer comes
+            state._previous = normal
         else:
-            hashes = gram_hashes(windows)
-            similar = 0.0 if state._previous is None else \
-                estimated_containment(state._previous, state._previous_size, hashes, len(windows))
-            state._previous = array(HASH_TYPECODE, heapq.nsmallest(SKETCH_SIZE, hashes))
-            state._previous_size, state._previous_short = len(windows), None
+            windows = grams(normal)
+            if not windows:  # similar only to an equal answer (kept as text: it is that short)
+                similar = 1.0 if previous == normal else 0.0
+            else:
+                hashes = gram_hashes(windows)
+                if type(previous) is str:
+                    previous_windows = grams(previous)
+                    previous, state._previous_size = _sketch(gram_hashes(previous_windows)), len(previous_windows)
+                similar = 0.0 if not previous else \
+                    estimated_containment(previous, state._previous_size, hashes, len(windows))
+            if windows:
+                state._previous, state._previous_size = _sketch(hashes), len(windows)
+            else:
+                state._previous = normal
         state.near = state.near + 1 if similar >= self.similarity else 1
         state.restating = state.restating + 1 if similar >= self.streak_similarity else 1
         answers = 0
@@ -90,3 +102,7 @@ class TextLoopDetector:
         state.fires += fire
         return TextLoopJudgement(answers, fire)
 
+
+def _sketch(hashes: set[int]) -> array:
+    """A bottom-k sketch of an answer's window hashes (all of them, up to SKETCH_SIZE)."""
+    return array(HASH_TYPECODE, heapq.nsmallest(SKETCH_SIZE, hashes))

@@ -183,6 +183,8 @@ class ThinkingLoopGuard(Guard):
         breaker, reasoning to the reasoning breaker); what no chunk was recorded of is judged once,
         whole: the final text, the final reasoning."""
         chunks = call.chunks
+        if not chunks and len(call.text) < self.judged_text_chars and len(call.reasoning) < self.judged_reasoning_chars:
+            return None  # the usual short answer: nothing recorded, nothing long enough for a rule
         kinds = {chunk.kind for chunk in chunks}
         if kinds:
             breaker, reasoning_breaker = self.new_breaker(), None
