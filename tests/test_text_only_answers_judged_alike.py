@@ -30,7 +30,7 @@ from otelguard.detectors.text import gram_hashes, grams
 from otelguard.detectors.text_loop import MAX_ANSWER_CHARS, SKETCH_SIZE, TextLoopDetector, TextLoopState
 from otelguard.detectors.thinking import HASH_TYPECODE, estimated_containment
 from otelguard.engine import GuardEngine
-from otelguard.records import Content, SpanView
+from otelguard.records import Content, SpanEvent, SpanView
 
 TOOL_CALL, NEW_RUN = "tool call", "new run"
 
@@ -316,3 +316,19 @@ def test_an_answer_with_neither_text_nor_a_tool_call_leaves_the_text_loop_streak
     for empty in ((), ({"type": "text", "content": ""},), ({"type": "thinking", "content": "Hm."},)):
         assert _text_loop_rules_over([(_RESTATED,), empty, (_RESTATED,)]) == {
             "live": [[], [], ["text-loop"]], "whole": [[], [], ["text-loop"]]}
+
+
+def test_an_answer_asking_for_a_tool_with_recorded_chunks_ends_the_streak_live_as_in_the_analyzer():
+    """The same, with the asking answer's stream recorded (`otelguard.chunk` events): live judges it, its output
+    left unread, and the streak ends there too."""
+    rules = {}
+    for name, engine in (("live", GuardEngine(CONFIGS["eager text loop"], full_records=False)),
+                         ("whole", GuardEngine(CONFIGS["eager text loop"]))):
+        run = _run_span(10)
+        engine.start(run)
+        asking = _chat(12, run, {"type": "text", "content": "Checking."}, _TOOL_CALL_PART)
+        asking = SpanView(asking.name, 1, 12, 10, asking.attributes,
+                          events=(SpanEvent("otelguard.chunk", {"otelguard.chunk.text": "Checking."}),))
+        rules[name] = [[verdict.rule for verdict in _judged(engine, span).verdicts]
+                       for span in (_chat(11, run, _RESTATED), asking, _chat(13, run, _RESTATED))]
+    assert rules == {"live": [[], [], []], "whole": [[], [], []]}
