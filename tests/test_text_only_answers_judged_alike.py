@@ -30,7 +30,7 @@ from otelguard.detectors.text import gram_hashes, grams
 from otelguard.detectors.text_loop import MAX_ANSWER_CHARS, SKETCH_SIZE, TextLoopDetector, TextLoopState
 from otelguard.detectors.thinking import HASH_TYPECODE, estimated_containment
 from otelguard.engine import GuardEngine
-from otelguard.records import Content, SpanView
+from otelguard.records import Content, SpanEvent, SpanView
 
 TOOL_CALL, NEW_RUN = "tool call", "new run"
 
@@ -147,9 +147,10 @@ def _spelled(raw: str, escaped: bool) -> str:
 
 
 @st.composite
-def model_outputs(draw: Any) -> str:
-    """A `gen_ai.output.messages` text: pydantic-ai-shaped parts, or any messages; maybe escaped."""
-    if draw(st.integers(0, 4)) == 0:
+def model_outputs(draw: Any, asking_for_a_tool: bool = False) -> str:
+    """A `gen_ai.output.messages` text: pydantic-ai-shaped parts, or any messages; maybe escaped.
+    `asking_for_a_tool`: pydantic-ai-shaped parts with a tool call, always."""
+    if not asking_for_a_tool and draw(st.integers(0, 4)) == 0:
         decoded = draw(messages)
     else:
         parts: list[dict[str, Any]] = []
@@ -159,7 +160,7 @@ def model_outputs(draw: Any) -> str:
         text = draw(st.one_of(st.just(""), answers, st.just("abc, " * 60)))
         if text or draw(st.booleans()):
             parts.append({"type": "text", "content": text})
-        if draw(st.booleans()):
+        if asking_for_a_tool or draw(st.booleans()):
             parts.append({"type": "tool_call", "id": "c1", "name": "probe", "arguments": {"q": draw(st.text(max_size=8))}})
         decoded = [{"role": "assistant", "parts": parts, "finish_reason": "stop"}]
     return _spelled(json.dumps(decoded, ensure_ascii=draw(st.booleans())), draw(st.booleans()))
@@ -172,7 +173,7 @@ TEXT_ONLY_FLOOR = OutputFloor(text_chars=256, reasoning_chars=2048, text_only=Tr
 @given(model_outputs())
 def test_output_told_unread_under_the_text_only_floor_holds_no_text_only_answer(raw):
     """Told unread from the attributes: reading says so too, and the whole record is under both floors and
-    has a tool call or no visible text (so the text-loop rule had nothing to judge)."""
+    has a tool call (what the live engine tells the guards judging text-only answers, for no rule to judge)."""
     attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": raw}
     classification = classify("chat m", attributes)
     view = SpanView("chat m", 1, 2, None, attributes)
@@ -182,7 +183,7 @@ def test_output_told_unread_under_the_text_only_floor_holds_no_text_only_answer(
     live = read(view, classification, output_floor=TEXT_ONLY_FLOOR)
     if live.output_content is Content.UNREAD:
         assert len(whole.text) < TEXT_ONLY_FLOOR.text_chars and len(whole.reasoning) < TEXT_ONLY_FLOOR.reasoning_chars
-        assert whole.tool_calls or not whole.text, raw
+        assert whole.tool_calls, raw
     else:
         assert live == whole
 
@@ -208,10 +209,16 @@ CONFIGS = {
 
 @st.composite
 def agent_steps(draw: Any) -> list[Any]:
-    """Model outputs (text-only answers often restating each other), tool calls and new runs of one agent."""
-    pool = draw(st.lists(model_outputs(), min_size=1, max_size=4))
+    """Model outputs (text-only answers often restating each other), tool calls and new runs of one agent.
+    A model output comes with whether the agent runs the tool calls it asks for: a framework may reject
+    the call (an unknown tool, arguments that fail validation), and then no tool span follows."""
+    text_only = answers.map(lambda text: json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}]))
+    pool = draw(st.lists(st.one_of(model_outputs(), text_only, text_only), min_size=1, max_size=3))
     output = st.sampled_from(range(len(pool))).map(pool.__getitem__)
-    return draw(st.lists(st.one_of(output, output, model_outputs(), st.sampled_from([TOOL_CALL, NEW_RUN])),
+    answer = st.tuples(st.one_of(output, output, output, model_outputs()), st.booleans())
+    rejected_call = st.tuples(model_outputs(asking_for_a_tool=True), st.just(False))
+    return draw(st.lists(st.one_of(answer, answer, answer, rejected_call, rejected_call,
+                                   st.sampled_from([TOOL_CALL, NEW_RUN])),
                          min_size=1, max_size=16))
 
 
@@ -244,14 +251,14 @@ def test_the_live_engine_reaches_the_analyzers_verdicts_on_any_agent_steps(confi
                 engine.start(run)
             continue
         if step != TOOL_CALL:
+            output, runs_the_tool = step
             span = SpanView("chat m", 1, next(span_ids), run.span_id,
-                            {"gen_ai.operation.name": "chat", "gen_ai.output.messages": step})
+                            {"gen_ai.operation.name": "chat", "gen_ai.output.messages": output})
             judged = _judged(whole, span)
-            assert _judged(live, span).verdicts == judged.verdicts, step
-            if not judged.record.tool_calls:
+            assert _judged(live, span).verdicts == judged.verdicts, output
+            if not judged.record.tool_calls or not runs_the_tool:
                 continue
-            # The agent runs the call the model asked for: live, its tool span ends the text-loop streak
-            # (an answer with a tool call is left unread there).
+            # The agent runs the call the model asked for (an answer with a tool call is left unread live).
         span = SpanView("execute_tool probe", 1, next(span_ids), run.span_id, {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "probe",
             "gen_ai.tool.call.arguments": '{"q": 1}', "gen_ai.tool.call.result": "ok"})
@@ -272,3 +279,56 @@ def test_the_engine_property_sees_text_loop_verdicts():
         assert verdicts == _judged(whole, span).verdicts
         rules += [verdict.rule for verdict in verdicts]
     assert rules == ["text-loop"]
+
+
+def _chat(span_id: int, run: SpanView, *parts: dict) -> SpanView:
+    return SpanView("chat m", 1, span_id, run.span_id, {"gen_ai.operation.name": "chat", "gen_ai.output.messages":
+                                                       json.dumps([{"role": "assistant", "parts": list(parts)}])})
+
+
+def _text_loop_rules_over(answers: list[tuple[dict, ...]]) -> dict[str, list[list[str]]]:
+    """The rules of each answer's verdicts, live and whole, for one run of the eager config's answers."""
+    rules: dict[str, list[list[str]]] = {}
+    for name, engine in (("live", GuardEngine(CONFIGS["eager text loop"], full_records=False)),
+                         ("whole", GuardEngine(CONFIGS["eager text loop"]))):
+        run = _run_span(10)
+        engine.start(run)
+        rules[name] = [[verdict.rule for verdict in _judged(engine, _chat(11 + i, run, *parts)).verdicts]
+                       for i, parts in enumerate(answers)]
+    return rules
+
+
+_RESTATED = {"type": "text", "content": "I will check the weather in Paris, then answer."}
+_TOOL_CALL_PART = {"type": "tool_call", "id": "c1", "name": "probe", "arguments": {"q": ""}}
+
+
+def test_an_answer_asking_for_a_tool_that_never_runs_ends_the_text_loop_streak_live_as_in_the_analyzer():
+    """Text answer, an answer asking for a tool call that the framework rejects (no tool span follows), the
+    same text answer: the call asked for ends the streak, live as whole (`textLoopRepeats: 2`)."""
+    for asking in ((_TOOL_CALL_PART,), ({"type": "text", "content": "Checking."}, _TOOL_CALL_PART)):
+        assert _text_loop_rules_over([(_RESTATED,), asking, (_RESTATED,)]) == {"live": [[], [], []],
+                                                                               "whole": [[], [], []]}
+
+
+def test_an_answer_with_neither_text_nor_a_tool_call_leaves_the_text_loop_streak_as_it_is_live_as_whole():
+    """An empty answer (no part, an empty text part, short reasoning alone) neither ends nor extends the streak:
+    the same text answer after it completes the streak, live as whole."""
+    for empty in ((), ({"type": "text", "content": ""},), ({"type": "thinking", "content": "Hm."},)):
+        assert _text_loop_rules_over([(_RESTATED,), empty, (_RESTATED,)]) == {
+            "live": [[], [], ["text-loop"]], "whole": [[], [], ["text-loop"]]}
+
+
+def test_an_answer_asking_for_a_tool_with_recorded_chunks_ends_the_streak_live_as_in_the_analyzer():
+    """The same, with the asking answer's stream recorded (`otelguard.chunk` events): live judges it, its output
+    left unread, and the streak ends there too."""
+    rules = {}
+    for name, engine in (("live", GuardEngine(CONFIGS["eager text loop"], full_records=False)),
+                         ("whole", GuardEngine(CONFIGS["eager text loop"]))):
+        run = _run_span(10)
+        engine.start(run)
+        asking = _chat(12, run, {"type": "text", "content": "Checking."}, _TOOL_CALL_PART)
+        asking = SpanView(asking.name, 1, 12, 10, asking.attributes,
+                          events=(SpanEvent("otelguard.chunk", {"otelguard.chunk.text": "Checking."}),))
+        rules[name] = [[verdict.rule for verdict in _judged(engine, span).verdicts]
+                       for span in (_chat(11, run, _RESTATED), asking, _chat(13, run, _RESTATED))]
+    assert rules == {"live": [[], [], []], "whole": [[], [], []]}

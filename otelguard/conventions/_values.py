@@ -506,8 +506,9 @@ class OutputFloor:
 
     text_chars: float
     reasoning_chars: float
-    # Read output with visible text and no tool call whatever its length (the text-loop rule judges
-    # every text-only answer); output with a tool call stays under the two floors above.
+    # Read output with no tool call whatever its length (the text-loop rule judges every text-only
+    # answer); output with a tool call stays under the two floors above, and output left unread under
+    # this floor asked for a tool call.
     text_only: bool = False
 
 

@@ -164,9 +164,9 @@ def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
     if type(messages) is not str:
         return False
     if floor.text_only:
-        # Output with no tool call is almost always a text-only answer, which is read whatever its
-        # length: without the part type in the text, go straight to reading (which repeats the tests
-        # below, so a wrong guess costs time, never a judgement).
+        # Output with no tool call is read whatever its length: without the part type in the text,
+        # go straight to reading (which repeats the tests below: a tool call spelled with an escape
+        # costs time, never a judgement).
         if sc.PART_TOOL_CALL not in messages:
             return False
     elif _too_short_to_read(messages, floor):
@@ -280,8 +280,9 @@ def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
 def _may_reach(pieces: Iterator[tuple[str, Any]] | list[tuple[str, Any]], floor: OutputFloor) -> bool:
     """Whether the read output's text or reasoning could reach the floor, from its pieces (as
     `_output_parts` yields them): string content reads to at most its own length (text parts joined
-    by one character); other content is read to find out. With `floor.text_only`, output with
-    visible text and no tool call is read whatever its length. Stops at the first answer."""
+    by one character); other content is read to find out. With `floor.text_only`, output with no
+    tool call is read whatever its length (output left unread then asked for a tool call: the live
+    engine tells the guards judging text-only answers so). Stops at the first answer."""
     text = reasoning = 0
     tool_called = False
     for role, value in pieces:
@@ -298,7 +299,7 @@ def _may_reach(pieces: Iterator[tuple[str, Any]] | list[tuple[str, Any]], floor:
                     return True
         elif role is _TOOL_CALL:
             tool_called = True
-    return floor.text_only and text > 1 and not tool_called
+    return floor.text_only and not tool_called
 
 
 def _strip_prefix(name: str, prefix: str) -> str | None:

@@ -130,11 +130,13 @@ class Agents:
                 return self.new_state()
         return self._kept.get_or_create(agent.key, self.new_state)
 
-    def seen(self, agent: AgentRef) -> None:
+    def seen(self, agent: AgentRef) -> AgentState | None:
         """A span of `agent` ended that no guard judges: a kept agent is still active (its LRU place
-        and idle time), but no state is made for it."""
-        if agent.scope_run_id is None:
-            self._kept.get(agent.key)
+        and idle time), but no state is made for it. Returns its state when one is made."""
+        key, _, run_span_id, scope_run_id = agent  # (one unpacking: a NamedTuple's fields are slow to get)
+        if scope_run_id is not None and scope_run_id == run_span_id:
+            return self._open_runs.get(run_span_id)
+        return self._kept.get(key)
 
     def run_ended(self, agent: AgentRef) -> None:
         """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any

@@ -135,6 +135,10 @@ class GuardEngine:
         # (index, guard, skip_when_fresh): each guard's tool_end_keeps_fresh_state read once, not a tool span at a time.
         self._on_tool_end = tuple((i, g, g.tool_end_keeps_fresh_state) for i, g in _hooked(self.guards, "on_tool_end"))
         self._on_model_end = _hooked(self.guards, "on_model_end")
+        # Under the text-only floor, output left unread asked for a tool call: the guards judging
+        # text-only answers are told so (their streak ends, as when the analyzer reads the answer).
+        self._on_tool_call_asked = tuple((i, g) for i, g in _hooked(self.guards, "on_tool_call_asked")
+                                         if g.judges_text_only_answers) if self._output_floor is not None else ()
         # Reading a tool span at its start costs a JSON parse; only a pre-emptive block needs it.
         self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
         self._bounds = (max_agents, idle_ttl_s, max_open_spans, clock, on_evict)
@@ -209,7 +213,7 @@ class GuardEngine:
             return Judged(classification, agent)
         if (kind is SpanKind.MODEL and live_trip is None and self._output_floor is not None and not source.has_events
                 and conventions.output_unread(source.attributes, classification, self._output_floor)):
-            self._agents.seen(agent)  # output under every guard's floor, told from its attributes: none judges it
+            self._unread(agent)  # output under every guard's floor, told from its attributes: none judges it
             return Judged(classification, agent)
         return self._judge(source, classification, agent, live_trip, timed_out_ms)
 
@@ -292,7 +296,7 @@ class GuardEngine:
         record = conventions.read(span, classification, source.parent_view(), output_floor=self._output_floor)
         if (live_trip is None and type(record) is ModelCall and record.output_content is Content.UNREAD
                 and not record.chunks):
-            self._agents.seen(agent)  # output under every guard's floor, left unread: none judges it
+            self._unread(agent)  # output under every guard's floor, left unread: none judges it
             return Judged(classification, agent, span, record)
         verdicts: list[Verdict] = []
         state = self._agents.state(agent)
@@ -307,6 +311,19 @@ class GuardEngine:
                 for index, guard in self._on_model_end:
                     verdicts += guard.on_model_end(state.of(index, guard), record, span, facts)
         return Judged(classification, agent, span, record, tuple(verdicts), live_trip)
+
+    def _unread(self, agent: AgentRef) -> None:
+        """A model span's output was left unread. Under the text-only floor it asked for a tool call:
+        the guards judging text-only answers learn of it (whether a tool span follows or not)."""
+        state = self._agents.seen(agent)
+        if state is None:
+            return  # (a state not made yet has no streak to end)
+        for index, guard in self._on_tool_call_asked:
+            guard_state = state.guard_states[index]
+            # The lock only where there is something to change (taking it costs as much as the rest).
+            if guard_state is not UNMADE and guard.tool_call_asked_matters(guard_state):
+                with state.lock:
+                    guard.on_tool_call_asked(guard_state)
 
     def _agent_by_parent(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """The agent of a span the engine did not hold: its parent's, else its trace's."""

@@ -12,7 +12,7 @@ from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector, ThinkingRules
 from ..guard_ids import THINKING_LOOP_GUARD
-from ..records import ModelCall, SpanView, ToolCall, Verdict
+from ..records import Content, ModelCall, SpanView, ToolCall, Verdict
 from .base import Guard, ModelFacts
 
 if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
@@ -63,7 +63,7 @@ class ThinkingLoopGuard(Guard):
         ) if c.text_loop_repeats or c.text_loop_streak else None
         # The shortest text and reasoning a rule judges: the live guard leaves shorter output unread.
         # The text-loop rule reads every text-only answer, however short (an answer with a tool call
-        # ends its streak: told by the tool span, `on_tool_end`, so such output may stay unread).
+        # ends its streak: such output may stay unread, the engine tells `on_tool_call_asked`).
         floors = [c.min_repeated_cycle_chars] if c.max_repeated_cycle_chars or c.max_long_cycle_chars else []
         if self._novelty:
             floors.append(c.novelty_window)
@@ -93,6 +93,15 @@ class ThinkingLoopGuard(Guard):
         if state.text_loop is not None:
             state.text_loop.tool_called()
         return []
+
+    def tool_call_asked_matters(self, state: ThinkingState) -> bool:
+        return state.text_loop is not None and state.text_loop.streak_open
+
+    def on_tool_call_asked(self, state: ThinkingState) -> None:
+        """An answer asking for a tool call, left unread live: it ends the text-loop streak, as
+        `_judge_text_only_answer` does with the answer read, whether or not the tool then runs."""
+        if state.text_loop is not None:
+            state.text_loop.tool_called()
 
     # --- mid-stream breaker -------------------------------------------------------------------
     def _character_rules(self, *, reasoning: bool) -> dict[str, int]:
@@ -156,10 +165,13 @@ class ThinkingLoopGuard(Guard):
                 action, message = self._reaction(judgement.step)
             verdicts.append(Verdict(self.id, THINKING_LOOP, judgement.step.value, action, message,
                                     thinking_stalled=judgement.stalled))
-        if state.text_loop is not None and has_output:
-            text_loop = self._judge_text_only_answer(state.text_loop, call)
-            if text_loop is not None:
-                verdicts.append(text_loop)
+        if state.text_loop is not None:
+            if has_output:
+                text_loop = self._judge_text_only_answer(state.text_loop, call)
+                if text_loop is not None:
+                    verdicts.append(text_loop)
+            elif call.output_content is Content.UNREAD:  # judged live for its chunks or a stream trip
+                self.on_tool_call_asked(state)  # (unread under the text-only floor: it asked for a tool call)
         return verdicts
 
     def _judge_text_only_answer(self, state: TextLoopState, call: ModelCall) -> Verdict | None:
