@@ -15,7 +15,8 @@ classes use only this subset of `@dataclass(slots=True[, frozen=True])`, with th
   `@dataclass`'s with `eq=True` are;
 - `fields(cls_or_instance)` and `replace(instance, **changes)`, as the `dataclasses` functions.
 
-The drivers' own classes (analyzer, service, integrations) keep `dataclasses`.
+The CLI hooks' own records use it too (they share the hook's start-up); the other drivers' classes
+(analyzer, service, integrations) keep `dataclasses`.
 """
 
 from __future__ import annotations

@@ -16,17 +16,19 @@ The texts are the guards' messages, which quote model-controlled text escaped on
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
+from ..record_type import record
 from .payload import HookEvent
 
 
-class Decision(NamedTuple):
+@record(frozen=True)
+class Decision:
     block: str | None = None  # deny the call before it runs, with this reason
     context: str | None = None  # tell the model, after the call
     stop: str | None = None  # end the agent's loop, with this reason
 
-    def __bool__(self) -> bool:  # (a tuple of three is always true)
+    def __bool__(self) -> bool:
         return bool(self.block or self.context or self.stop)
 
 

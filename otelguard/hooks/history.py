@@ -21,8 +21,9 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any
 
+from ..record_type import record
 from .payload import HookEvent
 
 SCHEMA_VERSION = 1
@@ -77,7 +78,8 @@ def set_aside(path: str) -> str:
     return aside
 
 
-class StoredEvent(NamedTuple):
+@record
+class StoredEvent:
     """One event of a session's history, as the replay reads it (a row of `events`, in its order)."""
 
     run: str | None

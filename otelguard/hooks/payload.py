@@ -18,10 +18,11 @@ judged and for the history, so identity survives the cut.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..canonical import canonical_arguments
 from ..digest import blake2b
+from ..record_type import record
 
 PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
@@ -33,7 +34,8 @@ class PayloadError(ValueError):
     """The hook input is not what the CLI documents (the call is allowed, and this is logged)."""
 
 
-class HookEvent(NamedTuple):  # (a NamedTuple, not a dataclass: ~4x cheaper to define, in every hook)
+@record(frozen=True)
+class HookEvent:
     cli: str
     phase: str  # PRE | POST
     session: str
