@@ -8,7 +8,7 @@ and is written to the log beside the history.
 With `OTELGUARD_URL` set, the hook first asks a running `otelguard serve` (`POST /v1/hook/<cli>`,
 answered there by the same local path, on the service's host; `OTELGUARD_TOKEN` when the service
 wants a token). A warm service spares the hook its imports and replay: this module imports only what
-asking needs (not even `typing`, nor `http.client` for plain HTTP), and the engine only when the
+asking needs and `json` (not even `typing`, nor `http.client` for plain HTTP), and the engine only when the
 service gives no answer within 50 ms (`OTELGUARD_URL_TIMEOUT_MS`), the hook then deciding locally and
 saying so in its log.
 """
@@ -36,9 +36,13 @@ def run_as_the_process(cli: str) -> NoReturn:
     """`run` as the whole of a process started for this one call (`otelguard hook <cli>`), which it
     sets up for that and ends without the interpreter's teardown: the answer is written and flushed,
     the history committed and closed. Skipped, the cyclic collector's passes over freshly imported
-    modules and the teardown's module cleanup would cost ~27 M instructions, an eighth of a hook."""
+    modules and the teardown's module cleanup would cost ~27 M instructions, an eighth of a hook. JSON
+    is read with the standard library alone: orjson's import costs one call more than it saves."""
+    from .. import fastjson
+
     gc.disable()
-    code = run(cli, sys.stdin.buffer, sys.stdout, own_process=True)
+    fastjson.use_standard_library()
+    code = run(cli, sys.stdin.buffer, sys.stdout)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
@@ -46,10 +50,9 @@ def run_as_the_process(cli: str) -> NoReturn:
     os._exit(code)
 
 
-def run(cli: str, stdin: BinaryIO, stdout: TextIO, *, own_process: bool = False) -> int:
+def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     """Judge the call on `stdin`, print the answer; always 0 (see the module doc). Whatever otelguard
-    writes to stderr meanwhile (a contained error's warning) goes to the log. `own_process`: this
-    process was started for this call alone (`otelguard hook <cli>`), and may set itself up for that."""
+    writes to stderr meanwhile (a contained error's warning) goes to the log."""
     began = time.perf_counter()
     log_path = paths.log_path()
     stderr, sys.stderr = sys.stderr, io.StringIO()
@@ -58,10 +61,6 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO, *, own_process: bool = False)
         data = stdin.read()
         answer = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
         if answer is None:
-            if own_process:
-                from .. import fastjson
-
-                fastjson.use_standard_library()  # this process judges one call: orjson's import costs more than it saves
             from .decision import answer_with_call
 
             answer, event, verdicts = answer_with_call(cli, data, log_path)
