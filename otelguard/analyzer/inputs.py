@@ -57,12 +57,20 @@ def open_input(path: str | os.PathLike[str], *, max_line_bytes: int = DEFAULT_MA
     return _open_stream(raw, label, max_line_bytes, max_decompressed_bytes)
 
 
+def ungzipped(raw: IO[bytes]) -> tuple[IO[bytes], IO[bytes]]:
+    """(`raw` buffered, so that it can be peeked at; the stream to read: that one, un-gzipped when
+    it starts with the gzip magic, whatever the name)."""
+    buffered: IO[bytes] = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
+    if buffered.peek(2)[:2] == _GZIP_MAGIC:  # type: ignore[attr-defined]
+        return buffered, gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
+    return buffered, buffered
+
+
 def _open_stream(raw: IO[bytes], label: str, max_line_bytes: int, max_decompressed_bytes: int) -> LineReader:
     named_gz = label.endswith((".gz", ".gzip"))
     try:
-        buffered: IO[bytes] = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
-        compressed = buffered.peek(2)[:2] == _GZIP_MAGIC  # type: ignore[attr-defined]
-        stream: IO[bytes] = gzip.GzipFile(fileobj=buffered) if compressed else buffered  # type: ignore[assignment]
+        buffered, stream = ungzipped(raw)
+        compressed = stream is not buffered
         head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]  # type: ignore[attr-defined]
     except (OSError, EOFError, zlib.error) as error:
         raw.close()

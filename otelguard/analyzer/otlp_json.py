@@ -55,6 +55,7 @@ from ..otlp_json_values import (
 from ..otlp_json_values import attributes as read_attributes
 from ..otlp_logs import LogRecordFields
 from ..records import SpanEvent, SpanView, Status
+from .inputs import ungzipped
 from .lines import (
     DEFAULT_MAX_LINE_BYTES,
     InputLimitError,
@@ -66,9 +67,6 @@ from .lines import (
 )
 
 __all__ = ["LazySpan", "ReadProblem", "UnreadableInput", "iter_lazy_spans", "iter_spans"]
-
-_GZIP_MAGIC = b"\x1f\x8b"
-
 
 @dataclass(frozen=True, slots=True)
 class ReadProblem:
@@ -175,12 +173,11 @@ def _open_lines(source: Any, label: str, max_line_bytes: int) -> tuple[Iterator[
 
 def _decode(binary: IO[bytes]) -> tuple[IO[bytes], list[Any]]:
     """The bytes, un-gzipped when they start with the gzip magic; and the layers added over them."""
-    buffered: Any = binary if hasattr(binary, "peek") else io.BufferedReader(binary)  # type: ignore[arg-type]
+    buffered, stream = ungzipped(binary)
     layers: list[Any] = [buffered] if buffered is not binary else []
-    if buffered.peek(2)[:2] == _GZIP_MAGIC:
-        buffered = gzip.GzipFile(fileobj=buffered)
-        layers.append(buffered)
-    return buffered, layers
+    if stream is not buffered:
+        layers.append(stream)
+    return stream, layers
 
 
 def _checked(lines: Iterator[Numbered], label: str) -> Iterator[Numbered]:

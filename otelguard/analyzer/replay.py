@@ -101,12 +101,11 @@ class Batch:
 class _Trace:
     """One trace's buffered spans, with what is known of its completeness kept up to date per span."""
 
-    __slots__ = ("trace_id", "spans", "first_record", "last_record", "late", "roots", "missing")
+    __slots__ = ("trace_id", "spans", "last_record", "late", "roots", "missing")
 
     def __init__(self, trace_id: int, record: int, late: bool):
         self.trace_id = trace_id
         self.spans: dict[int, LazySpan] = {}
-        self.first_record = record
         self.last_record = record
         self.late = late  # this trace had already been replayed once
         self.roots = 0
