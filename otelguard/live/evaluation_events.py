@@ -3,7 +3,8 @@
 The OpenTelemetry GenAI semantic conventions (open-telemetry/semantic-conventions-genai,
 model/gen-ai/events.yaml; moved there from open-telemetry/semantic-conventions) define this event
 for the result of judging GenAI output, emitted through the logs API and parented to the span it
-judges (`conventions.genai_events` reads them back: `otelguard analyze` compares them with its replay). Backends that know the conventions show these without knowing otelguard. Per verdict:
+judges (`conventions.genai_events` reads them back: `otelguard analyze` compares them with its
+replay). Backends that know the conventions show these without knowing otelguard. Per verdict:
 
     gen_ai.evaluation.name         otelguard.<guard>.<rule>
     gen_ai.evaluation.score.label  the action (remind, steer, cancel, ...; none)
