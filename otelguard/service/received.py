@@ -180,7 +180,7 @@ def _log_records(request: Any) -> Iterator[LogRecordFields]:
             for record in scope_logs.log_records:
                 yield LogRecordFields(service, int.from_bytes(record.trace_id, "big"),
                                       int.from_bytes(record.span_id, "big"), record.event_name,
-                                      key_values(record.attributes)[0], any_value(record.body),
+                                      proto_attributes(record.attributes)[0], any_value(record.body),
                                       record.time_unix_nano, record.observed_time_unix_nano)
 
 
@@ -195,10 +195,10 @@ def _id_problem(span: Span) -> str:
 
 
 def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
-    attributes, unreadable = key_values(span.attributes)
+    attributes, unreadable = proto_attributes(span.attributes)
     events = []
     for event in span.events:  # values without a value count as dropped on the span, as the analyzer counts them
-        event_attributes, event_unreadable = key_values(event.attributes)
+        event_attributes, event_unreadable = proto_attributes(event.attributes)
         unreadable += event_unreadable
         events.append(SpanEvent(event.name, event_attributes, event.time_unix_nano))
     status = span.status
@@ -210,9 +210,9 @@ def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
     )
 
 
-def key_values(entries: Any) -> tuple[dict[str, Any], int]:
-    """(attributes, how many had no value): decoded as the OTLP/JSON reader decodes them (arrays
-    as tuples, kvlists as dicts)."""
+def proto_attributes(entries: Any) -> tuple[dict[str, Any], int]:
+    """Protobuf KeyValues as (attributes, how many had no value): decoded as the OTLP/JSON reader
+    decodes them (arrays as tuples, kvlists as dicts)."""
     attributes: dict[str, Any] = {}
     unreadable = 0
     for entry in entries:
@@ -237,7 +237,7 @@ def any_value(value: AnyValue) -> Any:
     if kind == "array_value":
         return tuple(any_value(item) for item in value.array_value.values)
     if kind == "kvlist_value":
-        return key_values(value.kvlist_value.values)[0]
+        return proto_attributes(value.kvlist_value.values)[0]
     if kind == "bytes_value":
         return value.bytes_value
     return None
