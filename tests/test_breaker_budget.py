@@ -321,7 +321,7 @@ def test_every_budget_and_trip_is_the_long_ways(seed, kind, chars, sizes, config
     chars=st.integers(0, 6_000),
     sizes=st.sampled_from([(1, 1), (4, 4), (7, 7), (1, 12), (3, 5)]),
 )
-def test_the_added_rules_leave_the_seed_rules_budgets_and_trips_alone(seed, kind, chars, sizes):
+def test_with_every_rule_on_unstructured_text_gets_the_seed_rules_budgets_and_trips(seed, kind, chars, sizes):
     """With every rule on (the defaults: structure, long cycles, the slow lane and the steady test
     that skips the rules' full walk), unstructured text is planned and cut on the very deltas the
     seed's two rules plan and cut it, judged the long way."""

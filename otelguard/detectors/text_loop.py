@@ -52,11 +52,6 @@ class TextLoopState:
         self.near = self.restating = 0  # the streaks ending at the previous answer (answers in them)
         self.fires = 0
 
-    @property
-    def streak_open(self) -> bool:
-        """Whether an answer is kept to compare the next one with (what `tool_called` ends)."""
-        return self._previous is not None
-
     def tool_called(self) -> None:
         self._previous = None
         self.near = self.restating = 0

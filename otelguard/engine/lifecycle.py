@@ -320,8 +320,7 @@ class GuardEngine:
             return  # (a state not made yet has no streak to end)
         for index, guard in self._on_tool_call_asked:
             guard_state = state.guard_states[index]
-            # The lock only where there is something to change (taking it costs as much as the rest).
-            if guard_state is not UNMADE and guard.tool_call_asked_matters(guard_state):
+            if guard_state is not UNMADE:
                 with state.lock:
                     guard.on_tool_call_asked(guard_state)
 

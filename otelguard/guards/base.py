@@ -73,9 +73,3 @@ class Guard:
         `judges_text_only_answers`, with a state already made. The analyzer reads the answer: its
         on_model_end must do to `state` what this does (a tool span need not follow: a framework may
         reject the call)."""
-
-    def tool_call_asked_matters(self, state: Any) -> bool:
-        """Whether `on_tool_call_asked` would change `state` (a streak is open). Asked WITHOUT the
-        agent's lock, before the engine takes it: a quick read, a hint (an answer judged meanwhile,
-        on another thread, is as if it came after)."""
-        return True

@@ -94,9 +94,6 @@ class ThinkingLoopGuard(Guard):
             state.text_loop.tool_called()
         return []
 
-    def tool_call_asked_matters(self, state: ThinkingState) -> bool:
-        return state.text_loop is not None and state.text_loop.streak_open
-
     def on_tool_call_asked(self, state: ThinkingState) -> None:
         """An answer asking for a tool call, left unread live: it ends the text-loop streak, as
         `_judge_text_only_answer` does with the answer read, whether or not the tool then runs."""
