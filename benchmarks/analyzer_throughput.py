@@ -197,7 +197,7 @@ def reader_only(path: Path) -> float:
 
 class _StubEngine:
     """Judges nothing: every agent, model or tool span (classified, as the engine does) ends as a step
-    of one agent, without a record or verdicts; the driver's interface (`start`, `end`, `looks_at`,
+    of one agent, without a record or verdicts; the driver's interface (`start`, `end`,
     `report_stream_trip`) and nothing else."""
 
     def __init__(self, config=None, **kwargs):
@@ -209,10 +209,6 @@ class _StubEngine:
         self.agent = AgentRef("stub", None)
         self.judged = Judged
         self.classify = conventions.classify
-        self.looks_at_name = conventions.looks_at
-
-    def looks_at(self, source) -> bool:
-        return self.looks_at_name(source.name, source.attributes)
 
     def start(self, source):
         return None

@@ -21,8 +21,7 @@ as many characters as the longest (a shorter stream is run again, with a fresh b
 batch timed once is timed cold, paying cache misses that do not depend on the stream's length.
 
 Each figure pools the rounds of several fresh processes (`--processes`, 11; see `_bench.in_processes`);
-each judged ratio is printed with its 90 % interval. For comparing code on a loaded machine, count
-instead: `stream_instructions.py` (callgrind, the same cases' instructions a delta).
+each judged ratio is printed with its 90 % interval.
 
 Run: .venv/bin/python benchmarks/stream_breaker.py [--rounds N] [--processes N] [--quick]
 """

@@ -31,10 +31,6 @@ class Content(StrEnum):
     ABSENT = "absent"  # not captured (content capture off, attribute missing)
     MALFORMED = "malformed"  # present but unparsable (bad JSON, wrong type)
     TRUNCATED = "truncated"  # present but cut (span limits): read what there is
-    # Present but not read: the live guard measures output too short for any rule to judge instead of
-    # reading it into text and tool calls (the offline analyzer always reads it). Says nothing about
-    # whether there was output.
-    UNREAD = "unread"
     # Present but longer than the guard decodes on the agent's thread (`conventions.READ_LIMITS`): not
     # read. Says nothing about whether there was output.
     OVERSIZED = "oversized"
@@ -156,7 +152,7 @@ class ModelCall:
         text = self.text
         if (text and not text.isspace()) or self.tool_calls:  # (strip() would copy the text to tell)
             return True
-        if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.UNREAD, Content.OVERSIZED):
+        if self.output_content in (Content.ABSENT, Content.MALFORMED, Content.OVERSIZED):
             return None  # no evidence either way
         return False
 

@@ -12,9 +12,7 @@ from otelguard.conventions import (
     MARKER_KEYS,
     NAMED_SPANS,
     classify,
-    classify_marked,
     genai,
-    looks_at,
     openinference,
     openllmetry,
 )
@@ -49,12 +47,9 @@ SPANS = [  # (name, attributes, (kind, convention) or None)
 
 @pytest.mark.parametrize(("name", "attributes", "expected"), SPANS)
 def test_each_span_gets_its_kind_and_convention(name, attributes, expected):
-    """`classify` names each span's kind and convention; `classify_marked` (for spans already known
-    to carry a marker) agrees on every marked span."""
+    """`classify` names each span's kind and convention."""
     found = classify(name, attributes)
     assert (None if found is None else (found.kind.value, found.convention)) == expected
-    if looks_at(name, attributes):
-        assert classify_marked(name, attributes) == found
 
 
 def test_what_is_not_a_mapping_is_none_of_ours():
@@ -62,7 +57,6 @@ def test_what_is_not_a_mapping_is_none_of_ours():
     assert classify("chat", None) is None  # type: ignore[arg-type]
     assert classify("chat", ["gen_ai.operation.name"]) is None  # type: ignore[arg-type]
     assert classify("chat x", {"http.method": "GET"}) is None
-    assert not looks_at("chat", None)  # type: ignore[arg-type]
 
 
 def reference_is_openllmetry(name: Any, attributes: Mapping[str, Any]) -> bool:
@@ -138,5 +132,3 @@ def test_classification_follows_the_plain_rules_on_random_spans(seed):
         name = rng.choice(names)
         expected = reference_classify(name, attributes)
         assert classify(name, attributes) == expected, (name, attributes)
-        if looks_at(name, attributes):
-            assert classify_marked(name, attributes) == expected, (name, attributes)

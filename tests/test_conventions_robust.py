@@ -509,7 +509,6 @@ def test_agent_run_identity():
     ("\u2003x", (), Content.ABSENT, True),  # text seen is output, whatever the capture said
     ("", (RequestedToolCall("f", "{}"),), Content.OK, True),
     ("  ", (), Content.ABSENT, None),
-    ("", (), Content.UNREAD, None),
     ("", (), Content.MALFORMED, None),
     ("", (), Content.TRUNCATED, False),
 ])

@@ -7,7 +7,7 @@ import json
 import pytest
 from otel_support import Guarded, metric_points, output_messages
 
-from otelguard.conventions import OutputFloor, classify, genai, model_name, model_usage, read
+from otelguard.conventions import classify, genai, model_name, model_usage, read
 from otelguard.records import Classification, Content, ModelUsage, SpanKind, SpanView, Status
 
 _OUTPUT = json.dumps([{"role": "assistant", "parts": [
@@ -56,15 +56,15 @@ def test_model_name_reads_each_conventions_keys(convention, attributes, expected
     assert model_name(span, classification) == expected == model_usage(span, classification).model
 
 
-def test_usage_is_read_from_a_span_whose_output_was_left_unread():
-    """Output too short for any guard is left unread, yet the span's usage facts are all there."""
+def test_usage_is_read_beside_the_output():
+    """A short answer asking for a tool: its output is read, and the span's usage facts are all there."""
     view = SpanView("chat m", 1, 2, None, {
         "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 7,
         "gen_ai.usage.details.reasoning_tokens": "3", "gen_ai.response.finish_reasons": ("tool_call", ""),
         "gen_ai.output.messages": output_messages(text="Checking.", tool="get_weather")})
     classification = classify(view.name, view.attributes)
-    record = read(view, classification, output_floor=OutputFloor(256, 2048))
-    assert record.output_content is Content.UNREAD
+    record = read(view, classification)
+    assert record.output_content is Content.OK and record.text == "Checking."
     assert model_usage(view, classification) == ModelUsage("m", 7, 3, ("tool_call",))
 
 

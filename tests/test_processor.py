@@ -9,7 +9,7 @@ import time
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from otel_support import metric_points, output_messages, tool_span
+from otel_support import Guarded, PublicOnly, RecordingProcessor, metric_points, output_messages, tool_span
 
 import otelguard
 from otelguard.records import SpanView
@@ -348,3 +348,39 @@ def test_a_downstream_gets_each_span_as_it_is_ending():
         with g.tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}):
             g.tracer.start_span("GET").end()
     assert calls == [("ending", "GET"), ("end", "GET"), ("ending", "invoke_agent a"), ("end", "invoke_agent a")]
+
+
+# --- spans of any object showing the public ReadableSpan API (moved from test_sdk_adapter.py) ----------
+def _recorded_repeat_loop() -> RecordingProcessor:
+    recording = RecordingProcessor()
+    provider = TracerProvider()
+    provider.add_span_processor(recording)
+    tracer = provider.get_tracer("t")
+    with tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent",
+                                                                    "gen_ai.agent.name": "a"}):
+        for _ in range(3):
+            with tracer.start_as_current_span("execute_tool f", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "f",
+                    "gen_ai.tool.call.arguments": '{"q": 1}'}):
+                pass
+    return recording
+
+
+def _fed(recording: RecordingProcessor, wrap) -> tuple[list[tuple], list]:
+    """The exported spans' verdicts, and the internal errors, of a guard fed the recorded spans."""
+    with Guarded() as g:
+        for event, span, _ in recording.calls:
+            if event == "start":
+                g.processor.on_start(wrap(span), None)
+            else:
+                g.processor.on_end(wrap(span))
+        verdicts = [(span.name, span.attributes.get("otelguard.verdict"), span.attributes.get("otelguard.repeat.count"))
+                    for span in g.exporter.get_finished_spans()]
+        return verdicts, metric_points(g.metric_reader, "otelguard.internal.errors")
+
+
+def test_the_processor_judges_spans_showing_only_public_properties_as_sdk_spans():
+    recording = _recorded_repeat_loop()
+    sdk, public = _fed(recording, lambda span: span), _fed(recording, PublicOnly)
+    assert sdk == public
+    assert [count for _, verdict, count in sdk[0] if verdict == "repeated_tool_call"] == [2, 3]

@@ -301,24 +301,9 @@ class Replayer:
         if not spans:
             return
         engine = self.engine
-        # A span the engine does not look at matters only to its descendants, which find their agent
-        # through it; one without any is counted and skipped. (Parent ids are compared across the
-        # batch's traces.) The clock still passes its times.
-        parent_ids = {span.parent_span_id for span in spans}
-        kept: list[int] = []
-        latest_skipped = 0
-        for index, span in enumerate(spans):
-            if span.span_id in parent_ids or engine.looks_at(span):
-                kept.append(index)
-            else:
-                self.not_ours += 1
-                end = span.end_ns or 0
-                latest = span.start_ns if span.start_ns > end else end
-                if latest > latest_skipped:
-                    latest_skipped = latest
         traces = batch.traces
         clock = self.clock
-        for time_ns, phase, _, index in _event_order(spans, kept, traces):
+        for time_ns, phase, _, index in _event_order(spans, traces):
             span = spans[index]
             if time_ns > clock.ns:
                 clock.ns = time_ns
@@ -337,8 +322,6 @@ class Replayer:
                     self.on_judged(span.view(), judged)
             except Exception:
                 self.contain.record_and_maybe_raise("span_started" if phase == _START else "span_ended")
-        if latest_skipped > clock.ns:
-            clock.ns = latest_skipped
 
     def _recorded_facts(self, span: LazySpan) -> float | None:
         """What only the live guard knew of this span, from the verdict it wrote on it: whether its
@@ -356,21 +339,18 @@ class Replayer:
         return timed_out_ms
 
 
-def _event_order(spans: list[LazySpan], kept: list[int],
-                 traces: dict[int, dict[int, LazySpan]]) -> list[tuple[int, int, int, int]]:
-    """(time, phase, tie-break, index) for every start and end of the spans at `kept` indexes, sorted.
+def _event_order(spans: list[LazySpan], traces: dict[int, dict[int, LazySpan]]) -> list[tuple[int, int, int, int]]:
+    """(time, phase, tie-break, index) for every start and end of the batch's spans, sorted.
 
-    `kept` holds every parent of a kept span, so depths and clamped starts are those of the whole
-    batch. Only a cycle of parent ids, or a chain past `_MAX_DEPTH`, makes them depend on where the
-    walks up the chains start; then they start, as they always did, at every span in batch order.
+    Only a cycle of parent ids, or a chain past `_MAX_DEPTH`, makes depths and clamped starts depend on
+    where the walks up the chains start; then they start at every span in batch order.
     """
     depth: dict[int, int] = {}  # id(span) -> depth in its trace (0: root or orphan)
     start: dict[int, int] = {}  # id(span) -> start, clamped to be no earlier than its parent's
     events: list[tuple[int, int, int, int]] = []
     append = events.append
     irregular = False
-    for index in kept:
-        span = spans[index]
+    for span in spans:
         key = id(span)
         if key in depth:
             continue
@@ -390,8 +370,7 @@ def _event_order(spans: list[LazySpan], kept: list[int],
         start.clear()
         for span in spans:
             _place(span, traces[span.trace_id], depth, start)
-    for index in kept:
-        span = spans[index]
+    for index, span in enumerate(spans):
         key = id(span)
         d = depth[key]
         begin = start[key]

@@ -35,10 +35,9 @@ _TEXTLESS_CHUNK_EVENTS = frozenset(
     {sc.GEN_AI_COMPLETION_CHUNK_EVENT, sc.LLM_COMPLETION_CHUNK_EVENT, sc.OI_FIRST_TOKEN_EVENT}
 )
 
-# Content.OK < TRUNCATED < OVERSIZED < UNREAD < ABSENT < MALFORMED: when parts of one output disagree,
-# the worst wins.
-_CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, Content.UNREAD: 3,
-                     Content.ABSENT: 4, Content.MALFORMED: 5}
+# Content.OK < TRUNCATED < OVERSIZED < ABSENT < MALFORMED: when parts of one output disagree, the worst wins.
+_CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, Content.ABSENT: 3,
+                     Content.MALFORMED: 4}
 
 
 @record(frozen=True)
@@ -233,30 +232,12 @@ def group_indexed(items: Iterable[tuple[Any, Any]], prefix: str) -> dict[int, di
 # --- JSON ---------------------------------------------------------------------------------------
 
 
-# The last JSON text decoded, and how: a live model span's floor test that finds output to read is
-# followed by the read, which decodes the same text again (one parse a judged model output instead of
-# two: the bar on the time a span's end may take, benchmarks/span_end_by_size.py). Swapped whole.
-_last_decoded: tuple[Any, tuple[Any, Content]] = (None, (None, Content.ABSENT))
-
-
 def load_json(value: Any) -> tuple[Any, Content]:
     """Decode a JSON attribute. Already-decoded structures pass through; cut JSON is salvaged.
 
     Returns (value, OK), (salvaged prefix, TRUNCATED), (None, MALFORMED), (None, ABSENT) or, past
-    the read limit, (None, OVERSIZED). The decoded value is shared with the next caller that decodes
-    the very same text: read it, never change it.
+    the read limit, (None, OVERSIZED).
     """
-    global _last_decoded
-    last_text, last = _last_decoded
-    if value is last_text:
-        return last
-    decoded = _decode_json(value)
-    if type(value) is str:
-        _last_decoded = (value, decoded)
-    return decoded
-
-
-def _decode_json(value: Any) -> tuple[Any, Content]:
     if value is None:
         return None, Content.ABSENT
     if type(value) is not str:  # JSON text is the usual case: it skips the ABC check
@@ -497,21 +478,6 @@ def _literal_body(rest: str, quote: str) -> str:
 # --- model output ---------------------------------------------------------------------------------
 
 
-@record(frozen=True)
-class OutputFloor:
-    """The shortest model output some rule judges, in characters of visible text and of reasoning.
-
-    The live guard passes one so that shorter output is measured, not read; None reads everything.
-    """
-
-    text_chars: float
-    reasoning_chars: float
-    # Read output with no tool call whatever its length (the text-loop rule judges every text-only
-    # answer); output with a tool call stays under the two floors above, and output left unread under
-    # this floor asked for a tool call.
-    text_only: bool = False
-
-
 @record
 class Output:
     """What one model call produced, gathered part by part, and how readable it was."""
@@ -541,24 +507,6 @@ class Output:
         if content is Content.TRUNCATED:
             self.note(content)
         self.tool_calls.append(RequestedToolCall(as_name(name), canonical))
-
-
-class _SharedOutput(Output):
-    """An Output every record of unread output shares: changing it would change them all, so it refuses."""
-
-    __slots__ = ()
-
-    def note(self, content: Content) -> None:
-        raise TypeError("the shared unread Output cannot change")
-
-    add_text = add_reasoning = note  # type: ignore[assignment]
-
-    def add_tool_call(self, name: Any, arguments: Any) -> None:
-        raise TypeError("the shared unread Output cannot change")
-
-
-# The Output of model output left unread (`Content.UNREAD`): empty (its parts are tuples) and shared.
-UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]
 
 
 def model_call(span: Any, output: Output | None) -> ModelCall:

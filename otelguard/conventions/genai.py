@@ -15,7 +15,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .. import semconv as sc
-from ..canonical import digit_runs
 from ..records import (
     AgentRun,
     Classification,
@@ -27,9 +26,7 @@ from ..records import (
     ToolCall,
 )
 from ._values import (
-    UNREAD_OUTPUT,
     Output,
-    OutputFloor,
     UsageKeys,
     as_name,
     as_text,
@@ -83,14 +80,12 @@ def classify_legacy_name(name: str, attributes: Mapping[str, Any]) -> Classifica
     return None
 
 
-def read(
-    span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
-) -> AgentRun | ToolCall | ModelCall:
+def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
     if kind is SpanKind.AGENT:
         return read_agent(span)
     if kind is SpanKind.TOOL:
         return read_tool(span)
-    return read_model(span, floor)
+    return read_model(span)
 
 
 # --- agent ----------------------------------------------------------------------------------------
@@ -134,11 +129,10 @@ def _tool_name_from_span(name: str) -> str | None:
 # --- model ----------------------------------------------------------------------------------------
 
 
-def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
-    """`floor`: output shorter than it is measured, not read (see `read_output_messages`)."""
+def read_model(span: SpanView) -> ModelCall:
     attributes = attributes_of(span)
     messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-    return model_call(span, read_output_messages(messages, floor) if messages is not None else None)
+    return model_call(span, read_output_messages(messages) if messages is not None else None)
 
 
 # Model name, token counts and finish reasons, as GenAI semconv and its known variants write them.
@@ -156,43 +150,13 @@ def read_model_usage(span: SpanView) -> ModelUsage:
     return model_usage_of(span, USAGE_KEYS)
 
 
-def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
-    """Whether `read_model` with this floor leaves the output unread, by the same tests, without
-    making a record: the live guard then needs none of the span. (Output that may reach the floor is
-    parsed here once: the read that follows gets the same decoded value from `load_json`.)"""
-    messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)
-    if type(messages) is not str:
-        return False
-    if floor.text_only:
-        # Output with no tool call is read whatever its length: without the part type in the text,
-        # go straight to reading (which repeats the tests below: a tool call spelled with an escape
-        # costs time, never a judgement).
-        if sc.PART_TOOL_CALL not in messages:
-            return False
-    elif _too_short_to_read(messages, floor):
-        return True
-    decoded, _ = load_json(messages)
-    return decoded is not None and not _may_reach(_output_parts(decoded), floor)
-
-
-def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output:
-    """Decode `gen_ai.output.messages` (JSON text, or already-decoded messages) into an Output.
-
-    With a `floor`, output whose visible text and reasoning both stay under it is measured, not
-    read: the Output is empty and marked UNREAD (no rule judges output that short).
-    """
-    if floor is not None and not floor.text_only and type(value) is str and _too_short_to_read(value, floor):
-        return UNREAD_OUTPUT
+def read_output_messages(value: Any) -> Output:
+    """Decode `gen_ai.output.messages` (JSON text, or already-decoded messages) into an Output."""
     decoded, content = load_json(value)
     if decoded is None:
         return Output(content=content)
-    pieces = _output_parts(decoded)
-    if floor is not None:
-        pieces = list(pieces)  # walked once, measured then read
-        if not _may_reach(pieces, floor):
-            return UNREAD_OUTPUT  # shared: nothing is added to output left unread
     output = Output(content=content)
-    for role, piece in pieces:
+    for role, piece in _output_parts(decoded):
         if role is _TEXT:
             output.add_text(piece)
         elif role is _REASONING:
@@ -254,52 +218,6 @@ def _output_parts(decoded: Any) -> Iterator[tuple[str, Any]]:
             yield _TEXT, message["content"]
         else:
             yield _MALFORMED, None
-
-
-# JSON numbers that may print longer than they are written: one with a fraction or an exponent (`1e5`
-# reads as 100000.0), and an integer of 19 digits or more (beyond 64 bits orjson reads a float:
-# 18446744073709551616 prints as 1.8446744073709552e+19). Any other value reads to at most its own
-# JSON text (see `_too_short_to_read`).
-_LONG_INTEGER_DIGITS = 19
-
-
-def _too_short_to_read(text: str, floor: OutputFloor) -> bool:
-    """Whether JSON text this short cannot hold output that reaches the floor, seen without parsing it.
-
-    What is read out of it never outgrows the text: a string decodes to at most its literal (quotes
-    and escapes shrink), a structure re-dumps compactly, an integer of up to 64 bits, `true`, `false`
-    or `null` prints as written, and each part's separator is paid for by its quotes. Only a number
-    written with a fraction or an exponent, or a longer integer, can print longer, so text with one
-    is parsed as usual.
-    """
-    if len(text) > floor.text_chars or len(text) > floor.reasoning_chars:
-        return False
-    return not digit_runs(text, _LONG_INTEGER_DIGITS)
-
-
-def _may_reach(pieces: Iterator[tuple[str, Any]] | list[tuple[str, Any]], floor: OutputFloor) -> bool:
-    """Whether the read output's text or reasoning could reach the floor, from its pieces (as
-    `_output_parts` yields them): string content reads to at most its own length (text parts joined
-    by one character); other content is read to find out. With `floor.text_only`, output with no
-    tool call is read whatever its length (output left unread then asked for a tool call: the live
-    engine tells the guards judging text-only answers so). Stops at the first answer."""
-    text = reasoning = 0
-    tool_called = False
-    for role, value in pieces:
-        if role is _TEXT or role is _REASONING:
-            if not isinstance(value, str):
-                return True
-            if role is _TEXT:
-                text += len(value) + 1
-                if text > floor.text_chars:
-                    return True
-            else:
-                reasoning += len(value) + 1
-                if reasoning > floor.reasoning_chars:
-                    return True
-        elif role is _TOOL_CALL:
-            tool_called = True
-    return floor.text_only and not tool_called
 
 
 def _strip_prefix(name: str, prefix: str) -> str | None:

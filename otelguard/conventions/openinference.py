@@ -29,7 +29,6 @@ from ..records import (
 from . import genai
 from ._values import (
     Output,
-    OutputFloor,
     UsageKeys,
     as_name,
     as_text,
@@ -66,16 +65,12 @@ def classify_span_kind(value: Any) -> Classification | None:
     return _CLASSIFICATIONS[kind] if kind else None
 
 
-def read(
-    span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
-) -> AgentRun | ToolCall | ModelCall:
-    """`floor` applies to the raw provider payload only (the flattened output is read whole): a
-    payload shorter than the reasoning floor holds no reasoning that long, so it is not decoded."""
+def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
     if kind is SpanKind.AGENT:
         return read_agent(span)
     if kind is SpanKind.TOOL:
         return read_tool(span, parent)
-    return read_model(span, floor)
+    return read_model(span)
 
 
 # --- agent ----------------------------------------------------------------------------------------
@@ -141,13 +136,8 @@ def _json_object(value: Any) -> Mapping[str, Any] | None:
 # --- model ----------------------------------------------------------------------------------------
 
 
-def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
-    return model_call(span, _read_output(attributes_of(span), floor))
-
-
-def output_unread(attributes: Mapping[str, Any], floor: OutputFloor) -> bool:
-    """Never: the flattened output is read whole (the floor spares only the raw payload's decoding)."""
-    return False
+def read_model(span: SpanView) -> ModelCall:
+    return model_call(span, _read_output(attributes_of(span)))
 
 
 USAGE_KEYS = UsageKeys(
@@ -164,7 +154,7 @@ def read_model_usage(span: SpanView) -> ModelUsage:
     return model_usage_of(span, USAGE_KEYS)
 
 
-def _read_output(attributes: Mapping[str, Any], floor: OutputFloor | None = None) -> Output | None:
+def _read_output(attributes: Mapping[str, Any]) -> Output | None:
     """Structured output first; reasoning falls back to GenAI parts, then to the raw payload."""
     output = _flattened_output(attributes)
     genai_messages = attributes.get(sc.GEN_AI_OUTPUT_MESSAGES)  # set with OPENINFERENCE_ENABLE_GENAI_SEMCONV
@@ -175,7 +165,7 @@ def _read_output(attributes: Mapping[str, Any], floor: OutputFloor | None = None
         elif not output.reasoning:
             output.reasoning.extend(genai_output.reasoning)
     if output is None or not output.reasoning:
-        reasoning = _raw_reasoning(attributes.get(sc.OUTPUT_VALUE), floor)
+        reasoning = _raw_reasoning(attributes.get(sc.OUTPUT_VALUE))
         if reasoning:
             # Reasoning read from the raw payload says nothing about text or tool calls.
             output = output if output is not None else Output(content=Content.ABSENT)
@@ -214,13 +204,10 @@ def _read_flattened_message(fields: Mapping[str, Any], output: Output) -> None:
         )
 
 
-def _raw_reasoning(value: Any, floor: OutputFloor | None = None) -> list[str]:
+def _raw_reasoning(value: Any) -> list[str]:
     """Reasoning in the raw provider payload: `reasoning_content` (Chat Completions, LangChain
-    `additional_kwargs`) or Responses `reasoning` items. With a `floor`, a payload shorter than its
-    reasoning floor is not decoded: the reasoning texts in JSON text, joined, are shorter than it."""
+    `additional_kwargs`) or Responses `reasoning` items."""
     if value is None or (isinstance(value, str) and not value.lstrip().startswith(("{", "["))):
-        return []
-    if floor is not None and isinstance(value, str) and len(value) < floor.reasoning_chars:
         return []
     decoded, _ = load_json(value)
     texts: list[str] = []

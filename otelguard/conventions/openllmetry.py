@@ -31,7 +31,6 @@ from ..records import (
 from . import genai
 from ._values import (
     Output,
-    OutputFloor,
     as_name,
     as_text,
     attributes_of,
@@ -50,8 +49,7 @@ _REQUEST_TYPES: Mapping[str, SpanKind] = {"chat": SpanKind.MODEL, "completion": 
 # Span names that identify a model span before any attribute is set.
 NAMED_MODEL_SPANS = frozenset({"openai.response"})
 
-# Keys only OpenLLMetry writes, telling its GenAI-shaped spans from other producers' (the test is
-# `conventions.classify_marked`'s, made inline there: every agent, model and tool span asks).
+# Keys only OpenLLMetry writes, telling its GenAI-shaped spans from other producers' (`conventions.classify`).
 OWN_MARKER_KEYS = (sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE, sc.GEN_AI_IS_STREAMING, sc.GEN_AI_OPENAI_API_BASE)
 # OpenLLMetry names spans `<vendor>.<operation>` and `<entity>.<kind>`; GenAI semconv uses spaces.
 NAME_SUFFIXES = (".chat", ".completion", ".response", ".agent", ".tool")
@@ -73,14 +71,12 @@ def classification(kind: SpanKind) -> Classification:
     return _CLASSIFICATIONS[kind]
 
 
-def read(
-    span: SpanView, kind: SpanKind, parent: SpanView | None = None, floor: OutputFloor | None = None
-) -> AgentRun | ToolCall | ModelCall:
+def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
     if kind is SpanKind.AGENT:
         return read_agent(span)
     if kind is SpanKind.TOOL:
         return read_tool(span)
-    return read_model(span, floor)
+    return read_model(span)
 
 
 def read_agent(span: SpanView) -> AgentRun:
@@ -91,7 +87,7 @@ def read_agent(span: SpanView) -> AgentRun:
 
 def read_tool(span: SpanView) -> ToolCall:
     """GenAI's reading, then OpenLLMetry's own attributes where GenAI's are missing. GenAI's reader
-    returns a new record each time, so it is completed in place (`replace` costs ~2 us)."""
+    returns a new record each time, so it is completed in place."""
     call = genai.read_tool(span)
     attributes = attributes_of(span)
     if not as_name(attributes.get(sc.GEN_AI_TOOL_NAME)):
@@ -103,17 +99,13 @@ def read_tool(span: SpanView) -> ToolCall:
     return call
 
 
-def read_model(span: SpanView, floor: OutputFloor | None = None) -> ModelCall:
-    """`floor` applies to `gen_ai.output.messages`; the legacy indexed completions are read whole."""
+def read_model(span: SpanView) -> ModelCall:
+    """`gen_ai.output.messages` as GenAI reads it, else the legacy indexed completions."""
     completions = _legacy_completions(attributes_of(span))
     if completions:
         return model_call(span, _completions_output(completions))
-    return genai.read_model(span, floor)
+    return genai.read_model(span)
 
-
-# With `gen_ai.output.messages` present (the output `output_unread` tests), the legacy completions
-# are not read: GenAI's test is the whole answer.
-output_unread = genai.output_unread
 
 USAGE_KEYS = genai.USAGE_KEYS
 

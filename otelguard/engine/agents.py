@@ -64,25 +64,14 @@ def trace_agent(trace_id: int) -> AgentRef:
     return AgentRef(f"trace:{trace_id:032x}", None)
 
 
-UNMADE: Any = object()  # a guard's state for an agent, not made yet
-
-
 class AgentState:
-    """One agent's lock and its guards' states. A guard's state is made when one of its hooks first
-    needs it: most agents never need most of them (a thinking detector, say, for short output)."""
+    """One agent's lock and its guards' states (one per guard, in the engine's order), made with the agent."""
 
     __slots__ = ("lock", "guard_states")
 
     def __init__(self, guard_states: list[Any]):
         self.lock = threading.Lock()
-        self.guard_states = guard_states  # UNMADE where not made yet (None for guards that keep none)
-
-    def of(self, index: int, guard: Guard) -> Any:
-        """The state of `guard` (the engine's guard `index`), made now if it was not yet."""
-        state = self.guard_states[index]
-        if state is UNMADE:
-            state = self.guard_states[index] = guard.new_state()
-        return state
+        self.guard_states = guard_states
 
 
 class Agents:
@@ -90,8 +79,7 @@ class Agents:
 
     def __init__(self, guards: list[Guard], *, max_agents: int, idle_ttl_s: float | None,
                  clock: Callable[[], float] = time.monotonic, on_evict: OnEvict | None = None):
-        # A new agent's guard states: UNMADE for each guard that keeps one (made on first use).
-        self._unmade = tuple(UNMADE if type(guard).new_state is not Guard.new_state else None for guard in guards)
+        self._guards = guards
         self._kept: BoundedMap[str, AgentState] = BoundedMap(max_agents, idle_ttl_s, clock=clock, on_evict=on_evict)
         self._open_runs: OpenSpans[int, AgentState] = OpenSpans(max_agents, on_evict=on_evict)
         # Keys of the agents nested in each open run-scoped agent (kept in `_kept`), dropped with that
@@ -105,14 +93,15 @@ class Agents:
         return len(self._kept) + len(self._open_runs)
 
     def new_state(self) -> AgentState:
-        return AgentState(list(self._unmade))
+        return AgentState([guard.new_state() for guard in self._guards])
 
-    def run_started(self, agent: AgentRef) -> AgentState | None:
-        """A run of `agent` started. Returns the state its guards must reset, or None for a
-        run-scoped agent's own run (its state is new)."""
+    def run_started(self, agent: AgentRef) -> AgentState:
+        """A run of `agent` started. Returns its state, for its guards to reset (a run-scoped agent's
+        own run gets a new one)."""
         if agent.scope_run_id == agent.run_span_id:
-            self._open_runs.put(agent.run_span_id, self.new_state())
-            return None
+            state = self.new_state()
+            self._open_runs.put(agent.run_span_id, state)
+            return state
         if agent.scope_run_id is not None:
             self._note_nested(agent)
         return self._kept.get_or_create(agent.key, self.new_state)
@@ -130,14 +119,6 @@ class Agents:
                 return self.new_state()
         return self._kept.get_or_create(agent.key, self.new_state)
 
-    def seen(self, agent: AgentRef) -> AgentState | None:
-        """A span of `agent` ended that no guard judges: a kept agent is still active (its LRU place
-        and idle time), but no state is made for it. Returns its state when one is made."""
-        key, _, run_span_id, scope_run_id = agent  # (one unpacking: a NamedTuple's fields are slow to get)
-        if scope_run_id is not None and scope_run_id == run_span_id:
-            return self._open_runs.get(run_span_id)
-        return self._kept.get(key)
-
     def run_ended(self, agent: AgentRef) -> None:
         """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
         more. Dropped, not evicted."""
@@ -145,8 +126,6 @@ class Agents:
         self._ended_runs.put(run_span_id, True)
         if self._open_runs.pop(run_span_id, None) is None:
             self._kept.pop(agent.key)
-        if not self._nested:  # no run has nested agents (the usual case): no lock to take
-            return
         with self._nested_lock:
             nested = self._nested.pop(run_span_id, None)
         for key in nested or ():

@@ -16,8 +16,8 @@ from ..records import SpanView
 
 
 class SpanSource(Protocol):
-    """One span, at its start (attributes known so far) or at its end. Cheap to make: the engine
-    asks a span that is none of its business for its name and attributes only."""
+    """One span, at its start (attributes known so far) or at its end. Of a span that is none of its
+    business the engine asks only the ids, the name and the attributes."""
 
     @property
     def name(self) -> str: ...
@@ -33,11 +33,6 @@ class SpanSource(Protocol):
 
     @property
     def attributes(self) -> Mapping[str, Any]: ...
-
-    @property
-    def has_events(self) -> bool:
-        """Whether the span has any event (model output may then come as recorded chunks)."""
-        ...
 
     def view(self) -> SpanView:
         """The whole span as the conventions read it; read on first call."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..record_type import record
@@ -35,26 +34,17 @@ class Guard:
     """
 
     id: str = ""
-    reads_tool_start: bool = False  # on_tool_start needs the ToolCall read from the span's start attributes
-    acts_on_tool_start: bool = True  # on_tool_start (if overridden) can act under this guard's config
-    # The shortest model output on_model_end can judge, in characters of visible text and of
-    # reasoning: the live guard leaves output shorter than every guard's floor unread. The base
-    # hook judges nothing.
-    judged_text_chars: float = math.inf
-    judged_reasoning_chars: float = math.inf
-    judges_text_only_answers: bool = False  # every answer with visible text and no tool call, however short
-    # on_tool_end leaves a fresh state as new (it only ends a streak): the engine skips the hook for an
-    # agent whose state for this guard is not made yet, rather than make one for nothing.
-    tool_end_keeps_fresh_state: bool = False
+    # on_tool_start judges the call's name and arguments: the engine reads the ToolCall from the span's
+    # start attributes when a guard says so (when none does, on_tool_start gets a call with neither).
+    reads_tool_start: bool = False
 
     def new_state(self) -> Any:
-        """Fresh per-agent state (kept for the agent's lifetime, bounded by the engine's map)."""
+        """Fresh per-agent state, made with the agent (kept for its lifetime, bounded by the engine's map)."""
         return None
 
     def on_agent_run(self, state: Any) -> None:
         """A new agent run (a user prompt) started for this agent: reset `state` to what `new_state`
-        would make. Called only with a state already made (one made later, or for this very run, is
-        fresh already), so it must do nothing else: a hook that counted runs would miss some."""
+        would make (a state made for this very run is fresh already, and resetting it changes nothing)."""
 
     def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
         """A tool span started; fill `decision` (budget, pre-emptive block)."""
@@ -66,10 +56,3 @@ class Guard:
     def on_model_end(self, state: Any, call: ModelCall, span: SpanView, facts: ModelFacts) -> list[Verdict]:
         """A model span ended."""
         return []
-
-    def on_tool_call_asked(self, state: Any) -> None:
-        """A model answer asked for a tool call, and the live guard left it unread (under the text-only
-        floor only such an answer is): called, instead of on_model_end, on a guard that
-        `judges_text_only_answers`, with a state already made. The analyzer reads the answer: its
-        on_model_end must do to `state` what this does (a tool span need not follow: a framework may
-        reject the call)."""

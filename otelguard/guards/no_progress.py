@@ -72,7 +72,7 @@ class NoProgress(Guard):
             seed_results=repeat is not None and repeat.result_aware,
         )
         # A block before the call runs needs its arguments; without stop_after, a start does nothing.
-        self.reads_tool_start = self.acts_on_tool_start = config.stop_after is not None
+        self.reads_tool_start = config.stop_after is not None
 
     def new_state(self) -> ProgressState:
         return self._detector.new_state()

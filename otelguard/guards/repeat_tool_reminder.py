@@ -44,7 +44,7 @@ class RepeatToolReminder(Guard):
         stop = config.stop_after
         self._reminders = frozenset(t for t in config.thresholds if stop is None or t < stop)
         # A block before the call runs needs its arguments; without stop_after, a start does nothing.
-        self.reads_tool_start = self.acts_on_tool_start = stop is not None
+        self.reads_tool_start = stop is not None
 
     def new_state(self) -> RepeatChain:
         return RepeatChain()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 from typing import TYPE_CHECKING
 
 from ..actions import Action
@@ -12,7 +11,7 @@ from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector, ThinkingRules
 from ..guard_ids import THINKING_LOOP_GUARD
-from ..records import Content, ModelCall, SpanView, ToolCall, Verdict
+from ..records import ModelCall, SpanView, ToolCall, Verdict
 from .base import Guard, ModelFacts
 
 if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
@@ -61,15 +60,6 @@ class ThinkingLoopGuard(Guard):
             streak=c.text_loop_streak or 10**9, streak_similarity=c.text_loop_streak_similarity,
             max_fires=c.max_fires,
         ) if c.text_loop_repeats or c.text_loop_streak else None
-        # The shortest text and reasoning a rule judges: the live guard leaves shorter output unread.
-        # The text-loop rule reads every text-only answer, however short (an answer with a tool call
-        # ends its streak: such output may stay unread, the engine tells `on_tool_call_asked`).
-        floors = [c.min_repeated_cycle_chars] if c.max_repeated_cycle_chars or c.max_long_cycle_chars else []
-        if self._novelty:
-            floors.append(c.novelty_window)
-        self.judged_text_chars = min(floors, default=math.inf)
-        self.judges_text_only_answers = self._text_loop is not None
-        self.judged_reasoning_chars = min([c.min_reasoning_chars, *floors])
         # The detector's settings read from the config once, shared by every new agent's detector.
         self._new_detector = functools.partial(ThinkingLoopDetector, ThinkingRules(
             max_thinking_steps=c.max_thinking_steps, min_reasoning_chars=c.min_reasoning_chars,
@@ -84,21 +74,12 @@ class ThinkingLoopGuard(Guard):
         if state.text_loop is not None:
             state.text_loop.reset()
 
-    tool_end_keeps_fresh_state = True  # a fresh state has no streak to end
-
     def on_tool_end(self, state: ThinkingState, call: ToolCall, span: SpanView,
                     timed_out_ms: float | None) -> list[Verdict]:
-        """A tool call ended: the text-loop streak ends with it (the live guard may have left the
-        answer that asked for it unread: output with a tool call is under the text-only floor)."""
+        """A tool call ended: the text-loop streak ends with it."""
         if state.text_loop is not None:
             state.text_loop.tool_called()
         return []
-
-    def on_tool_call_asked(self, state: ThinkingState) -> None:
-        """An answer asking for a tool call, left unread live: it ends the text-loop streak, as
-        `_judge_text_only_answer` does with the answer read, whether or not the tool then runs."""
-        if state.text_loop is not None:
-            state.text_loop.tool_called()
 
     # --- mid-stream breaker -------------------------------------------------------------------
     def _character_rules(self, *, reasoning: bool) -> dict[str, int]:
@@ -162,18 +143,16 @@ class ThinkingLoopGuard(Guard):
                 action, message = self._reaction(judgement.step)
             verdicts.append(Verdict(self.id, THINKING_LOOP, judgement.step.value, action, message,
                                     thinking_stalled=judgement.stalled))
-        if state.text_loop is not None:
-            if has_output:
-                text_loop = self._judge_text_only_answer(state.text_loop, call)
-                if text_loop is not None:
-                    verdicts.append(text_loop)
-            elif call.output_content is Content.UNREAD:  # judged live for its chunks or a stream trip
-                self.on_tool_call_asked(state)  # (unread under the text-only floor: it asked for a tool call)
+        if state.text_loop is not None and has_output:
+            text_loop = self._judge_text_only_answer(state.text_loop, call)
+            if text_loop is not None:
+                verdicts.append(text_loop)
         return verdicts
 
     def _judge_text_only_answer(self, state: TextLoopState, call: ModelCall) -> Verdict | None:
-        """The text-loop rule: a tool call ends the streak; a text-only answer whose reasoning is below
-        the seed rule's floor (what the seed rule judges is its own) extends or starts one."""
+        """The text-loop rule: a tool call asked for ends the streak (whether or not the tool then runs:
+        a framework may reject the call); a text-only answer whose reasoning is below the seed rule's
+        floor (what the seed rule judges is its own) extends or starts one."""
         if call.tool_calls:
             state.tool_called()
             return None
@@ -192,8 +171,6 @@ class ThinkingLoopGuard(Guard):
         breaker, reasoning to the reasoning breaker); what no chunk was recorded of is judged once,
         whole: the final text, the final reasoning."""
         chunks = call.chunks
-        if not chunks and len(call.text) < self.judged_text_chars and len(call.reasoning) < self.judged_reasoning_chars:
-            return None  # the usual short answer: nothing recorded, nothing long enough for a rule
         kinds = {chunk.kind for chunk in chunks}
         if kinds:
             breaker, reasoning_breaker = self.new_breaker(), None
@@ -224,10 +201,7 @@ class ThinkingLoopGuard(Guard):
             else:
                 text = call.reasoning if reasoning else call.text
                 rules = self._character_rules(reasoning=reasoning)
-            if len(text) < (self.judged_reasoning_chars if reasoning else self.judged_text_chars):
-                continue
-            novelty = self._novelty_meter() if len(text) >= c.novelty_window else None
-            trip = judge_final_text(text, novelty=novelty, **rules)
+            trip = judge_final_text(text, novelty=self._novelty_meter(), **rules)
             if trip is not None:
                 return self.break_verdict(trip, cut=False)
         return None

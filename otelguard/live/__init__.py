@@ -1,7 +1,7 @@
 """The live guard: the engine driven from inside the agent's TracerProvider.
 
-`processor` (the SpanProcessor, a thin driver), `sdk_span` (the only reader of the SDK's private
-fields), `timeouts` (tool budgets and signals), `delivery` (metrics and control hooks),
+`processor` (the SpanProcessor, a thin driver), `sdk_span` (SDK spans through the public ReadableSpan
+API), `timeouts` (tool budgets and signals), `delivery` (metrics and control hooks),
 `enrichment` (verdicts on exported spans), `evaluation_events` (verdicts as GenAI evaluation events),
 `metrics`, `registry`, `watchdog`, `dispatch`.
 """

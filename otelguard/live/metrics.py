@@ -22,9 +22,8 @@ INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstrea
 CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
 EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream", "loop")
-# One in this many agent, model or tool span ends the guard handles (agent ends and model spans left
-# unread included) is timed for `otelguard.processing.duration`: with an SDK MeterProvider a
-# histogram record costs ~4 us, as much as judging a whole tool span.
+# One in this many agent, model or tool span ends the guard handles is timed for
+# `otelguard.processing.duration` (the histogram's description says so).
 PROCESSING_SAMPLE_EVERY = 16
 
 

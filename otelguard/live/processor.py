@@ -30,8 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from ..config import GuardConfig
 from ..containment import Containment
 from ..control import AgentControl
-from ..conventions import MARKER_KEYS, NAMED_SPANS
-from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine
+from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged
 from ..errors import ConfigError
 from ..guards import ThinkingLoopGuard
 from ..records import SpanKind, Verdict
@@ -41,10 +40,8 @@ from .dispatch import ControlDispatcher
 from .enrichment import enriched, mark_run
 from .evaluation_events import EvaluationEvents
 from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
-from .sdk_span import PublicSdkSpan, acting_hooks, attributes_of, context_of, name_of, parent_of, source_of
+from .sdk_span import SdkSpan
 from .timeouts import ToolBudgets
-
-_unmarked = MARKER_KEYS.isdisjoint  # the engine's first test, made here first (see on_start)
 
 
 class GuardSpanProcessor(SpanProcessor):
@@ -71,14 +68,12 @@ class GuardSpanProcessor(SpanProcessor):
         _check_settings(max_agents=max_agents, idle_ttl_s=idle_ttl_s, hook_wait_s=hook_wait_s)
         self.metrics = GuardMetrics(meter_provider)
         self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
-                                  on_evict=self.metrics.evicted, full_records=False)
+                                  on_evict=self.metrics.evicted)
         self.config = self.engine.config
         repeat = self.config.row("repeat-tool-reminder")
         if repeat is not None:  # configured tool names keep their labels (patterns with `*` are not names)
             self.metrics.reserve_tools(p for p in repeat.config.include if "*" not in p)
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
-        self._downstream_starts = acting_hooks(self._downstream, "on_start")
-        self._downstream_endings = acting_hooks(self._downstream, "_on_ending")
         self._containment = Containment(self.metrics.internal_error)
         self.budgets = ToolBudgets(
             enabled=self.config.row("timeout-policy") is not None,
@@ -90,7 +85,7 @@ class GuardSpanProcessor(SpanProcessor):
                                        on_error=self._containment.record)
         evaluations = EvaluationEvents(logger_provider, evaluation_events, self._containment)
         self._delivery = Delivery(self.metrics, self._runs, dispatcher, control, evaluations)
-        self._ends = itertools.count()  # spans handed to the engine's end: every so many is timed
+        self._ends = itertools.count()  # judged spans: one in PROCESSING_SAMPLE_EVERY is timed
         self.running = True
         registry.register(self)
 
@@ -105,40 +100,31 @@ class GuardSpanProcessor(SpanProcessor):
         return self.engine.stream_guard
 
     # --- SpanProcessor ---------------------------------------------------------------------------
-    # The engine's first test is made here first, on the span's own name and attributes (read by the
-    # adapter's C-level getters): a span of the application costs no adapter, and is handed to the
-    # engine by its ids only while an agent run is open. It holds the plain-span bars (see the
-    # README's design notes).
     def on_start(self, span: Span, parent_context: context_api.Context | None = None) -> None:
         if self.running:
             try:
-                try:
-                    unmarked = _unmarked(attributes_of(span)) and name_of(span) not in NAMED_SPANS
-                except AttributeError:  # not the SDK's span: the engine reads it through the public API
-                    unmarked = False
-                if unmarked:
-                    if self.engine.spans_in_runs:  # maybe inside an agent run: handed over by its ids
-                        parent = parent_of(span)
-                        self.engine.enter(context_of(span)[1], parent[1] if parent is not None else None)
-                else:
-                    source = source_of(span)
-                    started = self.engine.start(source)
-                    if started is not None:
-                        if started.tool is not None:
-                            self.budgets.started(source.span_id, started.tool)
-                        elif started.classification.kind is SpanKind.AGENT:
-                            self._runs.started(source.span_id, span, keep_span=not self._downstream)
+                source = SdkSpan(span)
+                started = self.engine.start(source)
+                if started is not None:
+                    if started.tool is not None:
+                        self.budgets.started(source.span_id, started.tool)
+                    elif started.classification.kind is SpanKind.AGENT:
+                        self._runs.started(source.span_id, span, keep_span=not self._downstream)
             except Exception:
                 self._containment.record_and_maybe_raise("on_start")
-        for on_start in self._downstream_starts:
+        for processor in self._downstream:
             try:
-                on_start(span, parent_context=parent_context)
+                processor.on_start(span, parent_context=parent_context)
             except Exception:
                 self._containment.record_and_maybe_raise("downstream.on_start")
 
     def _on_ending(self, span: Span) -> None:
-        """The SDK's hook for a span about to end (still writable), passed on to the downstream."""
-        for on_ending in self._downstream_endings:
+        """The SDK's hook for a span about to end (still writable), passed on to the downstream
+        processors that have it."""
+        for processor in self._downstream:
+            on_ending = getattr(processor, "_on_ending", None)
+            if on_ending is None:
+                continue
             try:
                 on_ending(span)
             except Exception:
@@ -148,21 +134,7 @@ class GuardSpanProcessor(SpanProcessor):
         exported = span
         if self.running:
             try:
-                try:
-                    unmarked = _unmarked(attributes_of(span)) and name_of(span) not in NAMED_SPANS
-                except AttributeError:
-                    unmarked = False
-                if unmarked:
-                    if self.engine.spans_in_runs:
-                        self.engine.leave(context_of(span)[1])
-                else:
-                    source = source_of(span)
-                    if next(self._ends) % PROCESSING_SAMPLE_EVERY:
-                        exported = self._judged(span, source)
-                    else:  # one judged span in PROCESSING_SAMPLE_EVERY is timed (see metrics)
-                        began = time.perf_counter()
-                        exported = self._judged(span, source)
-                        self.metrics.processing.record(time.perf_counter() - began)
+                exported = self._ended(span)
             except Exception:
                 self._containment.record_and_maybe_raise("on_end")
         for processor in self._downstream:
@@ -190,13 +162,21 @@ class GuardSpanProcessor(SpanProcessor):
         return ok
 
     # --- what the engine decided ---------------------------------------------------------------------
-    def _judged(self, span: ReadableSpan, source: PublicSdkSpan) -> ReadableSpan:
-        """End an agent, model or tool span in the engine, count it, deliver its verdicts; return the
-        span to export (enriched with any verdict)."""
+    def _ended(self, span: ReadableSpan) -> ReadableSpan:
+        """End the span in the engine; for an agent, model or tool span, count it and deliver its
+        verdicts. Returns the span to export (enriched with any verdict)."""
+        began = time.perf_counter()
+        source = SdkSpan(span)
         timed_out_ms = self.budgets.ended(source.span_id) if self.budgets.open_tools else None
         judged = self.engine.end(source, timed_out_ms=timed_out_ms)
-        if judged is None:  # a marker, but none of ours (an OpenInference CHAIN, say)
+        if judged is None:  # not an agent, model or tool span
             return span
+        exported = self._delivered(span, judged)
+        if not next(self._ends) % PROCESSING_SAMPLE_EVERY:  # one judged span in so many is timed (see metrics)
+            self.metrics.processing.record(time.perf_counter() - began)
+        return exported
+
+    def _delivered(self, span: ReadableSpan, judged: Judged) -> ReadableSpan:
         kind = judged.classification.kind
         self.metrics.span(kind, judged.classification.convention)
         if kind is SpanKind.AGENT:
@@ -214,7 +194,7 @@ class GuardSpanProcessor(SpanProcessor):
     # --- for the user-facing API -----------------------------------------------------------------
     def holds(self, span_id: int) -> bool:
         """Whether this guard tracks the open span: a tool span, or any span inside an agent run."""
-        return span_id in self.budgets.open_tools or span_id in self.engine.spans_in_runs
+        return span_id in self.budgets.open_tools or self.engine.agent_of(span_id) is not None
 
     def agent_of(self, span: Any) -> AgentRef | None:
         """The agent of an open span inside an agent run, if any."""

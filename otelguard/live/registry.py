@@ -1,7 +1,7 @@
 """Which guard a span belongs to: the registry of live guard processors.
 
-`tool_signal()`, `@budget` and `watch_stream` find the guard of the span they run in: the guard on
-the provider that made the span, else the newest guard still running.
+`tool_signal()`, `@budget` and `watch_stream` find the guard of the span they run in: the guard that
+tracks it open (a tool span, or a span inside an agent run), else the newest guard still running.
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 import itertools
 import weakref
 from typing import Any, Protocol
-
-from .sdk_span import processors_of
 
 
 class Registered(Protocol):
@@ -43,13 +41,9 @@ def active_processors() -> list[Any]:
 
 
 def owning_processor(span: Any) -> Any:
-    """The guard on the provider that made `span` (read from the SDK span where the adapter may,
-    else the guard that tracks it open); else the newest active guard; else None."""
+    """The guard that tracks `span` open (the newest, if several do); else the newest active guard;
+    else None."""
     processors = active_processors()
-    registered = {id(processor) for processor in processors}
-    for processor in processors_of(span):
-        if id(processor) in registered and processor.running:
-            return processor
     span_id = span.get_span_context().span_id
     for processor in reversed(processors):
         if processor.running and processor.holds(span_id):
