@@ -281,10 +281,9 @@ def export_one_run_on(tracer) -> None:
 
 
 def test_live_short_text_only_answers_are_read_and_a_tool_call_between_them_ends_the_streak():
-    """The live guard reads every text-only answer, however short (the text-loop rule judges them),
-    while an answer that calls a tool may stay unread under the output floor: its tool span ends the
-    streak all the same. Three identical short answers in a row are steered; the same answers with a
-    tool call between the first and the others are not."""
+    """The live guard reads every answer, however short (the text-loop rule judges the text-only ones);
+    an answer that calls a tool ends the streak, as its tool span does. Three identical short answers in
+    a row are steered; the same answers with a tool call between the first and the others are not."""
     CHAT = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted"}
 
     def answer(tracer, **output) -> None:
