@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import trace as trace_api
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ..records import SpanEvent, SpanView, Status
 
@@ -18,17 +18,34 @@ _STATUS = {
 
 
 class SdkSpan:
-    """A `SpanSource` over the public `ReadableSpan` API (any SDK release, any span object showing it)."""
+    """A `SpanSource` over the public `ReadableSpan` API (any SDK release, any span object showing it),
+    each fact read from the span when the engine asks for it."""
 
-    __slots__ = ("span", "name", "attributes", "trace_id", "span_id", "parent_span_id")
+    __slots__ = ("span",)
 
     def __init__(self, span: ReadableSpan):
         self.span = span
-        self.name = span.name
-        self.attributes: Mapping[str, Any] = span.attributes or {}
-        context, parent = span.get_span_context(), span.parent
-        self.trace_id, self.span_id = context.trace_id, context.span_id
-        self.parent_span_id = parent.span_id if parent is not None else None
+
+    @property
+    def name(self) -> str:
+        return self.span.name
+
+    @property
+    def attributes(self) -> Mapping[str, Any]:
+        return self.span.attributes or {}
+
+    @property
+    def trace_id(self) -> int:
+        return self.span.get_span_context().trace_id
+
+    @property
+    def span_id(self) -> int:
+        return self.span.get_span_context().span_id
+
+    @property
+    def parent_span_id(self) -> int | None:
+        parent = self.span.parent
+        return parent.span_id if parent is not None else None
 
     def parent_view(self) -> SpanView | None:
         return None  # a live span's parent is still open: what it holds is read where it is needed
