@@ -1,8 +1,8 @@
 """Tool-call sequences that make no progress: the window of one agent's recent calls and its rules.
 
 Identity of a call = tool name + canonical arguments; of a step = that call + its outcome's signature
-(`signatures.result_signature` of its result, or of its error when it failed), so an identical call
-whose result changes (polling) is progress. Every rule is judged incrementally on the call just ended,
+(`signatures.outcome_signature` of its result, or of its status and output when it failed), so an
+identical call whose result changes (polling, a test run after an edit) is progress. Every rule is judged incrementally on the call just ended,
 in O(window + max_period) work, over bounded state: each step is a few 64-bit hashes in one array,
 and the arguments preview a message quotes is kept only for calls seen before in the window (a
 cycle's calls all are).
@@ -12,8 +12,10 @@ The rules, each counting `repeats`:
 - `interleaved-repeat`: the same step again with only transparent calls between (period 1).
 - `same-result`: the same step `repeats` times within the last `window` steps, other calls between
   (not evenly spaced as a cycle still short of its repeats is: that one is the cycle rule's).
-- `error-loop`: one tool failing with the same masked error on each of its last calls, whatever the
-  arguments; repeats = those failures in a row.
+- `error-loop`: one tool failing with the same error (what it printed, `signatures.outcome_signature`)
+  on each of its last calls, their arguments near-identical (`near_identical`); repeats = those
+  failures in a row. A failure that printed nothing beyond its status is no evidence of the same
+  error; where the source reports no output at all, only identical arguments continue the run.
 - `near-duplicate`: the same tool, arguments equal but for whitespace, quotes and Unicode form, the
   same outcome, on consecutive steps; repeats = those steps.
 
@@ -24,13 +26,14 @@ include / exclude leaves out) is neither judged nor kept: that run is `repeat-to
 from __future__ import annotations
 
 import itertools
+from difflib import SequenceMatcher
 from array import array
 from typing import NamedTuple
 
 from ..record_type import field, record
 from ..records import Content, ToolCall
 from .repeat import ToolFilter
-from .signatures import error_signature, error_text, failed, loose_arguments, result_signature
+from .signatures import failed, failure_text, loose_arguments, outcome_signature, result_signature
 
 CYCLE = "cycle"
 INTERLEAVED_REPEAT = "interleaved-repeat"
@@ -45,6 +48,19 @@ _KEY, _IDENT, _NEAR, _NAME, _ERROR, _ERROR_RUN, _NEAR_RUN = range(7)
 _FIELDS = 7
 _NO_ERROR = -1  # hash() never returns -1
 _UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
+_NO_OUTPUT = hash("a failure whose source reports no output")
+_MAX_FAILING_TOOLS = 4  # tools whose last failing arguments are kept, to tell an error loop's
+_FAILURE_ARGUMENTS_CHARS = 256  # near-identical arguments (their loose form, this much of it)
+NEAR_IDENTICAL_RATIO = 0.9
+
+
+def near_identical(first: str, second: str, exact: bool = False) -> bool:
+    """Two loose argument texts (each cut at `_FAILURE_ARGUMENTS_CHARS`) that differ in at most about a
+    tenth of their characters: the same command retried with a flag or a value changed, not another
+    one. `exact`: equal only."""
+    if first == second:
+        return True
+    return not exact and SequenceMatcher(None, first, second, autojunk=False).ratio() >= NEAR_IDENTICAL_RATIO
 
 
 class Label(NamedTuple):
@@ -67,6 +83,8 @@ class Finding(NamedTuple):
     next_key: int  # the key of the call that continues it (a near-duplicate's: its loose key)
     next_tool: str
     next_repeats: int  # repeats once that call continues it
+    next_arguments: str = ""  # error-loop: the loose arguments its next call must be near-identical to
+    exact: bool = False  # error-loop: identical only (the source reports no output)
 
 
 @record
@@ -86,6 +104,7 @@ class ProgressState:
     reacted: dict | None = None  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
     upcoming: Finding | None = None  # the finding the last judged call left open
     blocked: tuple | None = None  # (key, verdict) of the call blocked at its start, until it ends
+    failures: dict | None = None  # tool name hash -> loose arguments of its last call, while it failed
 
 
 def call_key(name: str, arguments: str) -> int:
@@ -121,7 +140,8 @@ class ProgressDetector:
 
     def reset(self, state: ProgressState) -> None:
         state.steps, state.runs = b"", ()
-        state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
+        state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = None
+        state.blocked = state.failures = None
 
     def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
         """Whether a call about to start (its arguments known) would be judged: not transparent, and
@@ -147,20 +167,25 @@ class ProgressDetector:
         if not judge or self.transparent(name) or key == previous:
             return None
         error = error_preview = None
+        loose_text = loose_arguments(arguments)[:_FAILURE_ARGUMENTS_CHARS] if arguments is not None else None
+        exact = False
         if failed(call):
-            text = error_text(call)
-            error, error_preview = error_signature(text), text[:self.preview_chars]
-            outcome = result_signature(text)  # a failure's outcome is what it said: another error is progress
+            text = failure_text(call)
+            outcome = error = outcome_signature(text)  # another error, or more of its output, is progress
+            error_preview = text[:self.preview_chars]
+            if error is None and call.result is None:  # no output reported: only identical arguments tell
+                error, exact = _NO_OUTPUT, True
         else:
             outcome = result_signature(call.result)
         loose = loose_key(name, arguments) if arguments is not None else key
         steps = array("q", state.steps)
         period = self._append(state, steps, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
-                              error)
+                              error, loose_text, exact)
         state.steps = steps.tobytes()
         finding = self._find(state, steps, period, key, loose, outcome, error_preview)
         if finding is not None and finding.rule != CYCLE:
-            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name)
+            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name,
+                                       next_arguments=loose_text or "", exact=exact)
         state.upcoming = finding
         return finding
 
@@ -170,19 +195,27 @@ class ProgressDetector:
         return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
     def _append(self, state: ProgressState, steps: array, name: str, arguments: str | None, call: ToolCall,
-                key: int, ident: int, near: int, error: int | None) -> int:
+                key: int, ident: int, near: int, error: int | None, loose_text: str | None, exact: bool) -> int:
         """Append the step to `steps` (the window, unpacked); return the shortest period whose run has
         `min_repeats` (0: none)."""
         count = len(steps) // _FIELDS
         name_hash = hash(name)
         error_run = near_run = 0
+        failures = state.failures
+        previous_failure = failures.pop(name_hash, None) if failures else None
         if error is not None:
             error_run = 1
             for at in range((count - 1) * _FIELDS, -1, -_FIELDS):  # this tool's previous step in the window
                 if steps[at + _NAME] == name_hash:
-                    if steps[at + _ERROR] == error:
+                    if steps[at + _ERROR] == error and previous_failure is not None \
+                            and near_identical(previous_failure, loose_text or "", exact):
                         error_run = steps[at + _ERROR_RUN] + 1
                     break
+            if failures is None:
+                failures = state.failures = {}
+            if len(failures) >= _MAX_FAILING_TOOLS:
+                del failures[next(iter(failures))]  # the tool that failed longest ago
+            failures[name_hash] = loose_text or ""
         if count:
             last = (count - 1) * _FIELDS
             if steps[last + _NEAR] == near and steps[last + _KEY] != key:
@@ -260,7 +293,8 @@ class ProgressDetector:
     def continues(finding: Finding, name: str, arguments: str) -> bool:
         """Whether a call about to start (its outcome unknown) continues the finding's pattern."""
         if finding.rule == ERROR_LOOP:
-            return name == finding.next_tool  # whatever the arguments
+            loose = loose_arguments(arguments)[:_FAILURE_ARGUMENTS_CHARS]
+            return name == finding.next_tool and near_identical(finding.next_arguments, loose, finding.exact)
         if finding.rule == NEAR_DUPLICATE:
             return loose_key(name, arguments) == finding.next_key
         return call_key(name, arguments) == finding.next_key

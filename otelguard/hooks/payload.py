@@ -21,6 +21,7 @@ import json
 from typing import Any
 
 from ..canonical import canonical_arguments
+from ..detectors.signatures import MASKED_CHARS
 from ..digest import blake2b
 from ..record_type import record
 
@@ -68,7 +69,9 @@ def parse(cli: str, data: Any) -> HookEvent:
             response = data.get("tool_response")
             error = response.get("error") if isinstance(response, dict) else None
             failed = error is not None and error != ""
-            result = result_of(response.get("llmContent") if isinstance(response, dict) else response)
+            content = response.get("llmContent") if isinstance(response, dict) else response
+            # A failure is judged by what it said: the error with the output the model saw.
+            result = result_of(_with_error(error, content) if failed else content)
         elif event_name == "PostToolUseFailure":
             failed = True
             result = result_of(data.get("error"))
@@ -118,12 +121,23 @@ def result_of(value: Any) -> str | None:
 
 
 def bounded(text: str, limit: int) -> str:
-    """`text`, or its first `limit` characters and a digest of the whole: what is kept of a long value
-    (in the history and for the call judged alike), so two long values still compare equal or not."""
+    """`text`, or its head and its last `MASKED_CHARS` characters (`limit` in all) around a digest of
+    the whole: what is kept of a long value (in the history and for the call judged alike), so two long
+    values still compare equal or not, and the tail an outcome is judged by (a test run's summary, the
+    end of a traceback) is kept as it came."""
     if len(text) <= limit:
         return text
+    tail = min(MASKED_CHARS, limit // 2)
     digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-    return f"{text[:limit]}… (+{len(text) - limit} chars, blake2b {digest})"
+    return f"{text[:limit - tail]}… (+{len(text) - limit} chars, blake2b {digest}) …{text[-tail:]}"
+
+
+def _with_error(error: Any, content: Any) -> Any:
+    message = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(message, str) or not message:
+        return content
+    text = content if isinstance(content, str) else None if content is None else result_of(content)
+    return message if not text else text if message in text else f"{message}\n{text}"
 
 
 def _text(value: Any, field: str) -> str:
