@@ -94,6 +94,7 @@ class Loop:
     first_step: int
     last_step: int
     spend: LoopSpend
+    acted: bool = False  # a verdict of it reminded, steered or stopped: only such a loop is counted
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "first_step": self.first_step, "last_step": self.last_step,
@@ -127,6 +128,12 @@ class AgentSummary:
         return f"({self.key})"
 
     @property
+    def acted_loops(self) -> list[Loop]:
+        """The loops the guard acted on (a loop only flagged is no loop a person must hear of), each
+        with its spend from its first step."""
+        return [loop for loop in self.loops if loop.acted]
+
+    @property
     def steps_total(self) -> int:
         return self.model_calls + self.tool_calls
 
@@ -141,7 +148,7 @@ class AgentSummary:
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
             "verdicts": self.verdicts,
-            "loops": [loop.to_json() for loop in self.loops],
+            "loops": [loop.to_json() for loop in self.acted_loops],
         }
         if steps is not None:
             out["steps"] = [step.to_json() for step in steps]
@@ -259,9 +266,11 @@ class Findings:
         loop_step = self._ledger.step(agent.key, verdict, model_usage(span, judged.classification))
         loop = None if loop_step.started else next((l for l in reversed(agent.loops) if l.kind == verdict.verdict), None)
         if loop is None:
-            agent.loops.append(Loop(verdict.verdict, step.number, step.number, loop_step.spend))
+            loop = Loop(verdict.verdict, step.number, step.number, loop_step.spend)
+            agent.loops.append(loop)
         else:
             loop.last_step, loop.spend = step.number, loop_step.spend
+        loop.acted = loop.acted or verdict.action != "none"
 
     def _count(self, verdict: Verdict) -> None:
         action = verdict.action
