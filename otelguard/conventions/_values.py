@@ -17,6 +17,7 @@ from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..lazy_pattern import lazy_pattern
 from ..record_type import field, record
+from ..fences import open_fence
 from ..records import (
     Chunk,
     Content,
@@ -572,9 +573,18 @@ def model_call(span: Any, output: Output | None) -> ModelCall:
     judged, unjudged = READ_LIMITS.judged_chars, 0
     if len(text) > judged or len(reasoning) > judged:  # read whole, judged by its last characters
         unjudged = max(0, len(text) - judged) + max(0, len(reasoning) - judged)
-        text, reasoning = text[-judged:], reasoning[-judged:]
+        text, reasoning = _last(text, judged), _last(reasoning, judged)
     return ModelCall(text, reasoning, tuple(output.tool_calls), output.content, chunks, chunk_events,
                      dropped_events_of(span), status, unjudged)
+
+
+def _last(text: str, chars: int) -> str:
+    """The last `chars` characters of `text`; when they begin inside fenced code, that code's fence
+    first, so that what is judged knows it starts in code (the cut dropped the opening line)."""
+    if len(text) <= chars:
+        return text
+    fence = open_fence(text[:-chars])
+    return f"{fence}\n{text[-chars:]}" if fence else text[-chars:]
 
 
 # --- model usage ----------------------------------------------------------------------------------
