@@ -2,10 +2,10 @@
 
 Identity of a call = tool name + canonical arguments; of a step = that call + its outcome's signature
 (`signatures.outcome_signature` of its result, or of its status and output when it failed), so an
-identical call whose result changes (polling, a test run after an edit) is progress. Every rule is judged incrementally on the call just ended,
-in O(window + max_period) work, over bounded state: each step is a few 64-bit hashes in one array,
-and the arguments preview a message quotes is kept only for calls seen before in the window (a
-cycle's calls all are).
+identical call whose result changes (polling, a test run after an edit) is progress. Every rule is
+judged incrementally on the call just ended, in O(window + max_period) work, over bounded state:
+each step is a few 64-bit hashes in one array, and the arguments preview a message quotes is kept
+only for calls seen before in the window (a cycle's calls all are).
 
 The rules, each counting `repeats`:
 - `cycle`: the steps repeat with a period of 2..max_period; repeats = whole periods in a row.
@@ -26,8 +26,8 @@ include / exclude leaves out) is neither judged nor kept: that run is `repeat-to
 from __future__ import annotations
 
 import itertools
-from difflib import SequenceMatcher
 from array import array
+from difflib import SequenceMatcher
 from typing import NamedTuple
 
 from ..record_type import field, record
@@ -167,7 +167,9 @@ class ProgressDetector:
         if not judge or self.transparent(name) or key == previous:
             return None
         error = error_preview = None
-        loose_text = loose_arguments(arguments)[:_FAILURE_ARGUMENTS_CHARS] if arguments is not None else None
+        loose_form = loose_arguments(arguments) if arguments is not None else None
+        loose = hash((name, loose_form)) if loose_form is not None else key  # = loose_key
+        loose_text = loose_form[:_FAILURE_ARGUMENTS_CHARS] if loose_form is not None else None
         exact = False
         if failed(call):
             text = failure_text(call)
@@ -177,7 +179,6 @@ class ProgressDetector:
                 error, exact = _NO_OUTPUT, True
         else:
             outcome = result_signature(call.result)
-        loose = loose_key(name, arguments) if arguments is not None else key
         steps = array("q", state.steps)
         period = self._append(state, steps, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
                               error, loose_text, exact)
