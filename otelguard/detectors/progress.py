@@ -4,7 +4,7 @@ Identity of a call = tool name + canonical arguments; of a step = that call + it
 (`signatures.outcome_signature` of its result, or of its status and output when it failed), so an
 identical call whose result changes (polling, a test run after an edit) is progress. Every rule is
 judged incrementally on the call just ended, in O(window + max_period) work, over bounded state:
-each step is a few 64-bit hashes in one array, and the arguments preview a message quotes is kept
+each step is a few 64-bit hashes (`Window`), and the arguments preview a message quotes is kept
 only for calls seen before in the window (a cycle's calls all are).
 
 The rules, each counting `repeats`:
@@ -41,12 +41,7 @@ SAME_RESULT = "same-result"
 ERROR_LOOP = "error-loop"
 NEAR_DUPLICATE = "near-duplicate"
 
-# A step's fields in the window array: hashes of the call, of call + outcome, of the loose call +
-# outcome, of the tool name and of the masked error (_NO_ERROR: it did not fail), and the error-loop
-# and near-duplicate runs ending at it.
-_KEY, _IDENT, _NEAR, _NAME, _ERROR, _ERROR_RUN, _NEAR_RUN = range(7)
-_FIELDS = 7
-_NO_ERROR = -1  # hash() never returns -1
+_NO_ERROR = -1  # a step that did not fail (hash() never returns -1)
 _UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
 _NO_OUTPUT = hash("a failure whose source reports no output")
 _MAX_FAILING_TOOLS = 4  # tools whose last failing arguments are kept, to tell an error loop's
@@ -87,15 +82,42 @@ class Finding(NamedTuple):
     exact: bool = False  # error-loop: identical only (the source reports no output)
 
 
+class Window:
+    """One agent run's last steps, oldest first, a field an array: the hashes of each step's call
+    (`keys`), of call + outcome (`idents`), of loose call + outcome (`nears`), of its tool (`names`)
+    and of its error (`errors`; _NO_ERROR when it did not fail), and the error-loop and near-duplicate
+    runs ending at it."""
+
+    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs")
+
+    def __init__(self) -> None:
+        self.keys, self.idents, self.nears, self.names = array("q"), array("q"), array("q"), array("q")
+        self.errors, self.error_runs, self.near_runs = array("q"), array("q"), array("q")
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int) -> None:
+        for column, value in zip((self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs,
+                                  self.near_runs), (key, ident, near, name, error, error_run, near_run)):
+            column.append(value)
+
+    def drop_oldest(self) -> int:
+        """Forget the oldest step; its key."""
+        key = self.keys[0]
+        for column in (self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs, self.near_runs):
+            del column[0]
+        return key
+
+
 @record
 class ProgressState:
-    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first (packed: the
-    bytes of an `array("q")`, no spare room); the label of each call seen more than once in the
-    window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step `p`
-    before them (the empty tuple, no list, while every run is 0: the last call was new to the
+    """One agent run's window (at most `capacity` steps); the label of each call seen more than once
+    in the window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step
+    `p` before them (the empty tuple, no list, while every run is 0: the last call was new to the
     window, as most are)."""
 
-    steps: bytes = b""
+    window: Window = field(default_factory=Window)
     labels: dict | None = None
     runs: list | tuple = field(default_factory=tuple)
     seed: int | None = None  # the key of the repeat reminder's current run
@@ -139,7 +161,7 @@ class ProgressDetector:
         return ProgressState()
 
     def reset(self, state: ProgressState) -> None:
-        state.steps, state.runs = b"", ()
+        state.window, state.runs = Window(), ()
         state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = None
         state.blocked = state.failures = None
 
@@ -179,11 +201,9 @@ class ProgressDetector:
                 error, exact = _NO_OUTPUT, True
         else:
             outcome = result_signature(call.result)
-        steps = array("q", state.steps)
-        period = self._append(state, steps, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
+        period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
                               error, loose_text, exact)
-        state.steps = steps.tobytes()
-        finding = self._find(state, steps, period, key, loose, outcome, error_preview)
+        finding = self._find(state, period, key, loose, outcome, error_preview)
         if finding is not None and finding.rule != CYCLE:
             finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name,
                                        next_arguments=loose_text or "", exact=exact)
@@ -195,44 +215,40 @@ class ProgressDetector:
             return Label(name, "", 0, True)
         return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
-    def _append(self, state: ProgressState, steps: array, name: str, arguments: str | None, call: ToolCall,
+    def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall,
                 key: int, ident: int, near: int, error: int | None, loose_text: str | None, exact: bool) -> int:
-        """Append the step to `steps` (the window, unpacked); return the shortest period whose run has
-        `min_repeats` (0: none)."""
-        count = len(steps) // _FIELDS
+        """Append the step to the window; return the shortest period whose run has `min_repeats` (0: none)."""
+        window = state.window
         name_hash = hash(name)
         error_run = near_run = 0
         failures = state.failures
         previous_failure = failures.pop(name_hash, None) if failures else None
         if error is not None:
             error_run = 1
-            for at in range((count - 1) * _FIELDS, -1, -_FIELDS):  # this tool's previous step in the window
-                if steps[at + _NAME] == name_hash:
-                    if steps[at + _ERROR] == error and previous_failure is not None \
+            for at in range(len(window) - 1, -1, -1):  # this tool's previous step in the window
+                if window.names[at] == name_hash:
+                    if window.errors[at] == error and previous_failure is not None \
                             and near_identical(previous_failure, loose_text or "", exact):
-                        error_run = steps[at + _ERROR_RUN] + 1
+                        error_run = window.error_runs[at] + 1
                     break
             if failures is None:
                 failures = state.failures = {}
             if len(failures) >= _MAX_FAILING_TOOLS:
                 del failures[next(iter(failures))]  # the tool that failed longest ago
             failures[name_hash] = loose_text or ""
-        if count:
-            last = (count - 1) * _FIELDS
-            if steps[last + _NEAR] == near and steps[last + _KEY] != key:
-                near_run = steps[last + _NEAR_RUN] + 1 if steps[last + _NEAR_RUN] else 2
+        if window and window.nears[-1] == near and window.keys[-1] != key:
+            near_run = window.near_runs[-1] + 1 if window.near_runs[-1] else 2
         # Only a call seen before in the window can be part of a pattern a message quotes.
-        seen = key in steps[_KEY::_FIELDS]
+        seen = key in window.keys
         if seen:
             if state.labels is None:
                 state.labels = {}
             if key not in state.labels:
                 state.labels[key] = self._label(name, arguments, call)
-        steps.fromlist([key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run])
-        if count + 1 > self._capacity:
-            dropped = steps[_KEY]
-            del steps[:_FIELDS]
-            if state.labels and dropped not in steps[_KEY::_FIELDS]:
+        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run)
+        if len(window) > self._capacity:
+            dropped = window.drop_oldest()
+            if state.labels and dropped not in window.keys:
                 state.labels.pop(dropped, None)
         runs = state.runs
         if not seen:  # a call new to the window equals none before it: every period's run breaks
@@ -240,7 +256,7 @@ class ProgressDetector:
             return 0
         if not runs:
             runs = state.runs = list(self._no_runs)
-        idents = steps[_IDENT::_FIELDS]
+        idents = window.idents
         shortest, min_repeats = 0, self.min_repeats
         for period in range(1, min(self.max_period, len(idents) - 1) + 1):
             run = runs[period] = runs[period] + 1 if idents[-1 - period] == ident else 0
@@ -250,35 +266,33 @@ class ProgressDetector:
             runs[period] = 0
         return shortest
 
-    def _find(self, state: ProgressState, steps: array, period: int, key: int, loose: int, outcome: int | None,
+    def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
               error_preview: str | None) -> Finding | None:
         rules, runs, labels, min_repeats = self.rules, state.runs, state.labels, self.min_repeats
-        count = len(steps) // _FIELDS
-        last = (count - 1) * _FIELDS
+        window = state.window
+        count = len(window)
         name = ""  # `observe` names the current call; a cycle names its own
         if period:  # the shortest period names the pattern
             length = runs[period] + period
             if period == 1 and INTERLEAVED_REPEAT in rules:
                 return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
             if period > 1 and CYCLE in rules:
-                first = (count - period) * _FIELDS
-                block_keys = steps[first + _KEY:count * _FIELDS:_FIELDS]
+                block_keys = window.keys[count - period:]
                 block = tuple(labels[k] for k in block_keys)  # each seen p steps before: labelled
-                keys = frozenset(block_keys)
-                return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
+                return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None, block_keys[0],
                                block[0].name, (length + 1) // period)
-        ident = steps[last + _IDENT]
+        ident = window.idents[-1]
         if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
-            recent = steps[max(0, count - self.window) * _FIELDS + _IDENT::_FIELDS]
+            recent = window.idents[max(0, count - self.window):]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
                 if recent.count(ident) >= min_repeats else ()
             if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
                 return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1)
-        error_run = steps[last + _ERROR_RUN]
+        error_run = window.error_runs[-1]
         if ERROR_LOOP in rules and error_run >= self.min_errors:
-            return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, steps[last + _NAME], steps[last + _ERROR]), (),
+            return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, window.names[-1], window.errors[-1]), (),
                            error_preview, key, name, error_run + 1)
-        near_run = steps[last + _NEAR_RUN]
+        near_run = window.near_runs[-1]
         if NEAR_DUPLICATE in rules and near_run >= min_repeats:
             return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1)
         return None
