@@ -21,7 +21,6 @@ from ..conventions import model_name, model_usage
 from ..loop_spend import LOOP_VERDICTS, LoopLedger, LoopSpend
 from ..engine import AgentRef, Judged
 from .spool import Spool
-from ..record_type import fields as record_fields
 from ..records import (
     Content,
     ModelCall,
@@ -358,8 +357,8 @@ class Findings:
 
 # Spooled as tuples of their fields: pickling a slotted dataclass itself is several times slower.
 _AGENT_FIELDS = attrgetter(*(f.name for f in fields(AgentSummary)))
-_VERDICT_FIELDS = attrgetter(*(f.name for f in record_fields(Verdict)))
-_ACTION_AT = [f.name for f in record_fields(Verdict)].index("action")  # spooled as its string
+_VERDICT_FIELDS = attrgetter(*(f.name for f in fields(Verdict)))
+_ACTION_AT = [f.name for f in fields(Verdict)].index("action")  # spooled as its string
 
 
 def _step_row(step: Step) -> tuple[Any, ...]:

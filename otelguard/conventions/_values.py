@@ -7,6 +7,7 @@ be read comes back as None (or empty) together with a `Content` saying why.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -16,7 +17,6 @@ from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..lazy_pattern import lazy_pattern
-from ..record_type import field, record
 from ..fences import open_fence
 from ..records import (
     Chunk,
@@ -42,7 +42,7 @@ _CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, 
                      Content.ABSENT: 4, Content.MALFORMED: 5}
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ReadLimits:
     """What the guard reads of one span, so that judging it stays within ~10 ms on the agent's
     thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
@@ -498,7 +498,7 @@ def _literal_body(rest: str, quote: str) -> str:
 # --- model output ---------------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class OutputFloor:
     """The shortest model output some rule judges, in characters of visible text and of reasoning.
 
@@ -513,7 +513,7 @@ class OutputFloor:
     text_only: bool = False
 
 
-@record
+@dataclass(slots=True)
 class Output:
     """What one model call produced, gathered part by part, and how readable it was."""
 
@@ -590,7 +590,7 @@ def _last(text: str, chars: int) -> str:
 # --- model usage ----------------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class UsageKeys:
     """Where a convention writes a model call's usage: each fact's attribute keys, preferred first."""
 

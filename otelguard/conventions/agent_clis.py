@@ -14,13 +14,13 @@ turn them on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from .. import semconv as sc
 from ..digest import blake2b
-from ..record_type import record, replace
 from ..records import SpanView, Status
 from ._values import load_json
 
@@ -36,7 +36,7 @@ ARGUMENT_SETTINGS = {
 }
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class CliToolCall:
     """One tool call as one CLI record told it."""
 

@@ -25,12 +25,12 @@ include / exclude leaves out) is neither judged nor kept: that run is `repeat-to
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 import itertools
 from array import array
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
-from ..record_type import field, record
 from ..records import Content, ToolCall
 from .repeat import ToolFilter
 from .signatures import failed, failure_text, loose_arguments, outcome_signature, result_signature
@@ -110,7 +110,7 @@ class Window:
         return key
 
 
-@record
+@dataclass(slots=True)
 class ProgressState:
     """One agent run's window (at most `capacity` steps); the label of each call seen more than once
     in the window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step

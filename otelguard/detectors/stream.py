@@ -23,8 +23,8 @@ the whole tail is joined from the latest batches (`_latest`) when a candidate ne
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from ..record_type import record
 from .novelty import LOW_NOVELTY, NoveltyMeter
 from .structure import FENCE, fences_in, is_structured
 
@@ -41,7 +41,7 @@ REFUTING_WINDOWS = (32, 64, 96, 128)  # tail lengths tried, shortest first, to b
 MAX_BUDGET = 4096  # deltas collected at most before an evaluation: bounds the memory held
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Trip:
     rule: str
     chars: int  # visible characters emitted when it tripped

@@ -18,10 +18,10 @@ and sketched only when the next answer is compared with it: a run's one final an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import heapq
 from array import array
 
-from ..record_type import record
 from .text import gram_hashes, grams
 from .thinking import HASH_TYPECODE, estimated_containment
 
@@ -30,7 +30,7 @@ SKETCH_SIZE = 64
 MAX_ANSWER_CHARS = 4096  # an answer is compared on its first this many characters
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class TextLoopJudgement:
     answers: int  # answers in the streak that tripped (counting this one)
     fire: bool  # react now (false once max_fires reactions were sent)

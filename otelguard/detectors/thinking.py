@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import heapq
 from array import array
 from enum import StrEnum
 
-from ..record_type import record
 from .text import gram_hashes, grams, repeat_ratio_of
 
 SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: 512 B, containment sd ~0.04 at 0.6
@@ -21,7 +21,7 @@ class Step(StrEnum):
     LOW_ENTROPY = "low-entropy"
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ThinkingJudgement:
     step: Step
     stalled: int  # the stall count this call reached (before a reaction resets it)
@@ -31,7 +31,7 @@ class ThinkingJudgement:
     repeat_ratio: float
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ThinkingRules:
     """A detector's settings: one object shared by every agent's detector (not copied into each)."""
 

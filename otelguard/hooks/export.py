@@ -13,12 +13,12 @@ the tool and the verdict's message.
 
 from __future__ import annotations
 
+from dataclasses import fields
 import json
 import os
 import sys
 from typing import Any
 
-from ..record_type import fields
 from ..records import Verdict
 from .payload import HookEvent
 

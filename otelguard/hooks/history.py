@@ -15,6 +15,7 @@ which the next hook then sets aside (`set_aside`) and starts anew.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 import os
 import sqlite3
@@ -23,7 +24,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..record_type import record
 from .payload import HookEvent
 
 SCHEMA_VERSION = 1
@@ -78,7 +78,7 @@ def set_aside(path: str) -> str:
     return aside
 
 
-@record
+@dataclass(slots=True)
 class StoredEvent:
     """One event of a session's history, as the replay reads it (a row of `events`, in its order)."""
 

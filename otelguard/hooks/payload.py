@@ -17,13 +17,13 @@ judged and for the history, so identity survives the cut.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 from typing import Any
 
 from ..canonical import canonical_arguments
 from ..detectors.signatures import MASKED_CHARS
 from ..digest import blake2b
-from ..record_type import record
 
 PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
@@ -35,7 +35,7 @@ class PayloadError(ValueError):
     """The hook input is not what the CLI documents (the call is allowed, and this is logged)."""
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class HookEvent:
     cli: str
     phase: str  # PRE | POST

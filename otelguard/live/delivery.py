@@ -11,6 +11,7 @@ verdict is still counted and written on the span.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..actions import Action, strongest
@@ -20,7 +21,6 @@ from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
 from ..loop_spend import LOOP_VERDICTS, LoopLedger
-from ..record_type import replace
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
 from .evaluation_events import EvaluationEvents

@@ -8,6 +8,7 @@ The same attributes are the collector's routing key for a fleet (collector-confi
 
 from __future__ import annotations
 
+from dataclasses import fields
 import threading
 import time
 from collections import OrderedDict, deque
@@ -15,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..engine import Judged
-from ..record_type import fields
 from ..records import Verdict
 from ..semconv import GEN_AI_CONVERSATION_ID
 
