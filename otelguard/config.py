@@ -98,8 +98,11 @@ DEFAULT_TRANSPARENT_TOOLS = ("think", "todo_write", "todo_read", "TodoWrite", "T
                              "write_todos", "update_plan", "sequentialthinking", "sequential_thinking")
 
 
+_NoProgressRule = Literal[NO_PROGRESS_RULES]  # type: ignore[valid-type]  # of constants: pydantic reads it, mypy cannot
+
+
 class NoProgressConfig(_Settings):
-    rules: Annotated[tuple[Literal[NO_PROGRESS_RULES], ...], BeforeValidator(_as_tuple),
+    rules: Annotated[tuple[_NoProgressRule, ...], BeforeValidator(_as_tuple),
                      AfterValidator(_no_duplicates)] = NO_PROGRESS_RULES
     max_period: int = Field(5, ge=2, le=10)
     min_repeats: int = Field(3, ge=2)
@@ -209,7 +212,7 @@ class GuardRow(BaseModel):
     @classmethod
     def _typed_config(cls, raw: Any, info: ValidationInfo) -> Any:
         # A field validator (not a model one): errors inside the row's config are located under `config`.
-        model = _CONFIG_MODELS.get(info.data.get("id"))
+        model = _CONFIG_MODELS.get(info.data.get("id", ""))
         if model is None or isinstance(raw, BaseModel):
             return raw
         if raw is None:
@@ -234,7 +237,7 @@ class GuardConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     guards: tuple[GuardRow, ...] = Field(
-        default_factory=lambda: tuple(GuardRow(id=guard_id) for guard_id in GUARD_IDS)
+        default_factory=lambda: tuple(GuardRow.model_validate({"id": guard_id}) for guard_id in GUARD_IDS)
     )
 
     @field_validator("guards")

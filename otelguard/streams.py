@@ -89,14 +89,17 @@ class _Watch:
         if trip is not None:
             self.tripped(trip)
 
-    def tripped(self, trip: Trip) -> None:
-        """The breaker tripped: tell the engine and the agent, and set `self.error` for the consumer."""
+    def tripped(self, trip: Trip) -> RepetitiveOutputError:
+        """The breaker tripped: tell the engine and the agent, and set `self.error` for the consumer
+        (also returned)."""
+        assert self.guard is not None  # a trip comes from a breaker, made by the guard
         verdict = self._reported(self.guard.break_verdict(trip, cut=True), self._on_open_model_span())
-        self.error = RepetitiveOutputError(
+        error = self.error = RepetitiveOutputError(
             f"model output repeated itself for {verdict.stream_chars} characters "
             f"(rule {verdict.rule}); stream cut by otelguard",
             code=verdict.error_code or "REPETITIVE_OUTPUT", rule=verdict.rule, chars=verdict.stream_chars or 0,
         )
+        return error
 
     def finished(self) -> None:
         """The stream ran out: judge the deltas that arrived since the breaker's last evaluation.
@@ -112,6 +115,7 @@ class _Watch:
         if trip is None and self.reasoning_breaker is not None:
             trip = self.reasoning_breaker.finish()
         if trip is not None:
+            assert self.guard is not None  # a trip comes from a breaker, made by the guard
             self._reported(self.guard.break_verdict(trip, cut=False), on_model_span=True)
 
     def _reported(self, verdict: Verdict, on_model_span: bool) -> Verdict:
@@ -125,7 +129,7 @@ class _Watch:
     def _on_open_model_span(self) -> bool:
         if not self.span.is_recording():
             return False
-        classification = classify(getattr(self.span, "name", None), getattr(self.span, "attributes", None))
+        classification = classify(getattr(self.span, "name", ""), getattr(self.span, "attributes", None) or {})
         return classification is not None and classification.kind is SpanKind.MODEL
 
 
@@ -151,19 +155,18 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
 
 
 def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
-    if watch.plain_text:
-        return chain.from_iterable(_text_batches(stream, watch))
+    if watch.plain_text and watch.breaker is not None:
+        return chain.from_iterable(_text_batches(stream, watch, watch.breaker))
     return _watch_items(stream, iter(stream), watch)
 
 
-def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any]]:
+def _text_batches(stream: Iterable[Any], watch: _Watch, breaker: StreamBreaker) -> Iterator[Iterator[Any]]:
     """The hot path for plain text deltas: hand the consumer `budget` deltas at a time, untouched.
 
     Each batch goes out through a tee (C code, no Python per delta); its copy is judged when the
     consumer asks for the delta after it. The breaker's budget guarantees no delta before the
     batch's last could trip, so the consumer gets exactly the deltas up to the tripping one.
     """
-    breaker = watch.breaker
     judge = breaker.push_many
     items = iter(stream)
     while True:
@@ -184,9 +187,9 @@ def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any
             _close(stream)
             raise watch.error from None
         if trip is not None:
-            watch.tripped(trip)
+            error = watch.tripped(trip)
             _close(stream)
-            raise watch.error
+            raise error
 
 
 def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> Iterator[Any]:
@@ -202,7 +205,7 @@ def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> 
 async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
     # Plain text deltas go straight to the breaker, which only collects them until its budget runs
     # out (an async generator cannot hand items through in C, as the sync path does).
-    push = watch.breaker.push if watch.plain_text else None
+    push = watch.breaker.push if watch.plain_text and watch.breaker is not None else None
     async for item in stream:
         if push is not None and type(item) is str:
             trip = push(item)

@@ -7,10 +7,10 @@ be read comes back as None (or empty) together with a `Content` saying why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import fastjson
@@ -552,14 +552,14 @@ class _SharedOutput(Output):
     def note(self, content: Content) -> None:
         raise TypeError("the shared unread Output cannot change")
 
-    add_text = add_reasoning = note  # type: ignore[assignment]
+    add_text = add_reasoning = note  # type: ignore[assignment]  # refuses whatever it is given, as note does
 
     def add_tool_call(self, name: Any, arguments: Any) -> None:
         raise TypeError("the shared unread Output cannot change")
 
 
 # The Output of model output left unread (`Content.UNREAD`): empty (its parts are tuples) and shared.
-UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]
+UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]  # tuples: no part can be added
 
 
 def model_call(span: Any, output: Output | None) -> ModelCall:

@@ -14,9 +14,9 @@ turn them on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import semconv as sc
@@ -126,7 +126,7 @@ def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns:
     if not isinstance(session, str) or not session:
         return None
     messages, _ = load_json(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES))
-    converted = {
+    converted: dict[str, Any] = {
         sc.GEN_AI_OPERATION_NAME: "chat",
         sc.GEN_AI_CONVERSATION_ID: session,
         "otelguard.cli": GEMINI_CLI,

@@ -18,9 +18,9 @@ and sketched only when the next answer is compared with it: a run's one final an
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import heapq
 from array import array
+from dataclasses import dataclass
 
 from .text import gram_hashes, grams
 from .thinking import HASH_TYPECODE, estimated_containment
@@ -79,7 +79,7 @@ class TextLoopDetector:
                 similar = 1.0 if previous == normal else 0.0
             else:
                 hashes = gram_hashes(windows)
-                if type(previous) is str:
+                if isinstance(previous, str):
                     previous_windows = grams(previous)
                     previous, state._previous_size = _sketch(gram_hashes(previous_windows)), len(previous_windows)
                 similar = 0.0 if not previous else \

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import heapq
 from array import array
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from .text import gram_hashes, grams, repeat_ratio_of
 
@@ -51,10 +52,10 @@ class ThinkingLoopDetector:
 
     __slots__ = ("rules", "_previous", "stalled", "fires")
 
-    def __init__(self, rules: ThinkingRules | None = None, **settings: float):
+    def __init__(self, rules: ThinkingRules | None = None, **settings: Any):
         if rules is not None and settings:
             raise TypeError("pass rules or their settings, not both")
-        self.rules = ThinkingRules(**settings) if rules is None else rules  # type: ignore[arg-type]
+        self.rules = ThinkingRules(**settings) if rules is None else rules
         # The previous judged call's 4-grams: a bottom-k sketch of their hashes, and how many there were.
         self._previous: tuple[array, int] | None = None
         self.stalled = 0

@@ -224,7 +224,7 @@ class GuardEngine:
         """A span with no agent, model or tool marker started: inside an agent run, the spans below
         it belong to that run too."""
         opened = self._open
-        if opened:
+        if opened and parent_span_id is not None:
             agent = opened.get(parent_span_id)
             if agent is not None:
                 opened.put(span_id, agent)

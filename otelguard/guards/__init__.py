@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..guard_ids import NO_PROGRESS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
 from .base import Guard, ModelFacts, ToolStart
@@ -12,7 +12,7 @@ from .thinking_loop_guard import ThinkingLoopGuard
 from .timeout_policy import TimeoutPolicy
 
 if TYPE_CHECKING:
-    from ..config import GuardConfig
+    from ..config import GuardConfig, NoProgressConfig, RepeatToolReminderConfig
     from ..validated_config import ValidatedConfig
 
 _BUILDERS = {
@@ -27,7 +27,9 @@ def build_guards(config: GuardConfig | ValidatedConfig) -> list[Guard]:
     `no-progress` also reads the repeat reminder's row: calls in that guard's own back-to-back run are
     left to it."""
     repeat = config.row(REPEAT_TOOL_REMINDER)
-    return [NoProgress(row.config, repeat.config if repeat is not None else None) if row.id == NO_PROGRESS
+    # A validated row's id tells its settings' type.
+    repeat_settings = cast("RepeatToolReminderConfig | None", repeat.config if repeat is not None else None)
+    return [NoProgress(cast("NoProgressConfig", row.config), repeat_settings) if row.id == NO_PROGRESS
             else _BUILDERS[row.id](row.config) for row in config.guards]
 
 

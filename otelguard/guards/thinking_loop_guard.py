@@ -177,9 +177,10 @@ class ThinkingLoopGuard(Guard):
         if call.tool_calls:
             state.tool_called()
             return None
-        if len(call.reasoning) >= self.config.min_reasoning_chars:
+        detector = self._text_loop
+        if detector is None or len(call.reasoning) >= self.config.min_reasoning_chars:
             return None
-        judgement = self._text_loop.observe(state, call.text)
+        judgement = detector.observe(state, call.text)
         if judgement is None:
             return None
         action, message = Action.NONE, None

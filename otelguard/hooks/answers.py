@@ -15,8 +15,8 @@ The texts are the guards' messages, which quote model-controlled text escaped on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from .payload import HookEvent

@@ -15,13 +15,13 @@ which the next hook then sets aside (`set_aside`) and starts anew.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import json
 import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from .payload import HookEvent

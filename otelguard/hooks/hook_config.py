@@ -80,13 +80,15 @@ def with_hook_defaults(config: GuardConfig, cli: str) -> GuardConfig:
 
     rows = []
     for row in config.guards:
+        settings = row.config
+        assert settings is not None  # a validated row holds its guard's settings
         update: dict[str, Any] = {}
-        if row.id == REPEAT_TOOL_REMINDER and "stop_after" not in row.config.model_fields_set:
+        if row.id == REPEAT_TOOL_REMINDER and "stop_after" not in settings.model_fields_set:
             update["stop_after"] = HOOK_STOP_AFTER
         # Every guard that can quote the model's arguments in its messages leaves them out there.
-        if cli in CONTEXT_AS_DEVELOPER_MESSAGE and "include_arguments" in type(row.config).model_fields:
+        if cli in CONTEXT_AS_DEVELOPER_MESSAGE and "include_arguments" in type(settings).model_fields:
             update["include_arguments"] = False
         if update:
-            row = row.model_copy(update={"config": row.config.model_copy(update=update)})
+            row = row.model_copy(update={"config": settings.model_copy(update=update)})
         rows.append(row)
     return config.model_copy(update={"guards": tuple(rows)})

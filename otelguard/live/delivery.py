@@ -83,8 +83,9 @@ class AgentRuns:
         if control is not None or keep_span:  # otherwise nothing would read it
             self._runs.put(span_id, (span, control))
 
-    def ended(self, span_id: int) -> None:
-        self._runs.pop(span_id, None)
+    def ended(self, span_id: int | None) -> None:
+        if span_id is not None:
+            self._runs.pop(span_id, None)
 
     def span(self, agent: AgentRef) -> Any:
         run = self._runs.get(agent.run_span_id) if agent.run_span_id is not None else None

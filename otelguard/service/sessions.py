@@ -8,11 +8,11 @@ The same attributes are the collector's routing key for a fleet (collector-confi
 
 from __future__ import annotations
 
-from dataclasses import fields
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from ..engine import Judged
