@@ -71,7 +71,7 @@ def _open_stream(raw: IO[bytes], label: str, max_line_bytes: int, max_decompress
     try:
         buffered, stream = ungzipped(raw)
         compressed = stream is not buffered
-        head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]  # type: ignore[attr-defined]  # a BufferedReader or a GzipFile: both peek
+        head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]  # type: ignore[attr-defined]  # buffered or gzip: both peek
     except (OSError, EOFError, zlib.error) as error:
         raw.close()
         raise InputError(label, 1, f"not valid gzip data ({error})") from None

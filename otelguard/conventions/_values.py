@@ -559,7 +559,7 @@ class _SharedOutput(Output):
 
 
 # The Output of model output left unread (`Content.UNREAD`): empty (its parts are tuples) and shared.
-UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]  # tuples: no part can be added
+UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]  # tuples: read-only
 
 
 def model_call(span: Any, output: Output | None) -> ModelCall:

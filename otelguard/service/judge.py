@@ -133,7 +133,8 @@ class SpanJudge:
         if spans:
             self._put(spans)
 
-    def submit_logs(self, calls: list[tuple[CliToolCall, str | None]], events: list[tuple[int, int, EventOutput]]) -> None:
+    def submit_logs(self, calls: list[tuple[CliToolCall, str | None]],
+                    events: list[tuple[int, int, EventOutput]]) -> None:
         """Queue one logs request's CLI tool calls (each with its sender's service.name) and GenAI events."""
         if calls or events:
             self._put(LogRecords(calls, events))
@@ -224,7 +225,7 @@ class SpanJudge:
                 self._batch = None
             if self._on_replayed is not None:
                 with self._contain.contained("forward"):
-                    self._on_replayed(batch.spans, self._shown)  # type: ignore[arg-type]  # the service buffers ReceivedSpans only
+                    self._on_replayed(batch.spans, self._shown)  # type: ignore[arg-type]  # all ReceivedSpans
 
     def _judged_span(self, view: SpanView, judged: Judged) -> None:
         batch = self._batch

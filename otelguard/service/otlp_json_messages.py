@@ -138,7 +138,8 @@ def _log_record(raw: Any) -> LogRecord:
         time_unix_nano=integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64, "timeUnixNano"),
         observed_time_unix_nano=integer(field(raw, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64,
                                         "observedTimeUnixNano"),
-        severity_number=SeverityNumber.ValueType(enum(field(raw, "severityNumber", "severity_number"), "severityNumber")),
+        severity_number=SeverityNumber.ValueType(
+            enum(field(raw, "severityNumber", "severity_number"), "severityNumber")),
         severity_text=text(field(raw, "severityText", "severity_text"), "severityText"),
         body=_any_value(any_value(body)) if body is not None else None, attributes=_key_values(raw.get("attributes")),
         dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"),
