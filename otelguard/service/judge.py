@@ -97,7 +97,6 @@ class SpanJudge:
         self.metrics = metrics
         self._clock = ReplayClock()
         self.engine = GuardEngine(config, clock=self._clock, on_evict=metrics.evicted)
-        self.config = self.engine.config
         self.buffer = TraceBuffer(options.limits())
         self._contain = Containment(metrics.internal_error)
         self.event_outputs = EventOutputs()  # GenAI events' output, held until the span each names is judged

@@ -108,7 +108,6 @@ class GuardService:
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
                                on_verdict=self._told, evaluations=evaluations)
-        self.config = self.judge.config
         meter = self.meter_provider.get_meter("otelguard")
         self.rejected_spans = meter.create_counter(
             "otelguard.service.rejected_spans", unit="{span}", description="Spans rejected (partial success)")
