@@ -39,7 +39,7 @@ ANY_VALUE = st.one_of(
     st.builds(lambda text: {"stringValue": text}, st.text(max_size=30)),
     st.builds(lambda number: {"intValue": str(number)}, st.integers(min_value=-(2**63), max_value=2**63)),
     st.builds(lambda number: {"intValue": number}, st.integers(min_value=-(2**40), max_value=2**40)),
-    # JSON numbers past int64 (orjson reads those beyond 64 bits as floats, the schema refuses them).
+    # JSON numbers past int64 (out of intValue's range: the value is unreadable).
     st.builds(lambda number: {"intValue": number}, st.integers(min_value=2**63 - 2, max_value=2**65)
               | st.integers(min_value=-(2**65), max_value=-(2**63) + 1)),
     st.builds(lambda flag: {"boolValue": flag}, st.booleans()),

@@ -236,7 +236,6 @@ def test_output_of_written_numbers_told_unread_could_not_have_reached_the_floor(
 
 @pytest.mark.parametrize("number, why", [
     ("1e-7", "prints as 1e-07"),
-    (str(2**64), "beyond 64 bits an integer reads as a float: 1.8446744073709552e+19"),
 ])
 def test_numbers_that_print_longer_than_written_are_read_whole(number, why):
     """A hundred such numbers read to more text than the JSON they came in: not told unread, read whole."""

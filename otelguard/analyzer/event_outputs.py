@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import semconv as sc
-from .otlp_json import LazySpan
+from .otlp_json import ReadSpan
 
 DEFAULT_MAX_SPANS = 10_000
 
@@ -43,7 +43,7 @@ class EventOutputs:
                 self.evicted += 1
         held.extend(messages)
 
-    def merge_into(self, span: LazySpan) -> None:
+    def merge_into(self, span: ReadSpan) -> None:
         """Give the span the output its events told, unless it carries output of its own."""
         messages = self._held.pop((span.trace_id, span.span_id), None)
         if messages is None:

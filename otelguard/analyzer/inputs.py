@@ -1,6 +1,6 @@
 """Opening input files for the analyzer: gzip detection, a binary sniff, and bounded, numbered lines.
 
-`otlp_json.iter_lazy_spans` does the parsing. The analyzer hands it a `LineReader` instead of a path
+`otlp_json.iter_spans` does the parsing. The analyzer hands it a `LineReader` instead of a path
 so that it can tell, while spans stream out, which line it is on: spans carry no line number, and
 the line is what tells record boundaries (when to check whether a trace is complete) and what the
 coverage block counts.

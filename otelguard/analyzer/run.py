@@ -1,7 +1,7 @@
 """`analyze(paths)`: read OTLP JSON files, replay their spans through one engine, collect the findings.
 
 Streaming end to end: files are read line by line, each line bounded (`lines.LineReader`,
-`otlp_json.iter_lazy_spans`), spans wait in the trace buffer only until their trace is complete
+`otlp_json.iter_spans`), spans wait in the trace buffer only until their trace is complete
 (`replay.TraceBuffer`), the engine keeps `max_tracked_agents` agents (evictions counted), and the
 findings go to a spool on disk (`results.Findings`). Peak memory is about the largest set of traces
 in flight at once, not the file nor the number of verdicts.
@@ -28,10 +28,10 @@ from .otlp_json import (
     BLANK,
     LOG_RECORDS,
     NOT_A_REQUEST,
-    LazySpan,
     ReadProblem,
+    ReadSpan,
     UnreadableInput,
-    iter_lazy_spans,
+    iter_spans,
     log_records,
 )
 from .coverage import Coverage, FileCoverage
@@ -199,8 +199,9 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
         readers.cli_calls.expire(record)
 
     try:
-        for item in iter_lazy_spans(source):
-            if type(item) is LazySpan:
+        for read in iter_spans(source):
+            if type(read) is SpanView:
+                item = ReadSpan(read)
                 line = source.lines
                 if line != current_line:  # a new record
                     if current_line >= 0:
@@ -217,7 +218,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                 if batches:
                     replay(batches)
                 continue
-            problem = cast(ReadProblem, item)  # what iter_lazy_spans yields that is no LazySpan
+            problem = cast(ReadProblem, read)  # iter_spans yields spans and the problems it met
             line = problem.line
             if line != current_line:
                 if current_line >= 0:

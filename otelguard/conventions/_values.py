@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
-from ..lazy_pattern import lazy_pattern
 from ..fences import open_fence
 from ..records import (
     Chunk,
@@ -48,7 +47,7 @@ class ReadLimits:
     thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
     `Content.OVERSIZED`; every driver reads alike, so live and offline verdicts agree."""
 
-    json_chars: int = 1 << 18  # a JSON attribute decoded (model output, tool arguments): orjson, ~1 ms
+    json_chars: int = 1 << 18  # a JSON attribute decoded (model output, tool arguments)
     # A value read by a scan in Python (a repr of the Agents SDK's reasoning, JSON cut by a length
     # limit): ~40-80 ns a character.
     scanned_chars: int = 1 << 15
@@ -272,7 +271,7 @@ def _decode_json(value: Any) -> tuple[Any, Content]:
     if len(value) > READ_LIMITS.json_chars:
         return None, Content.OVERSIZED
     try:
-        return fastjson.loads(value), Content.OK
+        return json.loads(value), Content.OK
     except (ValueError, RecursionError):
         pass
     if len(value) > READ_LIMITS.scanned_chars:
@@ -301,14 +300,14 @@ def _salvage_truncated_json(text: str) -> Any:
     """Read what there is of JSON cut by a span-attribute length limit, or None if not a cut."""
     for candidate in _truncation_repairs(text):
         try:
-            return fastjson.loads(candidate)
+            return json.loads(candidate)
         except (ValueError, RecursionError):
             continue
     return None
 
 
 # A dangling object key (with or without its colon) or a trailing comma at the cut.
-_DANGLING_TAIL = lazy_pattern(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*)$')
+_DANGLING_TAIL = re.compile(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*)$')
 
 
 def _truncation_repairs(text: str) -> list[str]:
@@ -324,7 +323,7 @@ def _truncation_repairs(text: str) -> list[str]:
     return candidates
 
 
-_PARTIAL_ESCAPE = lazy_pattern(r"\\(?:u[0-9a-fA-F]{0,3})?$")
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$")
 
 
 def _close_truncated_json(text: str) -> str | None:
@@ -442,9 +441,9 @@ def _summary_text(items: Any) -> str:
     return "\n".join(texts)
 
 
-_JSON_LIST_START = lazy_pattern(r'\[\s*[{"]')
-_CONTENT_REPR_START = lazy_pattern(r"\s*\[?\s*\w*Content\(\s*text=")
-_CONTENT_REPR_TEXT = lazy_pattern(r"text=(?P<quote>'|\")")
+_JSON_LIST_START = re.compile(r'\[\s*[{"]')
+_CONTENT_REPR_START = re.compile(r"\s*\[?\s*\w*Content\(\s*text=")
+_CONTENT_REPR_TEXT = re.compile(r"text=(?P<quote>'|\")")
 
 
 def _decode_content_repr(text: str) -> tuple[str, Content]:

@@ -16,17 +16,16 @@ novel, never less.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass
 
-from ..lazy_pattern import lazy_pattern
 from .prose import ProseFilter
 
 LOW_NOVELTY = "low-novelty"
 MAX_SEEN = 65_536
 MIN_WINDOW_GRAMS = 24  # a window with fewer n-grams (long words, few of them) is not judged
-# Compiled on first use: its CJK ranges take ~19 M instructions to compile (5 % of a CLI hook, which never uses it).
-_WORD = lazy_pattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W_]+")
+_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W_]+")
 
 
 @dataclass(slots=True, frozen=True)

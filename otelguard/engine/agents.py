@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from typing import Any, Callable, NamedTuple
 
-from ..digest import blake2b
 from ..guards import Guard
 from ..records import AgentRun
 from .bounded import BoundedMap, OnEvict, OpenSpans
@@ -55,7 +55,7 @@ def _bounded(key: str) -> str:
     its enclosing agent's, so without a bound keys would grow with the depth of nesting."""
     if len(key) <= _MAX_KEY_CHARS:
         return key
-    digest = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return f"{key[:_MAX_KEY_CHARS - 34]}…#{digest}"
 
 

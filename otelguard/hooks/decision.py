@@ -8,10 +8,10 @@ any error of otelguard's own allows the call (nothing printed) and is written to
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 
-from .. import fastjson
 from ..actions import Action
 from ..engine import GuardEngine
 from ..records import Verdict
@@ -33,7 +33,7 @@ def answer(cli: str, data: bytes) -> str:
 def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
     """(what to print, the call, its verdicts)."""
     try:
-        event = parse(cli, fastjson.loads(data))
+        event = parse(cli, json.loads(data))
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
         log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {printable(str(error))}")
         return "", None, ()

@@ -17,13 +17,13 @@ judged and for the history, so identity survives the cut.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..canonical import canonical_arguments
 from ..detectors.signatures import MASKED_CHARS
-from ..digest import blake2b
 
 PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
@@ -131,7 +131,7 @@ def bounded(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     tail = min(MASKED_CHARS, limit // 2)
-    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return f"{text[:limit - tail]}… (+{len(text) - limit} chars, blake2b {digest}) …{text[-tail:]}"
 
 

@@ -12,9 +12,10 @@ state as it does for any agent. Replaying is exact for any guard whose state fol
 
 from __future__ import annotations
 
+import hashlib
+
 from .. import semconv as sc
 from ..conventions.agent_clis import session_trace_id
-from ..digest import blake2b
 from ..engine import GuardEngine, Judged, Started
 from ..records import SpanView, Status
 from .history import StoredEvent
@@ -24,7 +25,7 @@ _NO_RUN = object()
 
 
 def _id(bits: int, *parts: str) -> int:
-    digest = blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=bits // 8).digest()
+    digest = hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=bits // 8).digest()
     return int.from_bytes(digest, "big") or 1  # an id of 0 means none
 
 
