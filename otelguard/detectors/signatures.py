@@ -26,30 +26,35 @@ from ..records import Status, ToolCall
 
 MASKED_CHARS = 2048  # masked at each end of a long text (all of a text up to twice this)
 
-# Volatile fields, each masked to "#". Dates and times (ISO, clock times with seconds, `ls -l`'s
+# Volatile fields, each masked to "#": dates and times (ISO, clock times with seconds, `ls -l`'s
 # "Dec  1 13:28"), durations ("in 0.52s", "Wall time: 0.0000 seconds"), UUIDs, hex ids of 8 or more
 # characters holding a digit and a letter (commit hashes, request ids), addresses (0x7f3a…), integers
 # of 10 or more digits (epoch times, ids), the value of a labelled id (`Chunk ID: 287d99`,
-# `"request_id": "req-81f2"`, `PGID: 23082`), and temporary paths.
+# `"request_id": "req-81f2"`, `PGID: 23082`), and temporary paths. A token's left edge is checked
+# behind its first character: a digit or hex letter inside a word or a number (the decimals of
+# 0.4812345679) starts no token.
+_UUID_REST = r"[\da-fA-F]{7}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{4}-[\da-fA-F]{12}\b"
 _VOLATILE = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
-    r"|\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?"
-    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[ \t]+\d{1,2}[ \t]+(?:\d{1,2}:\d{2}|\d{4})\b"
-    r"|\b\d+(?:\.\d+)?[ \t]?(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"
-    r"|\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-    r"|\b0x[0-9a-fA-F]{4,}\b"
-    r"|\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"
-    r"|(?<![\d.])\d{10,}(?![\d.])"
-    r"|\b(?:[A-Za-z]*ID|(?:\w*[_-])?[Ii]d)\b[\"']?[ \t]*[:=][ \t]*[\"']?[\w.-]{4,}"
-    r"|(?<![\w./-])(?:/private)?(?:/var/folders|/var/tmp|/tmp)(?![\w.-])(?:/[^\s\"'`,;:)]*)?"
-    r"|\b[A-Za-z]:\\[^\s\"']*\\Temp\\[^\s\"'`,;:)]*")
+    r"\d(?<![\w.]\d)(?:"
+    r"\d{3}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+    r"|\d?:\d{2}:\d{2}(?:[.,]\d+)?"
+    r"|" + _UUID_REST +
+    r"|(?<=0)x[\da-fA-F]{4,}\b"
+    r"|(?=[\da-fA-F]{7,}\b)\d*[a-fA-F][\da-fA-F]*"
+    r"|\d{9,}(?![\d.])"
+    r"|\d*(?:\.\d+)?[ \t]?(?:ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?)\b"
+    r")"
+    r"|[a-fA-F](?<![\w.][a-fA-F])(?:" + _UUID_REST + r"|(?=[\da-fA-F]{7,}\b)[a-fA-F]*\d[\da-fA-F]*)"
+    r"|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)(?<!\w...)[ \t]+\d{1,2}[ \t]+(?:\d{1,2}:\d{2}|\d{4})\b"
+    r"|[Ii][Dd](?<![a-z\d][Ii][Dd])(?<![A-Z][Ii]d)\b[\"']?[ \t]*[:=][ \t]*[\"']?[\w.-]{4,}"
+    r"|/(?<![\w./-]/)(?:private/)?(?:var/folders|var/tmp|tmp)(?![\w.-])(?:/[^\s\"'`,;:)]*)?")
 # What says nothing of an outcome: markup tags, an element holding a lone number (a status code),
 # and an exit status phrase ("exit code 1", "Exit status: 2", "returned 1").
 _STATUS_ELEMENT = re.compile(r"<([A-Za-z][\w.:-]*)[^<>]*>\s*-?\d+\s*</\1\s*>")
 _TAG = re.compile(r"</?[A-Za-z][\w.:-]*[^<>]*>")
 _STATUS_PHRASE = re.compile(
-    r"\b(?:exit(?:ed)?|return(?:ed)?)(?:[ _-]?(?:code|status|value))?(?:[ \t]+with)?[ \t]*[:=]?[ \t]*-?\d+\b",
-    re.IGNORECASE)
+    r"[EeRr](?<![\w][EeRr])(?i:xit(?:ed)?|eturn(?:ed)?)(?:[ _-]?(?i:code|status|value))?(?:[ \t]+with)?"
+    r"[ \t]*[:=]?[ \t]*-?\d+\b")
 # Near-identical arguments: whitespace (str.split's), quotes and backslashes dropped.
 _LOOSE_HEAD_CHARS = 4096  # arguments normalised for near-duplicates; the rest compared as it is
 _LOOSE_DROPPED = ("\"", "'", "`", "\\", "\u2018", "\u2019", "\u201c", "\u201d")
