@@ -9,7 +9,6 @@ verdict, with action `none`, on the model span), not cut: there is nothing left 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
-from itertools import chain, islice, tee
 from typing import (
     Any,
     overload,
@@ -65,12 +64,11 @@ class _Watch:
         self.reasoning_breaker: StreamBreaker | None = None  # made on the first reasoning delta
         self.record_chunks = record_chunks and self.span.is_recording()
         self.text_of = text_of
-        # Plain text deltas to a breaker, nothing recorded: the streams' fast paths need only `push`.
-        self.plain_text = self.breaker is not None and text_of is default_text_of and not self.record_chunks
         self.error: RepetitiveOutputError | None = None
 
     def feed(self, item: Any) -> None:
-        """Feed one item; sets `self.error` on the trip (raised after the item is delivered)."""
+        """Judge one item, the same for sync and async streams: its text (if any) recorded and fed
+        to its breaker; sets `self.error` on the trip (raised after the item is delivered)."""
         found = self.text_of(item)
         if found is None:
             return
@@ -151,46 +149,7 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
 
 
 def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
-    if watch.plain_text:
-        return chain.from_iterable(_text_batches(stream, watch))
-    return _watch_items(stream, iter(stream), watch)
-
-
-def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any]]:
-    """The hot path for plain text deltas: hand the consumer `budget` deltas at a time, untouched.
-
-    Each batch goes out through a tee (C code, no Python per delta); its copy is judged when the
-    consumer asks for the delta after it. The breaker's budget guarantees no delta before the
-    batch's last could trip, so the consumer gets exactly the deltas up to the tripping one.
-    """
-    breaker = watch.breaker
-    judge = breaker.push_many
-    items = iter(stream)
-    while True:
-        served, kept = tee(islice(items, breaker.budget))
-        yield served
-        batch = list(kept)
-        if not batch:
-            watch.finished()
-            return
-        try:
-            trip = judge(batch)
-        except TypeError:  # not text after all (framework events): judge item by item from here on
-            for item in batch:
-                watch.feed(item)
-            if watch.error is None:
-                yield _watch_items(stream, items, watch)
-                return
-            _close(stream)
-            raise watch.error from None
-        if trip is not None:
-            watch.tripped(trip)
-            _close(stream)
-            raise watch.error
-
-
-def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> Iterator[Any]:
-    for item in items:
+    for item in stream:
         watch.feed(item)
         yield item
         if watch.error is not None:
@@ -200,16 +159,8 @@ def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> 
 
 
 async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
-    # Plain text deltas go straight to the breaker, which only collects them until its budget runs
-    # out (an async generator cannot hand items through in C, as the sync path does).
-    push = watch.breaker.push if watch.plain_text else None
     async for item in stream:
-        if push is not None and type(item) is str:
-            trip = push(item)
-            if trip is not None:
-                watch.tripped(trip)
-        else:
-            watch.feed(item)
+        watch.feed(item)
         yield item
         if watch.error is not None:
             closer = getattr(stream, "aclose", None) or getattr(stream, "close", None)
