@@ -9,10 +9,7 @@ verdict, with action `none`, on the model span), not cut: there is nothing left 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
-from typing import (
-    Any,
-    overload,
-)
+from typing import Any, overload
 
 from opentelemetry import trace as trace_api
 
