@@ -61,14 +61,13 @@ class _Watch:
         self.reasoning_breaker: StreamBreaker | None = None  # made on the first reasoning delta
         self.record_chunks = record_chunks and self.span.is_recording()
         self.text_of = text_of
-        self.error: RepetitiveOutputError | None = None
 
-    def feed(self, item: Any) -> None:
+    def feed(self, item: Any) -> RepetitiveOutputError | None:
         """Judge one item, the same for sync and async streams: its text (if any) recorded and fed
-        to its breaker; sets `self.error` on the trip (raised after the item is delivered)."""
+        to its breaker. Returns the error on the trip (raised after the item is delivered)."""
         found = self.text_of(item)
         if found is None:
-            return
+            return None
         text, kind = found
         if self.record_chunks:
             self.span.add_event(OTELGUARD_CHUNK_EVENT, {OTELGUARD_CHUNK_TEXT: text, OTELGUARD_CHUNK_KIND: kind})
@@ -79,22 +78,22 @@ class _Watch:
         else:
             breaker = self.breaker if kind == "text" else None
         if breaker is None:
-            return
+            return None
         trip = breaker.push(text)
-        if trip is not None:
-            self.tripped(trip)
+        return self.tripped(trip) if trip is not None else None
 
-    def tripped(self, trip: Trip) -> None:
-        """The breaker tripped: tell the engine and the agent, and set `self.error` for the consumer."""
+    def tripped(self, trip: Trip) -> RepetitiveOutputError:
+        """The breaker tripped: tell the engine and the agent; the error for the consumer."""
+        assert self.guard is not None  # a trip comes from a breaker, made by the guard
         verdict = self._reported(self.guard.break_verdict(trip, cut=True), self._on_open_model_span())
-        self.error = RepetitiveOutputError(
+        return RepetitiveOutputError(
             f"model output repeated itself for {verdict.stream_chars} characters "
             f"(rule {verdict.rule}); stream cut by otelguard",
             code=verdict.error_code or "REPETITIVE_OUTPUT", rule=verdict.rule, chars=verdict.stream_chars or 0,
         )
 
     def finished(self) -> None:
-        """The stream ran out: judge the deltas that arrived since the breaker's last evaluation.
+        """The stream ran out: the breakers judge its end (`StreamBreaker.finish`).
 
         A trip there is flagged, not cut (every delta is already with the consumer), and shown on
         the model span being watched. It needs that span open and current: otherwise the model span
@@ -107,6 +106,7 @@ class _Watch:
         if trip is None and self.reasoning_breaker is not None:
             trip = self.reasoning_breaker.finish()
         if trip is not None:
+            assert self.guard is not None  # a trip comes from a breaker, made by the guard
             self._reported(self.guard.break_verdict(trip, cut=False), on_model_span=True)
 
     def _reported(self, verdict: Verdict, on_model_span: bool) -> Verdict:
@@ -120,7 +120,7 @@ class _Watch:
     def _on_open_model_span(self) -> bool:
         if not self.span.is_recording():
             return False
-        classification = classify(getattr(self.span, "name", None), getattr(self.span, "attributes", None))
+        classification = classify(getattr(self.span, "name", ""), getattr(self.span, "attributes", None) or {})
         return classification is not None and classification.kind is SpanKind.MODEL
 
 
@@ -147,25 +147,25 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
 
 def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
     for item in stream:
-        watch.feed(item)
+        error = watch.feed(item)
         yield item
-        if watch.error is not None:
+        if error is not None:
             _close(stream)
-            raise watch.error
+            raise error
     watch.finished()
 
 
 async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
     async for item in stream:
-        watch.feed(item)
+        error = watch.feed(item)
         yield item
-        if watch.error is not None:
+        if error is not None:
             closer = getattr(stream, "aclose", None) or getattr(stream, "close", None)
             if closer is not None:
                 result = closer()
                 if hasattr(result, "__await__"):
                     await result
-            raise watch.error
+            raise error
     watch.finished()
 
 

@@ -213,7 +213,7 @@ def _read_lines(lines: Iterable[Numbered], label: str, build: _SpanBuilder, read
     json_lines = False  # once a line parsed on its own, the file is JSON Lines: no documents over lines
     document: _Document | None = None
     for number, line in lines:
-        if type(line) is int:
+        if isinstance(line, int):
             yield ReadProblem(label, number, BLANK, lines=line)
             continue
         if document is not None:
@@ -364,7 +364,10 @@ def _duplicated_keys(text: str) -> list[str]:
         mapping = dict(items)
         if len(mapping) != len(items):
             seen: set[str] = set()
-            duplicated.extend(key for key, _ in items if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+            for key, _ in items:
+                if key in seen:
+                    duplicated.append(key)
+                seen.add(key)
         return mapping
 
     try:

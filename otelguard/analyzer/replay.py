@@ -26,8 +26,9 @@ that arrives again (an export retried, overlapping files) is a duplicate and ski
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..containment import Containment
 from ..actions import Action
@@ -436,7 +437,7 @@ def _place(span: LazySpan, trace: dict[int, LazySpan], depth: dict[int, int], st
     return irregular
 
 
-def _recorded_verdicts(span: SpanView) -> list[dict]:
+def _recorded_verdicts(span: SpanView) -> list[Mapping[str, Any]]:
     """The live guard's verdicts on this span: its `otelguard.verdict` events, else its attributes."""
     found = [event.attributes for event in span.events if event.name == _VERDICT_EVENT]
     return found or [span.attributes]

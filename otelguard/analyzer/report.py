@@ -326,7 +326,7 @@ def _coverage(analysis: Analysis) -> list[str]:
     judged = sum(coverage.judged.values())
     by_kind = ", ".join(f"{kind} {coverage.kind_total(kind)}" for kind in ("agent", "model", "tool")
                         if coverage.kind_total(kind))
-    conventions = Counter()
+    conventions: Counter[str] = Counter()
     for (_, convention), count in coverage.judged.items():
         conventions[convention] += count
     judged_text = f"{judged} judged"

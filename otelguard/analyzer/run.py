@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..actions import reaches
 from ..config import GuardConfig
@@ -111,7 +111,8 @@ def analyze(
     buffer = TraceBuffer(options.limits)
     coverage.buffer = buffer
     clock = ReplayClock()
-    engine = GuardEngine(config, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
+    validated = GuardConfig.load(config)
+    engine = GuardEngine(validated, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
     containment = Containment(coverage.internal_error)
     late_traces: frozenset[int] = frozenset()
 
@@ -148,7 +149,7 @@ def analyze(
     evaluations = readers.evaluations
     evaluations.compare(findings.verdicts())
     coverage.evaluations = evaluations
-    return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings, evaluations)
+    return Analysis([os.fspath(p) for p in paths], validated, coverage, findings, evaluations)
 
 
 @dataclass(slots=True)
@@ -216,7 +217,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                 if batches:
                     replay(batches)
                 continue
-            problem: ReadProblem = item  # type: ignore[assignment]
+            problem = cast(ReadProblem, item)  # what iter_lazy_spans yields that is no LazySpan
             line = problem.line
             if line != current_line:
                 if current_line >= 0:

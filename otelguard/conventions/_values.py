@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
 from ..lazy_pattern import lazy_pattern
-from ..record_type import field, record
 from ..fences import open_fence
 from ..records import (
     Chunk,
@@ -42,7 +42,7 @@ _CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, 
                      Content.ABSENT: 4, Content.MALFORMED: 5}
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ReadLimits:
     """What the guard reads of one span, so that judging it stays within ~10 ms on the agent's
     thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
@@ -498,7 +498,7 @@ def _literal_body(rest: str, quote: str) -> str:
 # --- model output ---------------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class OutputFloor:
     """The shortest model output some rule judges, in characters of visible text and of reasoning.
 
@@ -513,7 +513,7 @@ class OutputFloor:
     text_only: bool = False
 
 
-@record
+@dataclass(slots=True)
 class Output:
     """What one model call produced, gathered part by part, and how readable it was."""
 
@@ -552,14 +552,14 @@ class _SharedOutput(Output):
     def note(self, content: Content) -> None:
         raise TypeError("the shared unread Output cannot change")
 
-    add_text = add_reasoning = note  # type: ignore[assignment]
+    add_text = add_reasoning = note  # type: ignore[assignment]  # refuses whatever it is given, as note does
 
     def add_tool_call(self, name: Any, arguments: Any) -> None:
         raise TypeError("the shared unread Output cannot change")
 
 
 # The Output of model output left unread (`Content.UNREAD`): empty (its parts are tuples) and shared.
-UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]
+UNREAD_OUTPUT = _SharedOutput(texts=(), reasoning=(), tool_calls=(), content=Content.UNREAD)  # type: ignore[arg-type]  # tuples: read-only
 
 
 def model_call(span: Any, output: Output | None) -> ModelCall:
@@ -590,7 +590,7 @@ def _last(text: str, chars: int) -> str:
 # --- model usage ----------------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class UsageKeys:
     """Where a convention writes a model call's usage: each fact's attribute keys, preferred first."""
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import semconv as sc
 from ..digest import blake2b
-from ..record_type import record, replace
 from ..records import SpanView, Status
 from ._values import load_json
 
@@ -36,7 +36,7 @@ ARGUMENT_SETTINGS = {
 }
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class CliToolCall:
     """One tool call as one CLI record told it."""
 
@@ -126,7 +126,7 @@ def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns:
     if not isinstance(session, str) or not session:
         return None
     messages, _ = load_json(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES))
-    converted = {
+    converted: dict[str, Any] = {
         sc.GEN_AI_OPERATION_NAME: "chat",
         sc.GEN_AI_CONVERSATION_ID: session,
         "otelguard.cli": GEMINI_CLI,

@@ -11,7 +11,7 @@ arguments and results in `tool_arguments` / `tool_response`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .. import semconv as sc
@@ -186,7 +186,7 @@ def read_output_messages(value: Any, floor: OutputFloor | None = None) -> Output
     decoded, content = load_json(value)
     if decoded is None:
         return Output(content=content)
-    pieces = _output_parts(decoded)
+    pieces: Iterable[tuple[str, Any]] = _output_parts(decoded)
     if floor is not None:
         pieces = list(pieces)  # walked once, measured then read
         if not _may_reach(pieces, floor):

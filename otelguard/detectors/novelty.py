@@ -17,9 +17,9 @@ novel, never less.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 from ..lazy_pattern import lazy_pattern
-from ..record_type import record
 from .prose import ProseFilter
 
 LOW_NOVELTY = "low-novelty"
@@ -29,7 +29,7 @@ MIN_WINDOW_GRAMS = 24  # a window with fewer n-grams (long words, few of them) i
 _WORD = lazy_pattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W_]+")
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class NoveltyDip:
     chars: int  # characters read when the window's novelty fell below the threshold
     novelty: float

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import itertools
 from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
-from ..record_type import field, record
 from ..records import Content, ToolCall
 from .repeat import ToolFilter
 from .signatures import failed, failure_text, loose_arguments, outcome_signature, result_signature
@@ -110,7 +111,7 @@ class Window:
         return key
 
 
-@record
+@dataclass(slots=True)
 class ProgressState:
     """One agent run's window (at most `capacity` steps); the label of each call seen more than once
     in the window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step
@@ -254,7 +255,7 @@ class ProgressDetector:
         if not seen:  # a call new to the window equals none before it: every period's run breaks
             state.runs = ()
             return 0
-        if not runs:
+        if not isinstance(runs, list):  # the empty tuple: every run was 0
             runs = state.runs = list(self._no_runs)
         idents = window.idents
         shortest, min_repeats = 0, self.min_repeats
@@ -278,7 +279,8 @@ class ProgressDetector:
                 return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
             if period > 1 and CYCLE in rules:
                 block_keys = window.keys[count - period:]
-                block = tuple(labels[k] for k in block_keys)  # each seen p steps before: labelled
+                assert labels is not None  # each step of the block was seen p steps before: labelled
+                block = tuple(labels[k] for k in block_keys)
                 return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None, block_keys[0],
                                block[0].name, (length + 1) // period)
         ident = window.idents[-1]
@@ -297,7 +299,7 @@ class ProgressDetector:
             return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1)
         return None
 
-    def _cycle_in_the_making(self, runs: list[int], same: list[int]) -> bool:
+    def _cycle_in_the_making(self, runs: Sequence[int], same: Sequence[int]) -> bool:
         """Whether the steps from the first of `same` to now repeat with the spacing of `same`: a
         cycle still short of its repeats, which the cycle rule names once it has them."""
         gap = same[1] - same[0]

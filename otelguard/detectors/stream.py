@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from ..record_type import record
 from .novelty import LOW_NOVELTY, NoveltyMeter
 from .structure import FENCE, fences_in, is_structured
 
@@ -35,7 +35,7 @@ REFUTING_WINDOWS = (32, 64, 96, 128)  # tail lengths tried, shortest first, to b
 INFINITY = sys.maxsize  # characters before a rule that is off is due
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Trip:
     rule: str
     chars: int  # visible characters emitted when it tripped

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from ..record_type import record
 from .text import gram_hashes, grams, repeat_ratio_of
 
 SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: 512 B, containment sd ~0.04 at 0.6
@@ -21,7 +22,7 @@ class Step(StrEnum):
     LOW_ENTROPY = "low-entropy"
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ThinkingJudgement:
     step: Step
     stalled: int  # the stall count this call reached (before a reaction resets it)
@@ -31,7 +32,7 @@ class ThinkingJudgement:
     repeat_ratio: float
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ThinkingRules:
     """A detector's settings: one object shared by every agent's detector (not copied into each)."""
 
@@ -51,10 +52,10 @@ class ThinkingLoopDetector:
 
     __slots__ = ("rules", "_previous", "stalled", "fires")
 
-    def __init__(self, rules: ThinkingRules | None = None, **settings: float):
+    def __init__(self, rules: ThinkingRules | None = None, **settings: Any):
         if rules is not None and settings:
             raise TypeError("pass rules or their settings, not both")
-        self.rules = ThinkingRules(**settings) if rules is None else rules  # type: ignore[arg-type]
+        self.rules = ThinkingRules(**settings) if rules is None else rules
         # The previous judged call's 4-grams: a bottom-k sketch of their hashes, and how many there were.
         self._previous: tuple[array, int] | None = None
         self.stalled = 0

@@ -110,11 +110,12 @@ class Agents:
     def run_started(self, agent: AgentRef) -> AgentState | None:
         """A run of `agent` started. Returns the state its guards must reset, or None for a
         run-scoped agent's own run (its state is new)."""
-        if agent.scope_run_id == agent.run_span_id:
-            self._open_runs.put(agent.run_span_id, self.new_state())
+        run_span_id, scope_run_id = agent.run_span_id, agent.scope_run_id
+        if run_span_id is not None and scope_run_id == run_span_id:
+            self._open_runs.put(run_span_id, self.new_state())
             return None
-        if agent.scope_run_id is not None:
-            self._note_nested(agent)
+        if scope_run_id is not None:
+            self._note_nested(scope_run_id, agent.key)
         return self._kept.get_or_create(agent.key, self.new_state)
 
     def state(self, agent: AgentRef) -> AgentState:
@@ -142,6 +143,8 @@ class Agents:
         """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
         more. Dropped, not evicted."""
         run_span_id = agent.scope_run_id
+        if run_span_id is None:  # not a run-scoped agent: no run's end ends it
+            return
         self._ended_runs.put(run_span_id, True)
         if self._open_runs.pop(run_span_id, None) is None:
             self._kept.pop(agent.key)
@@ -152,11 +155,11 @@ class Agents:
         for key in nested or ():
             self._kept.pop(key)
 
-    def _note_nested(self, agent: AgentRef) -> None:
+    def _note_nested(self, run_span_id: int, key: str) -> None:
         with self._nested_lock:  # two nested agents starting at once must share the run's set
-            keys = self._nested.get(agent.scope_run_id)
+            keys = self._nested.get(run_span_id)
             if keys is None:
                 keys = set()
-                self._nested.put(agent.scope_run_id, keys)
+                self._nested.put(run_span_id, keys)
             if len(keys) < _MAX_NESTED_NAMES_A_RUN:
-                keys.add(agent.key)
+                keys.add(key)

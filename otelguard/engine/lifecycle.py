@@ -36,7 +36,7 @@ from ..records import (
     ToolCall,
     Verdict,
 )
-from ..validated_config import ValidatedConfig
+from ..settings import GuardSettings
 from .agents import UNMADE, AgentRef, Agents, agent_of_run, trace_agent
 from .bounded import OpenSpans
 from .source import SpanSource
@@ -87,11 +87,13 @@ def _as_started(source: SpanSource) -> SpanView:
     return SpanView(source.name, source.trace_id, source.span_id, source.parent_span_id, source.attributes)
 
 
-def _validated(config: GuardConfig | dict | str | None) -> GuardConfig:
-    # pydantic, imported here only: a driver that hands a ValidatedConfig (the CLI hooks) never needs it
+def _settings(config: GuardConfig | tuple[GuardSettings, ...] | dict | str | None) -> tuple[GuardSettings, ...]:
+    if isinstance(config, tuple):  # each guard's settings, validated already (a CLI hook's cached config)
+        return config
+    # pydantic, imported here only: a driver that hands validated settings never needs it
     from ..config import GuardConfig
 
-    return GuardConfig.load(config)
+    return GuardConfig.load(config).settings
 
 
 def _hooked(guards: list[Guard], hook: str) -> tuple[tuple[int, Guard], ...]:
@@ -111,7 +113,7 @@ class GuardEngine:
 
     def __init__(
         self,
-        config: GuardConfig | ValidatedConfig | dict | str | None = None,
+        config: GuardConfig | tuple[GuardSettings, ...] | dict | str | None = None,
         *,
         max_agents: int = DEFAULT_MAX_AGENTS,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
@@ -120,8 +122,8 @@ class GuardEngine:
         on_evict: Callable[[str, str, int], None] | None = None,
         full_records: bool = True,
     ):
-        self.config = config if isinstance(config, ValidatedConfig) else _validated(config)
-        self.guards: list[Guard] = build_guards(self.config)
+        self.settings = _settings(config)
+        self.guards: list[Guard] = build_guards(self.settings)
         self._output_floor = None if full_records else conventions.OutputFloor(
             text_chars=min((guard.judged_text_chars for guard in self.guards), default=math.inf),
             reasoning_chars=min((guard.judged_reasoning_chars for guard in self.guards), default=math.inf),
@@ -224,7 +226,7 @@ class GuardEngine:
         """A span with no agent, model or tool marker started: inside an agent run, the spans below
         it belong to that run too."""
         opened = self._open
-        if opened:
+        if opened and parent_span_id is not None:
             agent = opened.get(parent_span_id)
             if agent is not None:
                 opened.put(span_id, agent)

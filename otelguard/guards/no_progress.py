@@ -9,11 +9,9 @@ repeat reminder's `stop_after` does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from ..actions import Action
 from ..canonical import cut_preview, escape_quoted
-from ..guard_ids import NO_PROGRESS
 from ..detectors.progress import (
     CYCLE,
     ERROR_LOOP,
@@ -28,10 +26,8 @@ from ..detectors.progress import (
 )
 from ..detectors.repeat import ToolFilter
 from ..records import SpanView, ToolCall, Verdict
+from ..settings import NoProgressConfig, RepeatToolReminderConfig
 from .base import Guard, ToolStart
-
-if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
-    from ..config import NoProgressConfig, RepeatToolReminderConfig
 
 NO_PROGRESS_VERDICT = "no_progress"
 
@@ -62,7 +58,7 @@ _MAX_PATTERNS = 8  # patterns remembered per agent run, to escalate rather than 
 
 
 class NoProgress(Guard):
-    id = NO_PROGRESS
+    id = NoProgressConfig.guard_id
 
     def __init__(self, config: NoProgressConfig, repeat: RepeatToolReminderConfig | None = None):
         self.config = config

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from typing import BinaryIO, NoReturn, TextIO
     from urllib.parse import SplitResult
 
+    from ..records import Verdict
+
 DEFAULT_SERVICE_TIMEOUT_MS = 50.0
 MAX_ANSWER_BYTES = 1 << 20  # a hook's answer is a few hundred bytes
 
@@ -56,7 +58,8 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     began = time.perf_counter()
     log_path = paths.log_path()
     stderr, sys.stderr = sys.stderr, io.StringIO()
-    event, verdicts = None, ()
+    event = None
+    verdicts: tuple[Verdict, ...] = ()
     try:
         data = stdin.read()
         answer = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
@@ -73,7 +76,7 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
         stdout.flush()
     except OSError:
         pass
-    if verdicts and os.environ.get("OTELGUARD_OTLP_ENDPOINT"):
+    if event is not None and verdicts and os.environ.get("OTELGUARD_OTLP_ENDPOINT"):
         try:
             from .export import send_later
 

@@ -23,7 +23,6 @@ from .payload import POST, PRE, HookEvent, parse
 from .replay import SessionReplay
 
 _REMIND_RANK = Action.REMIND.rank
-_ENGINE_BOUNDS = {"max_agents": 64, "idle_ttl_s": None, "max_open_spans": 4096}  # one session a process
 
 
 def answer(cli: str, data: bytes) -> str:
@@ -69,7 +68,8 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
     """The local path: judge `event` against its session's history."""
     history = HookHistory(paths.db_path())
     try:
-        engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), **_ENGINE_BOUNDS)
+        engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), max_agents=64, idle_ttl_s=None,
+                             max_open_spans=4096)  # one session a process
         with history.locked():
             events = history.events(event.cli, event.session)
             if event.call_id is not None and any(stored.call_id == event.call_id and stored.phase == event.phase

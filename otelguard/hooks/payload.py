@@ -18,12 +18,12 @@ judged and for the history, so identity survives the cut.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..canonical import canonical_arguments
 from ..detectors.signatures import MASKED_CHARS
 from ..digest import blake2b
-from ..record_type import record
 
 PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
@@ -35,7 +35,7 @@ class PayloadError(ValueError):
     """The hook input is not what the CLI documents (the call is allowed, and this is logged)."""
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class HookEvent:
     cli: str
     phase: str  # PRE | POST
@@ -87,11 +87,14 @@ def parse(cli: str, data: Any) -> HookEvent:
 
 
 def _opencode(data: dict[str, Any]) -> HookEvent:
-    phase = {"before": PRE, "after": POST}.get(data.get("event"))  # type: ignore[arg-type]
+    event = data.get("event")
+    phase = {"before": PRE, "after": POST}.get(event) if isinstance(event, str) else None
     inputs = data.get("input")
     if phase is None or not isinstance(inputs, dict):
         raise PayloadError("opencode hook input must be {'event': 'before'|'after', 'input': {...}}")
-    output = data.get("output") if isinstance(data.get("output"), dict) else {}
+    output = data.get("output")
+    if not isinstance(output, dict):
+        output = {}
     arguments = inputs.get("args") if "args" in inputs else output.get("args")
     result, failed, duration_ms = None, False, None
     if phase == POST:

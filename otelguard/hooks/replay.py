@@ -52,9 +52,7 @@ class SessionReplay:
     def end(self, run: str | None, call_id: str, tool: str, arguments: str | None, result: str | None,
             failed: bool, duration_ms: float | None) -> Judged | None:
         parent = self._in_run(run)
-        span = self._tool_span(parent, call_id, tool, arguments)
-        if result is not None:
-            span.attributes[sc.GEN_AI_TOOL_CALL_RESULT] = result
+        span = self._tool_span(parent, call_id, tool, arguments, result)
         if failed:
             span.status, span.status_message = Status.ERROR, result
         span.end_ns = int((duration_ms or 0.0) * 1e6)  # the CLI's own timing: recorded, never judged
@@ -71,10 +69,13 @@ class SessionReplay:
                  sc.GEN_AI_CONVERSATION_ID: self.session}))
         return self._run_span_id
 
-    def _tool_span(self, parent: int, call_id: str, tool: str, arguments: str | None) -> SpanView:
+    def _tool_span(self, parent: int, call_id: str, tool: str, arguments: str | None,
+                   result: str | None = None) -> SpanView:
         attributes = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: tool,
                       sc.GEN_AI_TOOL_CALL_ID: call_id}
         if arguments is not None:
             attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = arguments
+        if result is not None:
+            attributes[sc.GEN_AI_TOOL_CALL_RESULT] = result
         return SpanView(f"{sc.OP_EXECUTE_TOOL} {tool}", self.trace_id, _id(64, self.cli, self.session, call_id),
                         parent, attributes)

@@ -33,7 +33,7 @@ from ..control import AgentControl
 from ..conventions import MARKER_KEYS, NAMED_SPANS
 from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine
 from ..errors import ConfigError
-from ..guards import ThinkingLoopGuard
+from ..guards import RepeatToolReminder, ThinkingLoopGuard, TimeoutPolicy
 from ..records import SpanKind, Verdict
 from . import registry
 from .delivery import AgentRuns, Delivery
@@ -72,16 +72,15 @@ class GuardSpanProcessor(SpanProcessor):
         self.metrics = GuardMetrics(meter_provider)
         self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
                                   on_evict=self.metrics.evicted, full_records=False)
-        self.config = self.engine.config
-        repeat = self.config.row("repeat-tool-reminder")
-        if repeat is not None:  # configured tool names keep their labels (patterns with `*` are not names)
-            self.metrics.reserve_tools(p for p in repeat.config.include if "*" not in p)
+        for guard in self.engine.guards:  # configured tool names keep their labels (patterns with `*` are not names)
+            if isinstance(guard, RepeatToolReminder):
+                self.metrics.reserve_tools(p for p in guard.config.include if "*" not in p)
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
         self._downstream_starts = acting_hooks(self._downstream, "on_start")
         self._downstream_endings = acting_hooks(self._downstream, "_on_ending")
         self._containment = Containment(self.metrics.internal_error)
         self.budgets = ToolBudgets(
-            enabled=self.config.row("timeout-policy") is not None,
+            enabled=any(isinstance(guard, TimeoutPolicy) for guard in self.engine.guards),
             on_error=lambda exc: self._containment.record("watchdog"),
             on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n),
         )
@@ -207,7 +206,7 @@ class GuardSpanProcessor(SpanProcessor):
         if not shown:
             return span
         if not self._downstream:
-            mark_run(self._runs.span(judged.agent), shown, span.get_span_context().span_id, spent)
+            mark_run(self._runs.span(judged.agent), shown, source.span_id, spent)
             return span
         return enriched(span, shown, spent)
 

@@ -46,10 +46,11 @@ def owning_processor(span: Any) -> Any:
     """The guard on the provider that made `span` (read from the SDK span where the adapter may,
     else the guard that tracks it open); else the newest active guard; else None."""
     processors = active_processors()
-    registered = {id(processor) for processor in processors}
+    registered = {id(processor): processor for processor in processors}
     for processor in processors_of(span):
-        if id(processor) in registered and processor.running:
-            return processor
+        guard = registered.get(id(processor))
+        if guard is not None and guard.running:
+            return guard
     span_id = span.get_span_context().span_id
     for processor in reversed(processors):
         if processor.running and processor.holds(span_id):

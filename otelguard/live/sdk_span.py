@@ -64,6 +64,8 @@ class PublicSdkSpan:
         self.name = span.name
         self.attributes: Mapping[str, Any] = span.attributes or {}
         context, parent = span.get_span_context(), span.parent
+        if context is None:
+            raise ValueError(f"span {span.name!r} has no span context")
         self.trace_id, self.span_id = context.trace_id, context.span_id
         self.parent_span_id = parent.span_id if parent is not None else None
 
@@ -94,32 +96,32 @@ class PrivateSdkSpan(PublicSdkSpan):
 
     def __init__(self, span: ReadableSpan):
         self.span = span
-        self.name = span._name  # type: ignore[attr-defined]
-        attributes = span._attributes  # type: ignore[attr-defined]
+        self.name = span._name
+        attributes = span._attributes
         # An SDK span's are BoundedAttributes; a ReadableSpan made by hand may hold a plain dict.
         self.attributes = attributes._dict if type(attributes) is BoundedAttributes else (attributes or {})
-        context, parent = span._context, span._parent  # type: ignore[attr-defined]
-        self.trace_id, self.span_id = context[0], context[1]
+        context, parent = span._context, span._parent
+        self.trace_id, self.span_id = context[0], context[1]  # type: ignore[index]  # an SDK span's context is set
         self.parent_span_id = parent[1] if parent is not None else None
 
     @property
     def has_events(self) -> bool:
-        events = self.span._events  # type: ignore[attr-defined]
-        return bool(events._dq if type(events) is BoundedList else events)  # (BoundedList's len is a Python call)
+        events = self.span._events
+        return bool(events._dq if type(events) is BoundedList else events)  # type: ignore[attr-defined]  # BoundedList's deque
 
     def view(self) -> SpanView:
         """As the public view, from the fields themselves: every agent, model and tool span's start
         and end builds one, and the public properties copy the events and wrap the status."""
         span = self.span
-        status, scope = span._status, span._instrumentation_scope  # type: ignore[attr-defined]
-        events = span._events  # type: ignore[attr-defined]
+        status, scope = span._status, span._instrumentation_scope
+        events = span._events
         return SpanView(
             self.name, self.trace_id, self.span_id, self.parent_span_id, self.attributes,
             tuple(SpanEvent(e.name, e.attributes or {}, e.timestamp or 0) for e in events) if events else (),
             _STATUS.get(status._status_code, Status.UNSET), status._description,
             scope.name if scope is not None else None,
-            span._start_time or 0, span._end_time,  # type: ignore[attr-defined]
-            getattr(events, "dropped", 0), getattr(span._attributes, "dropped", 0),  # type: ignore[attr-defined]
+            span._start_time or 0, span._end_time,
+            getattr(events, "dropped", 0), getattr(span._attributes, "dropped", 0),
         )
 
 

@@ -27,7 +27,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
     KeyValue,
     KeyValueList,
 )
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs, SeverityNumber
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
@@ -101,7 +101,7 @@ def _span(raw: Any) -> Span:
         parent_span_id=_id(field(raw, "parentSpanId", "parent_span_id"), SPAN_ID_BYTES, "parentSpanId"),
         trace_state=text(field(raw, "traceState", "trace_state"), "traceState"),
         name=text(raw.get("name"), "span name"),
-        kind=enum(raw.get("kind"), "kind"),
+        kind=Span.SpanKind.ValueType(enum(raw.get("kind"), "kind")),
         flags=integer(raw.get("flags"), UINT32, "flags"),
         start_time_unix_nano=integer(field(raw, "startTimeUnixNano", "start_time_unix_nano"), UINT64,
                                      "startTimeUnixNano"),
@@ -112,7 +112,7 @@ def _span(raw: Any) -> Span:
         dropped_events_count=_count(raw, "droppedEventsCount", "dropped_events_count"),
         links=[_link(entry) for entry in items(raw.get("links"), "links")],
         dropped_links_count=_count(raw, "droppedLinksCount", "dropped_links_count"),
-        status=Status(code=code, message=message),
+        status=Status(code=Status.StatusCode.ValueType(code), message=message),
     )
 
 
@@ -138,7 +138,8 @@ def _log_record(raw: Any) -> LogRecord:
         time_unix_nano=integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64, "timeUnixNano"),
         observed_time_unix_nano=integer(field(raw, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64,
                                         "observedTimeUnixNano"),
-        severity_number=enum(field(raw, "severityNumber", "severity_number"), "severityNumber"),
+        severity_number=SeverityNumber.ValueType(
+            enum(field(raw, "severityNumber", "severity_number"), "severityNumber")),
         severity_text=text(field(raw, "severityText", "severity_text"), "severityText"),
         body=_any_value(any_value(body)) if body is not None else None, attributes=_key_values(raw.get("attributes")),
         dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"),
@@ -191,7 +192,7 @@ def _any_value(value: Any) -> AnyValue:
     return AnyValue(kvlist_value=KeyValueList(values=[_key_value(key, item) for key, item in value.items()]))
 
 
-def _objects(raw: dict[str, Any], camel: str, snake: str) -> list[Mapping[str, Any]]:
+def _objects(raw: Mapping[str, Any], camel: str, snake: str) -> list[Mapping[str, Any]]:
     return [_object(item, camel) for item in items(field(raw, camel, snake), camel)]
 
 
