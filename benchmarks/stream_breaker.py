@@ -8,8 +8,8 @@ Target case, consumed by the same loop over the same deltas of non-repeating pro
   4-character and on 1-character deltas.
 
 Also printed, without a target:
-- push: a pass-through generator that calls `StreamBreaker.push` on every delta (the per-delta API
-  the analyzer and async streams use: one Python call per delta, which alone costs about 2x);
+- push: a pass-through generator that calls `StreamBreaker.push` on every delta (the breaker alone,
+  as the analyzer feeds it recorded chunks);
 - watch_stream over structured text (pretty-printed JSON, generated CSS rows), where the cycle rule
   finds candidate periods and evaluates more often than on prose.
 
@@ -21,8 +21,7 @@ as many characters as the longest (a shorter stream is run again, with a fresh b
 batch timed once is timed cold, paying cache misses that do not depend on the stream's length.
 
 Each figure pools the rounds of several fresh processes (`--processes`, 11; see `_bench.in_processes`);
-each judged ratio is printed with its 90 % interval. For comparing code on a loaded machine, count
-instead: `stream_instructions.py` (callgrind, the same cases' instructions a delta).
+each judged ratio is printed with its 90 % interval.
 
 Run: .venv/bin/python benchmarks/stream_breaker.py [--rounds N] [--processes N] [--quick]
 """
