@@ -2,9 +2,7 @@
 
 The machine is shared and noisy, so almost every figure here is a ratio, not an absolute time. Every
 case is timed in the same round as its baseline, the order alternates from round to round, and the
-reported figure is the median over rounds of the per-round ratio. The one absolute bar, the guard's
-own CPU per span (`report_cost`), is taken the same way: the median of each round's difference
-between the case and its baseline, so what the machine's load adds to both cancels out.
+reported figure is the median over rounds of the per-round ratio.
 """
 
 from __future__ import annotations
@@ -165,14 +163,6 @@ def report_pooled(label: str, per_process: list[Times], case: str, baseline: str
     else None (a worst case shown beside the bar says where it falls, in lower case)."""
     return report_rounds(label, [ratios(result, case, baseline) for result in per_process], target,
                          judged=judged)
-
-
-def report_cost(label: str, per_process: list[Times], case: str, baseline: str, items: int, target: float | None,
-                *, unit: float = 1e-6, unit_name: str = "us", judged: bool = True) -> str | None:
-    """As `report_pooled`, for what `case` costs beyond `baseline` per item, in `unit`s of a second
-    (1e-6: microseconds): each round's difference of the two, pooled over processes (two decimals)."""
-    each = [[(c - b) / items / unit for c, b in zip(result[case], result[baseline])] for result in per_process]
-    return report_rounds(label, each, target, judged=judged, unit=f" {unit_name}", digits=2)
 
 
 def report_rounds(label: str, each: list[list[float]], target: float | None, *, judged: bool = True,

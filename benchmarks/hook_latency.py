@@ -1,5 +1,6 @@
 """A CLI hook's whole wall time, interpreter start included: `otelguard hook claude-code` (or `--cli`
-another) spawned as the CLI spawns it, one process per hook, on recorded stdin. Bar: p95 <= 100 ms.
+another) spawned as the CLI spawns it, one process per hook, on recorded stdin. Bars: p95 <= 200 ms
+on the local path, p95 <= 100 ms through `otelguard serve` (`--service`).
 
 The stdin is a real session's pre- and post-tool hook records (tests/fixtures/agent_cli_hooks/
 <cli>.jsonl: six identical calls, then an A/B alternation), replayed in turn with fresh call ids, so the runs mix plain calls, reminders and (past the 8th identical call) denials,
@@ -41,7 +42,8 @@ from pathlib import Path
 
 from otelguard.hooks import CLIS
 
-BAR_P95_MS = 100.0
+BAR_LOCAL_P95_MS = 200.0
+BAR_SERVICE_P95_MS = 100.0
 RECORDED = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "agent_cli_hooks"
 
 
@@ -123,8 +125,9 @@ def main() -> int:
     print(f"  load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     if args.instructions:
         print(f"  instructions: hook {hook_ir / 1e6:.0f} M, bare interpreter {bare_ir / 1e6:.0f} M (callgrind)")
-    verdict = "PASS" if p95 <= BAR_P95_MS else "FAIL"
-    print(f"  {verdict}: wall p95 {p95:.1f} ms against the bar of {BAR_P95_MS:.0f} ms")
+    bar = BAR_SERVICE_P95_MS if args.service else BAR_LOCAL_P95_MS
+    verdict = "PASS" if p95 <= bar else "FAIL"
+    print(f"  {verdict}: wall p95 {p95:.1f} ms against the bar of {bar:.0f} ms")
     return 0 if verdict == "PASS" else 1
 
 

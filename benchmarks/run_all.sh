@@ -29,6 +29,7 @@ run() {
 run span_overhead "${QUICK[@]}"
 run stream_breaker "${QUICK[@]}"
 run stream_corpus
+run real_run_precision --check
 run thinking_scaling "${QUICK[@]}"
 run thinking_sketch "${QUICK[@]}"
 run state_memory "${QUICK[@]}"

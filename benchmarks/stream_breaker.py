@@ -8,8 +8,8 @@ Target case, consumed by the same loop over the same deltas of non-repeating pro
   4-character and on 1-character deltas.
 
 Also printed, without a target:
-- push: a pass-through generator that calls `StreamBreaker.push` on every delta (the per-delta API
-  the analyzer and async streams use: one Python call per delta, which alone costs about 2x);
+- push: a pass-through generator that calls `StreamBreaker.push` on every delta (the breaker alone,
+  as the analyzer feeds it recorded chunks);
 - watch_stream over structured text (pretty-printed JSON, generated CSS rows), where the cycle rule
   finds candidate periods and evaluates more often than on prose.
 

@@ -2,7 +2,7 @@
 
 The thinking detector once kept the previous judged call's full 4-gram set (about 200 KB for 3 000
 characters of reasoning); it now keeps only the k = 128 smallest of that set's 32-bit crc32 hashes
-(`otelguard.detectors.thinking.SKETCH_SIZE`; 512 B of hashes, packed without loss into ~400 B) plus its exact size. This script models the
+(`otelguard.detectors.thinking.SKETCH_SIZE`; 512 B of hashes) plus its exact size. This script models the
 sketch with salted 64-bit hashes, so that many salts stand for many hash functions (crc32 has one). The next call still has its own full gram set, so the
 estimate is: intersection ~= |previous| * (share of the previous sketch found among the current
 call's hashes), containment = intersection / min(|previous|, |current|). The share is a sample of k

@@ -13,11 +13,9 @@ its per-tool-call CLI hooks do) loads neither OpenTelemetry nor pydantic.
 
 from __future__ import annotations
 
-from ._version import __version__
+from typing import TYPE_CHECKING, Any
 
-# Not `typing.TYPE_CHECKING`: a CLI hook asking the service imports nothing else of `typing` (~16 M
-# instructions). Type checkers read a module-level TYPE_CHECKING this way too.
-TYPE_CHECKING = False
+from ._version import __version__
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -58,8 +56,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # (`X as X`: re-exported, for type checkers, which cannot read `__all__` above)
-    from typing import Any
-
     from .config import GuardConfig as GuardConfig
     from .control import AgentControl as AgentControl
     from .control import GuardMessage as GuardMessage

@@ -38,6 +38,8 @@ class Action(StrEnum):
     @classmethod
     def parse(cls, value: object) -> Action:
         """The action named `value`; NONE for anything that names none (a recorded span's junk)."""
+        if not isinstance(value, str):
+            return cls.NONE
         try:
             return cls(value)
         except ValueError:
@@ -48,7 +50,7 @@ ACTION_ORDER: tuple[Action, ...] = tuple(Action)  # weakest first: the members i
 _RANK = {action: rank for rank, action in enumerate(ACTION_ORDER)}
 
 
-def reaches(action: object, threshold: object) -> bool:
+def reaches(action: object, threshold: str) -> bool:
     """True when `action` is at least as strong as `threshold` (an action that names none never is)."""
     parsed = Action.parse(action)
     return parsed is not Action.NONE and parsed.rank >= Action(threshold).rank

@@ -9,10 +9,9 @@ value, written `100`, and `1e21` and `1000000000000000000000` are both `1e+21`.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-from . import fastjson
-from .lazy_pattern import lazy_pattern
 from .records import Content
 from .terminal import escape_char
 
@@ -25,18 +24,36 @@ def canonical_arguments(value: Any) -> tuple[str | None, Content]:
         value = value.decode("utf-8", "replace")
     if isinstance(value, str):
         try:
-            value = fastjson.loads(value)
+            value = json.loads(value)
         except ValueError:
             return value.strip(), Content.MALFORMED
     try:
-        text = fastjson.dumps_canonical(value)
-        # Rare: only then is the value walked again. (The C-level marks first: the regex alone cost
-        # more than parsing and dumping short arguments, callgrind.)
+        text = _dumps(value)
+        # Only a number JavaScript may write otherwise makes the value walked again (`_dumps_js`).
         if digit_runs(text, 16) and _NOT_JS_NUMBER.search(text) is not None:
             text = _dumps_js(value)
         return text, Content.OK
     except (TypeError, ValueError, RecursionError):
         return repr(value), Content.MALFORMED
+
+
+def _dumps(value: Any) -> str:
+    """Compact JSON with keys sorted at every depth, non-ASCII kept as is; NaN and the infinities
+    written `null`, as JavaScript's `JSON.stringify` writes them."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: written again with them as None
+        return json.dumps(_finite(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if value - value == 0 else None  # (NaN and the infinities are not)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 # Digits mapped to `0`, `.`, `e` and `E` to `.`: a digit followed by a fraction or an exponent shows as
@@ -54,7 +71,7 @@ def digit_runs(text: str, run: int) -> bool:
 # A number token that JavaScript may write otherwise: one with a fraction or an exponent, or an integer
 # of 16 digits or more (beyond 2**53 a double rounds it). Matched in the dumped text, strings included:
 # a match inside a string only costs the walk below, which writes the same text for it.
-_NOT_JS_NUMBER = lazy_pattern(r"(?:^|[:,\[])-?\d+(?:[.eE]|\d{15})")
+_NOT_JS_NUMBER = re.compile(r"(?:^|[:,\[])-?\d+(?:[.eE]|\d{15})")
 
 
 def js_number(value: int | float) -> str:
@@ -92,18 +109,18 @@ def js_number(value: int | float) -> str:
 def _dumps_js(value: Any) -> str:
     """Canonical JSON as `dumps_canonical` writes it, every number written by `js_number`."""
     if isinstance(value, dict):
-        return "{" + ",".join(f"{fastjson.dumps_canonical(str(key))}:{_dumps_js(item)}"
+        return "{" + ",".join(f"{_dumps(str(key))}:{_dumps_js(item)}"
                               for key, item in sorted(value.items())) + "}"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_dumps_js(item) for item in value) + "]"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return js_number(value)
-    return fastjson.dumps_canonical(value)
+    return _dumps(value)
 
 
 # Characters that let quoted text pass for markup or start a line of its own in a model's prompt: angle
 # brackets, C0/C1 controls and DEL, and the Unicode line and paragraph separators.
-_UNSAFE = lazy_pattern("[<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_UNSAFE = re.compile("[<>\x00-\x1f\x7f-\x9f\u2028\u2029]")
 def escape_quoted(text: str) -> str:
     """`text` with `<`, `>` and control characters written as JSON escapes (`\\u003c`, `\\n`, ...):
     inside a JSON string it still decodes to the same value; in a prompt it is neither markup nor a

@@ -24,7 +24,7 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -328,6 +328,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 def _add_serve_parser(subparsers: Any) -> None:
     """`otelguard serve`: the guard as an OTLP service (`otelguard.service`, needs otelguard[serve])."""
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None
     try:
         from .service.command import add_arguments
     except ModuleNotFoundError:  # the extra is missing: the command says so when run

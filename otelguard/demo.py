@@ -152,8 +152,9 @@ class AlertPrinter(SpanProcessor):
         operation = attributes.get("gen_ai.operation.name")
         if operation in ("invoke_agent", "chat", "execute_tool"):
             self.spans[str(operation)] += 1
+        context = span.get_span_context()
         with self._lock:
-            agent = self._agent_of.pop(span.get_span_context().span_id, None)
+            agent = self._agent_of.pop(context.span_id, None) if context is not None else None
         agent = str(attributes.get("gen_ai.agent.name") or agent or "?")
         for event in span.events:
             verdict = event.attributes or {}
@@ -404,7 +405,7 @@ def _otlp_exporters(base_url: str) -> tuple[Any, Any, Any]:
     class MetricExporter(OTLPMetricExporter):
         failed: str | None = None
 
-        def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
+        def export(self, metrics_data: Any, timeout_millis: float | None = 10_000, **kwargs: Any) -> Any:
             result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
             if result.name != "SUCCESS":
                 self.failed = "metrics"

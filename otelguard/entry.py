@@ -8,12 +8,9 @@ else goes to `otelguard.cli.main`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from .hooks import CLIS
-
-TYPE_CHECKING = False  # (not typing's: a hook imports neither it nor collections.abc)
-if TYPE_CHECKING:
-    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:

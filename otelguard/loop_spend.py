@@ -73,7 +73,8 @@ class _Loop:
 
     def price(self) -> float | None:
         prices = [price_usd(*spent) for spent in self.spent()]
-        return None if None in prices else sum(prices)  # type: ignore[arg-type]
+        known = [price for price in prices if price is not None]
+        return sum(known) if len(known) == len(prices) else None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""How OTLP/JSON writes the values of a span or log record, decoded in one place.
+"""How OTLP/JSON writes a span and the values of a span or log record, read in one place.
 
 The analyzer's file reader (`analyzer.otlp_json`) and the service's request decoder
-(`service.otlp_json_messages`) both decode through these functions, so a document reads the same
-in both; `tests/test_otlp_json_decoders_agree.py` holds them to it. OTLP/JSON is the protobuf JSON
+(`service.otlp_json_messages`) both read spans with `span` and values with these functions, so a
+document reads the same in both; `tests/test_otlp_json_decoders_agree.py` holds them to it. OTLP/JSON is the protobuf JSON
 mapping with the deviations the OTLP specification lists (opentelemetry-proto
 docs/specification.md, "JSON Protobuf Encoding"):
 
@@ -33,9 +33,9 @@ from typing import Any, NamedTuple
 
 from .records import Status
 
-__all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "STATUS_CODES", "TRACE_ID_BYTES", "UINT32", "UINT64", "Link", "NotOtlpJson", "any_value",
-           "attributes", "enum", "field", "hex_id", "integer", "items", "key_value", "key_values", "link", "status",
-           "text"]
+__all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "STATUS_CODES", "TRACE_ID_BYTES", "UINT32", "UINT64", "Event", "Link",
+           "NotOtlpJson", "Span", "any_value", "attribute_values", "attributes", "enum", "field", "hex_id", "integer",
+           "items", "key_value", "key_values", "link", "span", "status", "text"]
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
@@ -136,27 +136,31 @@ def enum(value: Any, what: str) -> int:
 def attributes(entries: Any) -> tuple[dict[str, Any], int]:
     """A list of KeyValues as a dict, read as far as it can be: (the readable values, how many entries
     were unreadable or held no value). Raises only when `entries` is not a list."""
-    values: dict[str, Any] = {}
-    unreadable = 0
+    unreadable: list[str] = []
+    values, empty = attribute_values(readable_key_values(entries, unreadable))
+    return values, len(unreadable) + empty
+
+
+def attribute_values(pairs: list[tuple[str, Any]]) -> tuple[dict[str, Any], int]:
+    """Read KeyValues as a dict of their values (of a key given twice, the last one that holds a
+    value), and how many held no value."""
+    values = {key: value for key, value in pairs if value is not None}
+    return values, sum(1 for _, value in pairs if value is None)
+
+
+def readable_key_values(entries: Any, unreadable: list[str]) -> list[tuple[str, Any]]:
+    """A list of KeyValues, every entry that can be read (None for one that holds no value), in
+    order; why each of the others cannot be read is appended to `unreadable`. Raises only when
+    `entries` is not a list."""
+    pairs = []
     for entry in items(entries, "attributes"):
-        if type(entry) is dict:  # the usual entry, and its usual value: a string, read here
-            key = entry.get("key")
-            raw = entry.get("value")
-            if type(key) is str and type(raw) is dict and len(raw) == 1:
-                value = raw.get("stringValue")
-                if type(value) is str:
-                    values[key] = value
-                    continue
         try:
-            key, value = key_value(entry)
-        except (NotOtlpJson, RecursionError):
-            unreadable += 1
-            continue
-        if value is None:
-            unreadable += 1
-        else:
-            values[key] = value
-    return values, unreadable
+            pairs.append(key_value(entry))
+        except NotOtlpJson as problem:
+            unreadable.append(str(problem))
+        except RecursionError:
+            unreadable.append("an attribute value nested too deep")
+    return pairs
 
 
 def key_values(entries: Any) -> list[tuple[str, Any]]:
@@ -212,11 +216,90 @@ def link(raw: Any) -> Link:
                         "link droppedAttributesCount"))
 
 
+class Event(NamedTuple):
+    name: str
+    time_ns: int
+    attributes: list[tuple[str, Any]]  # as `readable_key_values` reads them
+    dropped_attributes: int
+
+
+class Span(NamedTuple):
+    """Every field of a span as `span` reads it. Ids are integers, 0 when absent."""
+
+    name: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int
+    trace_state: str
+    kind: int
+    flags: int
+    start_ns: int
+    end_ns: int
+    attributes: list[tuple[str, Any]]  # as `readable_key_values` reads them
+    dropped_attributes: int
+    events: list[Event]
+    dropped_events: int
+    links: list[Link]
+    dropped_links: int
+    status_code: int
+    status_message: str
+    # Why each attribute entry of the span or its events that could not be read was left out.
+    unreadable: list[str]
+
+
+def span(raw: Any) -> Span:
+    """One span, every field read and checked as OTLP/JSON writes it (the fields the guard does not
+    read too: the service forwards them). A field that is not OTLP/JSON raises `NotOtlpJson`; an
+    attribute entry (of the span or of an event) that cannot be read is left out and its reason
+    noted in `Span.unreadable`, each driver deciding what that costs (the analyzer counts it dropped,
+    the service rejects the span)."""
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise NotOtlpJson(f"a span is a {type(raw).__name__}, not an object")
+    unreadable: list[str] = []
+    name = text(raw.get("name"), "span name")
+    trace_id = hex_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "traceId")
+    span_id = hex_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "spanId")
+    parent_span_id = hex_id(field(raw, "parentSpanId", "parent_span_id"), SPAN_ID_BYTES, "parentSpanId")
+    status_code, status_message = status(raw.get("status"))
+    return Span(
+        name=name,
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent_span_id,
+        trace_state=text(field(raw, "traceState", "trace_state"), "traceState"),
+        kind=enum(raw.get("kind"), "kind"),
+        flags=integer(raw.get("flags"), UINT32, "flags"),
+        start_ns=integer(field(raw, "startTimeUnixNano", "start_time_unix_nano"), UINT64, "startTimeUnixNano"),
+        end_ns=integer(field(raw, "endTimeUnixNano", "end_time_unix_nano"), UINT64, "endTimeUnixNano"),
+        attributes=readable_key_values(raw.get("attributes"), unreadable),
+        dropped_attributes=integer(field(raw, "droppedAttributesCount", "dropped_attributes_count"), UINT32,
+                                   "droppedAttributesCount"),
+        events=[_event(event, unreadable) for event in items(field(raw, "events", "events"), "events")],
+        dropped_events=integer(field(raw, "droppedEventsCount", "dropped_events_count"), UINT32,
+                               "droppedEventsCount"),
+        links=[link(entry) for entry in items(raw.get("links"), "links")],
+        dropped_links=integer(field(raw, "droppedLinksCount", "dropped_links_count"), UINT32, "droppedLinksCount"),
+        status_code=status_code,
+        status_message=status_message,
+        unreadable=unreadable,
+    )
+
+
+def _event(raw: Any, unreadable: list[str]) -> Event:
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise NotOtlpJson(f"an event is a {type(raw).__name__}, not an object")
+    return Event(name=text(raw.get("name"), "event name"),
+                 time_ns=integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64, "event timeUnixNano"),
+                 attributes=readable_key_values(raw.get("attributes"), unreadable),
+                 dropped_attributes=integer(field(raw, "droppedAttributesCount", "dropped_attributes_count"), UINT32,
+                                            "event droppedAttributesCount"))
+
+
 def any_value(raw: Any) -> Any:
     """An AnyValue decoded: a str, int, float, bool, bytes, tuple (an array, as the SDK keeps them) or
     dict (a kvlist); None when it holds no value. An AnyValue that sets more than one value (which
     the protobuf parser refuses) reads the first in `_ANY_VALUE_FIELDS` order, whatever the order of
-    its keys: checking for a second one would cost the analyzer's fast reader a fifth of its time."""
+    its keys."""
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise NotOtlpJson(f"an attribute value is a {type(raw).__name__}, not an object")
     for camel, snake, decode in _ANY_VALUE_FIELDS:

@@ -11,7 +11,7 @@ T = TypeVar("T")
 
 
 @contextmanager
-def scoped(variable: contextvars.ContextVar[T], value: T) -> Iterator[T]:
+def scoped(variable: contextvars.ContextVar[T | None], value: T) -> Iterator[T]:
     """`variable` is `value` inside this block; as it was before, after."""
     token = variable.set(value)
     try:

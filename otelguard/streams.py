@@ -9,11 +9,7 @@ verdict, with action `none`, on the model span), not cut: there is nothing left 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
-from itertools import chain, islice, tee
-from typing import (
-    Any,
-    overload,
-)
+from typing import Any, overload
 
 from opentelemetry import trace as trace_api
 
@@ -65,15 +61,13 @@ class _Watch:
         self.reasoning_breaker: StreamBreaker | None = None  # made on the first reasoning delta
         self.record_chunks = record_chunks and self.span.is_recording()
         self.text_of = text_of
-        # Plain text deltas to a breaker, nothing recorded: the streams' fast paths need only `push`.
-        self.plain_text = self.breaker is not None and text_of is default_text_of and not self.record_chunks
-        self.error: RepetitiveOutputError | None = None
 
-    def feed(self, item: Any) -> None:
-        """Feed one item; sets `self.error` on the trip (raised after the item is delivered)."""
+    def feed(self, item: Any) -> RepetitiveOutputError | None:
+        """Judge one item, the same for sync and async streams: its text (if any) recorded and fed
+        to its breaker. Returns the error on the trip (raised after the item is delivered)."""
         found = self.text_of(item)
         if found is None:
-            return
+            return None
         text, kind = found
         if self.record_chunks:
             self.span.add_event(OTELGUARD_CHUNK_EVENT, {OTELGUARD_CHUNK_TEXT: text, OTELGUARD_CHUNK_KIND: kind})
@@ -84,22 +78,22 @@ class _Watch:
         else:
             breaker = self.breaker if kind == "text" else None
         if breaker is None:
-            return
+            return None
         trip = breaker.push(text)
-        if trip is not None:
-            self.tripped(trip)
+        return self.tripped(trip) if trip is not None else None
 
-    def tripped(self, trip: Trip) -> None:
-        """The breaker tripped: tell the engine and the agent, and set `self.error` for the consumer."""
+    def tripped(self, trip: Trip) -> RepetitiveOutputError:
+        """The breaker tripped: tell the engine and the agent; the error for the consumer."""
+        assert self.guard is not None  # a trip comes from a breaker, made by the guard
         verdict = self._reported(self.guard.break_verdict(trip, cut=True), self._on_open_model_span())
-        self.error = RepetitiveOutputError(
+        return RepetitiveOutputError(
             f"model output repeated itself for {verdict.stream_chars} characters "
             f"(rule {verdict.rule}); stream cut by otelguard",
             code=verdict.error_code or "REPETITIVE_OUTPUT", rule=verdict.rule, chars=verdict.stream_chars or 0,
         )
 
     def finished(self) -> None:
-        """The stream ran out: judge the deltas that arrived since the breaker's last evaluation.
+        """The stream ran out: the breakers judge its end (`StreamBreaker.finish`).
 
         A trip there is flagged, not cut (every delta is already with the consumer), and shown on
         the model span being watched. It needs that span open and current: otherwise the model span
@@ -112,6 +106,7 @@ class _Watch:
         if trip is None and self.reasoning_breaker is not None:
             trip = self.reasoning_breaker.finish()
         if trip is not None:
+            assert self.guard is not None  # a trip comes from a breaker, made by the guard
             self._reported(self.guard.break_verdict(trip, cut=False), on_model_span=True)
 
     def _reported(self, verdict: Verdict, on_model_span: bool) -> Verdict:
@@ -125,7 +120,7 @@ class _Watch:
     def _on_open_model_span(self) -> bool:
         if not self.span.is_recording():
             return False
-        classification = classify(getattr(self.span, "name", None), getattr(self.span, "attributes", None))
+        classification = classify(getattr(self.span, "name", ""), getattr(self.span, "attributes", None) or {})
         return classification is not None and classification.kind is SpanKind.MODEL
 
 
@@ -151,73 +146,26 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
 
 
 def _watch_sync(stream: Iterable[Any], watch: _Watch) -> Iterator[Any]:
-    if watch.plain_text:
-        return chain.from_iterable(_text_batches(stream, watch))
-    return _watch_items(stream, iter(stream), watch)
-
-
-def _text_batches(stream: Iterable[Any], watch: _Watch) -> Iterator[Iterator[Any]]:
-    """The hot path for plain text deltas: hand the consumer `budget` deltas at a time, untouched.
-
-    Each batch goes out through a tee (C code, no Python per delta); its copy is judged when the
-    consumer asks for the delta after it. The breaker's budget guarantees no delta before the
-    batch's last could trip, so the consumer gets exactly the deltas up to the tripping one.
-    """
-    breaker = watch.breaker
-    judge = breaker.push_many
-    items = iter(stream)
-    while True:
-        served, kept = tee(islice(items, breaker.budget))
-        yield served
-        batch = list(kept)
-        if not batch:
-            watch.finished()
-            return
-        try:
-            trip = judge(batch)
-        except TypeError:  # not text after all (framework events): judge item by item from here on
-            for item in batch:
-                watch.feed(item)
-            if watch.error is None:
-                yield _watch_items(stream, items, watch)
-                return
-            _close(stream)
-            raise watch.error from None
-        if trip is not None:
-            watch.tripped(trip)
-            _close(stream)
-            raise watch.error
-
-
-def _watch_items(stream: Iterable[Any], items: Iterator[Any], watch: _Watch) -> Iterator[Any]:
-    for item in items:
-        watch.feed(item)
+    for item in stream:
+        error = watch.feed(item)
         yield item
-        if watch.error is not None:
+        if error is not None:
             _close(stream)
-            raise watch.error
+            raise error
     watch.finished()
 
 
 async def _watch_async(stream: AsyncIterable[Any], watch: _Watch) -> AsyncIterator[Any]:
-    # Plain text deltas go straight to the breaker, which only collects them until its budget runs
-    # out (an async generator cannot hand items through in C, as the sync path does).
-    push = watch.breaker.push if watch.plain_text else None
     async for item in stream:
-        if push is not None and type(item) is str:
-            trip = push(item)
-            if trip is not None:
-                watch.tripped(trip)
-        else:
-            watch.feed(item)
+        error = watch.feed(item)
         yield item
-        if watch.error is not None:
+        if error is not None:
             closer = getattr(stream, "aclose", None) or getattr(stream, "close", None)
             if closer is not None:
                 result = closer()
                 if hasattr(result, "__await__"):
                     await result
-            raise watch.error
+            raise error
     watch.finished()
 
 

@@ -11,15 +11,14 @@ import re
 import reprlib
 from typing import Any
 
-from .lazy_pattern import lazy_pattern
 
 # C0 and C1 controls and DEL (ESC starts every ANSI sequence), the Unicode line and paragraph
 # separators, and the bidirectional overrides and isolates that reorder what a terminal shows.
-_UNPRINTABLE = lazy_pattern("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 # JSON's short escapes: a quoted value escaped this way still decodes to itself (`canonical.escape_quoted`).
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 # What `json.dumps(..., ensure_ascii=False)` leaves as it is of those (it escapes C0 controls itself).
-_UNPRINTABLE_IN_JSON = lazy_pattern("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 _REPR = reprlib.Repr()
 _REPR.maxstring = 80

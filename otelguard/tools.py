@@ -70,7 +70,7 @@ def budget(*, timeout_ms: float) -> Callable[[F], F]:
 
             wrapper = sync_guarded
         setattr(wrapper, BUDGET_ATTRIBUTE, float(timeout_ms))
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     return decorate
 

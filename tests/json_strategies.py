@@ -11,7 +11,7 @@ texts = st.one_of(st.text(max_size=40), surrogates, st.text(st.characters(), max
 def json_values(*, nan: bool = False, big_integers: bool = False, max_leaves: int = 12) -> st.SearchStrategy:
     """Any JSON value, as a part's or a message's content may be (instrumentations put odd things
     there). `nan`: NaN too (only the standard library writes and reads it, as it does the infinities);
-    `big_integers`: integers past 64 bits too (orjson reads them as floats)."""
+    `big_integers`: integers past 64 bits too."""
     integers = st.integers() | st.integers(min_value=-(2**70), max_value=2**70) if big_integers else st.integers()
     return st.recursive(
         st.none() | st.booleans() | integers | st.floats(allow_nan=nan)

@@ -4,13 +4,13 @@ them to each other; and `comparable`, a span or read problem as text that compar
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from hypothesis import strategies as st
 
 from otelguard.analyzer.otlp_json import ReadProblem
-from otelguard import record_type
 from otelguard.records import SpanView
 
 
@@ -19,7 +19,7 @@ def comparable(item: SpanView | ReadProblem) -> str:
     order included)."""
     if isinstance(item, ReadProblem):
         return repr(item)
-    fields = {field.name: getattr(item, field.name) for field in record_type.fields(SpanView)
+    fields = {field.name: getattr(item, field.name) for field in dataclasses.fields(SpanView)
               if field.name not in ("attributes", "events")}
     events = [(event.name, list(event.attributes.items()), event.time_ns) for event in item.events]
     return repr((fields, list(item.attributes.items()), events))
@@ -39,7 +39,7 @@ ANY_VALUE = st.one_of(
     st.builds(lambda text: {"stringValue": text}, st.text(max_size=30)),
     st.builds(lambda number: {"intValue": str(number)}, st.integers(min_value=-(2**63), max_value=2**63)),
     st.builds(lambda number: {"intValue": number}, st.integers(min_value=-(2**40), max_value=2**40)),
-    # JSON numbers past int64 (orjson reads those beyond 64 bits as floats, the schema refuses them).
+    # JSON numbers past int64 (out of intValue's range: the value is unreadable).
     st.builds(lambda number: {"intValue": number}, st.integers(min_value=2**63 - 2, max_value=2**65)
               | st.integers(min_value=-(2**65), max_value=-(2**63) + 1)),
     st.builds(lambda flag: {"boolValue": flag}, st.booleans()),

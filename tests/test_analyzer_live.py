@@ -21,6 +21,7 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import StatusCode
 
 import otelguard
 from otelguard.analyzer import analyze
@@ -194,6 +195,26 @@ def export_one_run(path: Path, body: Callable[[Any], None]) -> None:
             body(tracer)
 
     export_live(path, run)
+
+
+def test_a_long_failing_output_is_judged_alike_live_and_in_the_analyzer(tmp_path: Path) -> None:
+    """Three retries of one command, each failing with a long log whose head and tail are read (its
+    start time differs, its summary is the same): the same error-loop reminder live and replayed."""
+    log = "".join(f"step {n}: compiling module_{n}.c\n" for n in range(400)) + "error: undefined reference to `main'\n"
+
+    def body(tracer) -> None:
+        for n, command in enumerate(["make all", "make all -k", "make  all -k"]):
+            with tracer.start_as_current_span("execute_tool bash", attributes={
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "bash",
+                    "gen_ai.tool.call.arguments": json.dumps({"command": command})}) as span:
+                span.set_attribute("gen_ai.tool.call.result", f"started 2026-12-02T10:0{n}:00Z\n{log}")
+                span.set_status(StatusCode.ERROR, "exit code 2")
+
+    path = tmp_path / "long-failure.otlp.jsonl"
+    export_one_run(path, body)
+    live = live_verdicts(path)
+    assert [(rule, action) for _, _, _, rule, action, *_ in live] == [("error-loop", "remind")]
+    assert live == analyzer_verdicts(path)
 
 
 NO_CYCLE_RULE = {"guards": [{"id": "thinking-loop-guard", "config": {"max_repeated_cycle_chars": 0}}]}

@@ -154,9 +154,9 @@ def test_classify_never_raises(name, attributes):
 def test_every_reader_reads_any_span_as_every_kind(span, parent):
     """Each convention's reader, called directly (no safety net), reads any span as any kind without raising."""
     for convention, reader in READERS.items():
-        for kind, record_type in RECORD_TYPES.items():
+        for kind, expected_type in RECORD_TYPES.items():
             record = reader(span, kind, parent)
-            assert isinstance(record, record_type), (convention, kind)
+            assert isinstance(record, expected_type), (convention, kind)
             if isinstance(record, ModelCall):
                 assert isinstance(record.text, str) and isinstance(record.reasoning, str)
                 assert record.has_output in (True, False, None)

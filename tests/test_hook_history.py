@@ -58,6 +58,21 @@ def test_long_arguments_and_results_are_kept_bounded_yet_told_apart(db):
         history.close()
 
 
+def test_a_long_result_keeps_its_tail_as_it_came(db):
+    """A long failing output (a test run's log, its summary at the end) is kept as its head and its
+    tail: the part an outcome is judged by besides the head."""
+    session = CliSession("claude-code")
+    log = "".join(f"test_{n} ... ok\n" for n in range(2000)) + "FAILED (failures=3)\n"
+    hook("claude-code", session.post("Bash", {"command": "make test"}, f"Exit code 1\n{log}", failed=True))
+    history = HookHistory(str(db))
+    try:
+        (stored,) = history.events("claude-code", session.session)
+    finally:
+        history.close()
+    assert len(stored.result) < MAX_RESULT_CHARS + 100
+    assert stored.result.startswith("Exit code 1\ntest_0 ... ok") and stored.result.endswith(log[-2000:])
+
+
 def test_the_history_and_its_log_are_private_to_the_user(db):
     hook("claude-code", CliSession("claude-code").post("Bash", {"command": "ls"}))
     run("claude-code", io.BytesIO(b"not json"), io.StringIO())  # something to log

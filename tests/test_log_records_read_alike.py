@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-from otelguard import fastjson
 from otelguard.analyzer import analyze
 from otelguard.analyzer.otlp_json import log_records
 from otelguard.otlp_logs import read_records
@@ -33,7 +32,7 @@ def lines(path: Path) -> list[str]:
 def test_the_analyzer_and_the_service_read_a_logs_request_alike(path: Path) -> None:
     records = 0
     for line in lines(path):
-        offline = read_records(log_records(fastjson.loads(line)))
+        offline = read_records(log_records(json.loads(line)))
         served = log_calls_of(parse_json(line.encode(), ExportLogsServiceRequest))
         assert [call for call, _ in offline.calls] == [call for call, _ in served.calls]
         assert offline.events == served.events

@@ -124,28 +124,33 @@ RECORDED_LOOP = FIXTURES / "pydantic-ai-v5-reasoning-only-loop.otlp.jsonl"  # a 
 
 def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path, capsys):
     """The captured run's two loops of stalled reasoning, its model renamed to a priced one: each
-    loop's tokens from its first stalled step, priced, per agent and in the summary."""
+    loop's tokens from its first stalled step, priced; the one the guard steered (steps 1-3) counts,
+    per agent and in the summary, the one only flagged (step 4, a stall below the limit) does not."""
     recorded = tmp_path / "loop.otlp.jsonl"
     recorded.write_text(RECORDED_LOOP.read_text().replace('"fake-reasoner-1"', f'"{PRICED_MODEL}"'))
     (agent,) = analyze([recorded]).findings.agents()
-    assert [loop.kind for loop in agent.loops] == ["thinking_loop", "thinking_loop"]
+    assert [(loop.kind, loop.first_step, loop.last_step) for loop in agent.loops] == [
+        ("thinking_loop", 1, 3), ("thinking_loop", 4, 4)]
     for loop in agent.loops:
         expected = price_usd(PRICED_MODEL, loop.spend.input_tokens, loop.spend.output_tokens)
         assert loop.spend.output_tokens > 0 and loop.spend.cost_usd == pytest.approx(expected)
     assert main(["analyze", "--json", str(recorded)]) == 0
-    summary = json.loads(capsys.readouterr().out)["summary"]["loops"]
-    assert summary["count"] == 2 and summary["unpriced"] == 0
-    assert summary["cost_usd"] == pytest.approx(sum(loop.spend.cost_usd for loop in agent.loops), abs=1e-6)
+    report = json.loads(capsys.readouterr().out)
+    summary = report["summary"]["loops"]
+    assert summary["count"] == 1 and summary["unpriced"] == 0
+    steered = agent.loops[0]
+    assert summary["cost_usd"] == pytest.approx(steered.spend.cost_usd, abs=1e-6)
+    assert [(loop["first_step"], loop["last_step"]) for loop in report["agents"][0]["loops"]] == [(1, 3)]
     assert main(["analyze", str(recorded)]) == 0
     text = capsys.readouterr().out
-    assert f"loops: 2 loops of model calls, {summary['input_tokens']:,} tokens in" in text
-    assert f"{agent.label}: 2 loops" in text
+    assert f"loops: 1 loop of model calls, {summary['input_tokens']:,} tokens in" in text
+    assert f"{agent.label}: 1 loop" in text
 
 
 def test_analyze_says_when_a_loop_has_no_price(capsys):
     """The captured model is in no price table: tokens only, said so."""
     assert main(["analyze", str(RECORDED_LOOP)]) == 0
-    assert "cost unknown (2 not priced: model not in genai-prices' table)" in capsys.readouterr().out
+    assert "cost unknown (1 not priced: model not in genai-prices' table)" in capsys.readouterr().out
 
 
 def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):

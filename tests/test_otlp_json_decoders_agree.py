@@ -1,7 +1,7 @@
 """The service's OTLP/JSON request decoder and the analyzer's OTLP/JSON file reader read a document alike.
 
-Both decode values through `otelguard.otlp_json_values`; they differ only where a driver's error
-policy must (the OTLP specification's for a receiver, "count it and say so" for a file):
+Both read spans with `otelguard.otlp_json_values.span` (the hex-id, enum, integer and value rules);
+they differ only where a driver's error policy must (the OTLP specification's for a receiver, "count it and say so" for a file):
 
 | the document holds                                   | analyzer (`iter_spans`)            | service (`json_spans_of`)        |
 |------------------------------------------------------|------------------------------------|----------------------------------|

@@ -13,7 +13,6 @@ import pytest
 
 import otelguard
 from otelguard.canonical import arguments_preview, canonical_arguments
-from otelguard.config import RepeatToolReminderConfig
 from otelguard.errors import ConfigError
 from otelguard.guards.base import ToolStart
 from otelguard.guards.repeat_tool_reminder import RepeatToolReminder
@@ -30,7 +29,7 @@ def detailed(args: Any, **config: Any) -> str:
     """The detailed reminder (third identical call, thresholds [2, 3]) for a call with `args`."""
     arguments, content = canonical_arguments(args)
     call = ToolCall(name="fetch", arguments=arguments, arguments_content=content)
-    guard = RepeatToolReminder(RepeatToolReminderConfig(thresholds=(2, 3), **config))
+    guard = RepeatToolReminder(load_row("repeat-tool-reminder", {"thresholds": [2, 3], **config}).settings[0])
     state = guard.new_state()
     verdicts = []
     for _ in range(3):

@@ -5,6 +5,8 @@ Invalid config raises ConfigError at load, and the message names the field.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from otelguard.config import RepeatToolReminderConfig, ThinkingLoopGuardConfig
@@ -111,7 +113,7 @@ def test_invalid_thinking_loop_guard_value_fails_at_load(field, value):
 
 def test_every_thinking_loop_guard_field_has_an_invalid_case():
     """The invalid cases above cover every thinking-loop-guard config field."""
-    assert {field for field, _, _ in THINKING_INVALID} == set(ThinkingLoopGuardConfig.model_fields)
+    assert {field for field, _, _ in THINKING_INVALID} == {field.name for field in dataclasses.fields(ThinkingLoopGuardConfig)}
 
 
 def test_camel_case_alias_error_names_the_key_as_written():

@@ -17,7 +17,7 @@ from otelguard.guards.base import ToolStart
 from otelguard.guards.repeat_tool_reminder import RepeatToolReminder
 from otelguard.records import SpanView, Status, ToolCall, Verdict
 
-from vectors_support import BLOCK_ADVICE, BLOCK_HEADER, SHORT_REMINDER, detailed_reminder
+from vectors_support import BLOCK_ADVICE, BLOCK_HEADER, SHORT_REMINDER, detailed_reminder, load_row
 
 SPAN = SpanView(name="execute_tool", trace_id=1, span_id=1)
 
@@ -30,7 +30,7 @@ def call(name: str, args: Any = None, **fields: Any) -> ToolCall:
 
 def run(calls: list[ToolCall], **config: Any) -> list[list[Verdict]]:
     """Drive one agent's tool calls through the guard (start, then end); one verdict list per call."""
-    guard = RepeatToolReminder(RepeatToolReminderConfig(**config))
+    guard = RepeatToolReminder(load_row("repeat-tool-reminder", config).settings[0])  # validated
     state = guard.new_state()
     out = []
     for tool_call in calls:

@@ -178,7 +178,7 @@ def test_v10_warn_injects_once_on_the_third_reasoning_only_call():
 
 def test_v10_warn_at_the_vector_minimum_of_64_characters():
     """The warn vector holds at min_reasoning_chars 64 too (config built past validation)."""
-    config = ThinkingLoopGuardConfig.model_construct(min_reasoning_chars=64, escalate="warn")
+    config = ThinkingLoopGuardConfig(min_reasoning_chars=64, escalate="warn")
     verdicts = guard_verdicts(config, [(F, R("angle one", 100)), (F, R("angle two", 100)),
                                        (F, R("angle three", 100))])
     assert [[v.action for v in call] for call in verdicts] == [["none"], ["none"], ["warn"]]

@@ -1,8 +1,8 @@
 """`watch_stream` hands items through untouched and cuts exactly where the breaker trips.
 
-The sync path over plain text hands deltas to the consumer a batch at a time through C iterators
-and judges each batch afterwards; these tests pin that the consumer still sees exactly the deltas
-up to the tripping one, for text, for framework chunk objects, for a mix, and for async streams.
+Each item is judged as it passes (the same helper for sync and async streams); these tests pin
+that the consumer sees exactly the deltas up to the tripping one, for text, for framework chunk
+objects, for a mix, and for async streams.
 """
 
 from __future__ import annotations

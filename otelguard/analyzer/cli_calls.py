@@ -29,7 +29,7 @@ from ..conventions.agent_clis import (
 )
 from ..engine import GuardEngine, Judged
 from ..records import SpanView
-from .otlp_json import LazySpan
+from .otlp_json import ReadSpan
 from .replay import ReplayClock
 
 logger = logging.getLogger("otelguard")
@@ -81,7 +81,7 @@ class CliCalls:
         else:
             self._judge(call, origin)
 
-    def add_span(self, span: LazySpan, origin: Any, now: float) -> bool:
+    def add_span(self, span: ReadSpan, origin: Any, now: float) -> bool:
         """A span, if it is a CLI's tool or model span (it goes on to its trace all the same): whether it was."""
         if span.name not in SPAN_NAMES:
             return False

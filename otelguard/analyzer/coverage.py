@@ -330,10 +330,11 @@ class Coverage:
         genai_logs = sum(f.log_records_genai_not_read for f in self.files)
         logs = sum(f.log_records for f in self.files)
         calls = self.cli_calls
+        by_cli = calls.by_cli if calls is not None else {}
         for cli, missing in sorted(calls.without_arguments.items()) if calls is not None else ():
             found.append(Warning_(
                 "cli-tool-arguments-not-exported",
-                f"{missing} of {calls.by_cli[cli]} {cli} tool call(s) came without their arguments "
+                f"{missing} of {by_cli[cli]} {cli} tool call(s) came without their arguments "
                 f"({missing_arguments_hint(cli)}): repeated calls among them cannot be told apart",
                 True,
             ))

@@ -147,8 +147,8 @@ class RecordedEvaluations:
             action = str(verdict.action)
             waiting = self._by_span.get((step.trace_id, step.span_id))
             entry = next((e for e in waiting if e.recorded.name == name), None) if waiting else None
-            if entry is not None:
-                waiting.remove(entry)  # type: ignore[union-attr]
+            if waiting and entry is not None:
+                waiting.remove(entry)
                 entry.replayed = Replayed(action, row.agent.label, step.number)
                 if entry.recorded.label != action:
                     self._flag(LABEL_MISMATCH, entry.recorded, action, row)

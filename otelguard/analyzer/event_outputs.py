@@ -10,10 +10,11 @@ holder is drained.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from .. import semconv as sc
-from .otlp_json import LazySpan
+from .otlp_json import ReadSpan
 
 DEFAULT_MAX_SPANS = 10_000
 
@@ -21,7 +22,7 @@ DEFAULT_MAX_SPANS = 10_000
 class EventOutputs:
     def __init__(self, max_spans: int = DEFAULT_MAX_SPANS):
         self.max_spans = max_spans
-        self._held: OrderedDict[tuple[int, int], list[dict[str, Any]]] = OrderedDict()
+        self._held: OrderedDict[tuple[int, int], list[Mapping[str, Any]]] = OrderedDict()
         self.merged = 0  # spans given output from events
         self.evicted = 0  # held output dropped by the bound
         self.unmatched = 0  # held output whose span never came
@@ -29,7 +30,7 @@ class EventOutputs:
     def __len__(self) -> int:
         return len(self._held)
 
-    def add(self, trace_id: int, span_id: int, messages: tuple[dict[str, Any], ...]) -> None:
+    def add(self, trace_id: int, span_id: int, messages: tuple[Mapping[str, Any], ...]) -> None:
         """Output messages an event tells of the span (trace_id, span_id), in arrival order."""
         if not messages:
             return
@@ -42,7 +43,7 @@ class EventOutputs:
                 self.evicted += 1
         held.extend(messages)
 
-    def merge_into(self, span: LazySpan) -> None:
+    def merge_into(self, span: ReadSpan) -> None:
         """Give the span the output its events told, unless it carries output of its own."""
         messages = self._held.pop((span.trace_id, span.span_id), None)
         if messages is None:

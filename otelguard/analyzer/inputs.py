@@ -1,6 +1,6 @@
 """Opening input files for the analyzer: gzip detection, a binary sniff, and bounded, numbered lines.
 
-`otlp_json.iter_lazy_spans` does the parsing. The analyzer hands it a `LineReader` instead of a path
+`otlp_json.iter_spans` does the parsing. The analyzer hands it a `LineReader` instead of a path
 so that it can tell, while spans stream out, which line it is on: spans carry no line number, and
 the line is what tells record boundaries (when to check whether a trace is complete) and what the
 coverage block counts.
@@ -13,7 +13,7 @@ import io
 import os
 import sys
 import zlib
-from typing import IO
+from typing import IO, cast
 
 from ..errors import OtelGuardError
 from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES, LineReader
@@ -60,9 +60,9 @@ def open_input(path: str | os.PathLike[str], *, max_line_bytes: int = DEFAULT_MA
 def ungzipped(raw: IO[bytes]) -> tuple[IO[bytes], IO[bytes]]:
     """(`raw` buffered, so that it can be peeked at; the stream to read: that one, un-gzipped when
     it starts with the gzip magic, whatever the name)."""
-    buffered: IO[bytes] = raw if hasattr(raw, "peek") else io.BufferedReader(raw)  # type: ignore[arg-type]
-    if buffered.peek(2)[:2] == _GZIP_MAGIC:  # type: ignore[attr-defined]
-        return buffered, gzip.GzipFile(fileobj=buffered)  # type: ignore[return-value]
+    buffered = cast(io.BufferedReader, raw) if hasattr(raw, "peek") else io.BufferedReader(cast(io.RawIOBase, raw))
+    if buffered.peek(2)[:2] == _GZIP_MAGIC:
+        return buffered, cast(IO[bytes], gzip.GzipFile(fileobj=buffered))
     return buffered, buffered
 
 
@@ -71,7 +71,7 @@ def _open_stream(raw: IO[bytes], label: str, max_line_bytes: int, max_decompress
     try:
         buffered, stream = ungzipped(raw)
         compressed = stream is not buffered
-        head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]  # type: ignore[attr-defined]
+        head = stream.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]  # type: ignore[attr-defined]  # buffered or gzip: both peek
     except (OSError, EOFError, zlib.error) as error:
         raw.close()
         raise InputError(label, 1, f"not valid gzip data ({error})") from None

@@ -12,6 +12,7 @@ Items: `(number, text)` for a line with content (its newline kept), `(number, co
 
 from __future__ import annotations
 
+import io
 import re
 import zlib
 from collections.abc import Iterator
@@ -157,7 +158,7 @@ class LineReader:
         return chunk
 
 
-def text_lines(stream: IO[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Numbered]:
+def text_lines(stream: IO[str] | io.TextIOBase, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Numbered]:
     """Numbered lines of a text stream, as `LineReader` gives them (line length counted in characters)."""
     number = 0
     blank = 0  # blank lines not handed out yet

@@ -26,8 +26,9 @@ that arrives again (an export retried, overlapping files) is a duplicate and ski
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..containment import Containment
 from ..actions import Action
@@ -35,7 +36,7 @@ from ..conventions import classify, read
 from ..engine import GuardEngine, Judged
 from ..guards.thinking_loop_guard import REPETITIVE_OUTPUT
 from .event_outputs import EventOutputs
-from .otlp_json import LazySpan
+from .otlp_json import ReadSpan
 from ..records import Classification, ModelCall, SpanView, Verdict
 from ..semconv import (
     OTELGUARD_ACTION,
@@ -93,8 +94,8 @@ class ReplayLimits:
 class Batch:
     """Spans of one or more traces to replay together; `late_traces`: those replayed before."""
 
-    spans: list[LazySpan]
-    traces: dict[int, dict[int, LazySpan]]  # trace id -> span id -> span, the same spans
+    spans: list[ReadSpan]
+    traces: dict[int, dict[int, ReadSpan]]  # trace id -> span id -> span, the same spans
     late_traces: frozenset[int] = frozenset()
 
 
@@ -105,13 +106,13 @@ class _Trace:
 
     def __init__(self, trace_id: int, record: int, late: bool):
         self.trace_id = trace_id
-        self.spans: dict[int, LazySpan] = {}
+        self.spans: dict[int, ReadSpan] = {}
         self.last_record = record
         self.late = late  # this trace had already been replayed once
         self.roots = 0
         self.missing: set[int] = set()  # parent ids referenced but not (yet) buffered
 
-    def add(self, span: LazySpan) -> None:
+    def add(self, span: ReadSpan) -> None:
         self.spans[span.span_id] = span
         self.missing.discard(span.span_id)
         parent = span.parent_span_id
@@ -152,7 +153,7 @@ class TraceBuffer:
             self.flushed[AGE] = 0
         self.traces_seen = 0
 
-    def add(self, span: LazySpan, record: int) -> list[Batch] | tuple[()]:
+    def add(self, span: ReadSpan, record: int) -> list[Batch] | tuple[()]:
         """Buffer one span. Returns batches that must be replayed now to stay within memory."""
         trace_id = span.trace_id
         trace = self._traces.get(trace_id)
@@ -236,8 +237,8 @@ class TraceBuffer:
         return [self._take(list(self._traces), END_OF_INPUT)]
 
     def _take(self, trace_ids: list[int], reason: str) -> Batch:
-        spans: list[LazySpan] = []
-        traces: dict[int, dict[int, LazySpan]] = {}
+        spans: list[ReadSpan] = []
+        traces: dict[int, dict[int, ReadSpan]] = {}
         late: list[int] = []
         recent = self._replayed_spans
         for trace_id in trace_ids:
@@ -323,7 +324,7 @@ class Replayer:
             except Exception:
                 self.contain.record_and_maybe_raise("span_started" if phase == _START else "span_ended")
 
-    def _recorded_facts(self, span: LazySpan) -> float | None:
+    def _recorded_facts(self, span: ReadSpan) -> float | None:
         """What only the live guard knew of this span, from the verdict it wrote on it: whether its
         own deadline fired (returned: the budget), and a stream trip (reported to the engine)."""
         if OTELGUARD_VERDICT not in span.attributes:
@@ -339,7 +340,7 @@ class Replayer:
         return timed_out_ms
 
 
-def _event_order(spans: list[LazySpan], traces: dict[int, dict[int, LazySpan]]) -> list[tuple[int, int, int, int]]:
+def _event_order(spans: list[ReadSpan], traces: dict[int, dict[int, ReadSpan]]) -> list[tuple[int, int, int, int]]:
     """(time, phase, tie-break, index) for every start and end of the batch's spans, sorted.
 
     Only a cycle of parent ids, or a chain past `_MAX_DEPTH`, makes depths and clamped starts depend on
@@ -381,7 +382,7 @@ def _event_order(spans: list[LazySpan], traces: dict[int, dict[int, LazySpan]]) 
     return events
 
 
-def _place(span: LazySpan, trace: dict[int, LazySpan], depth: dict[int, int], start: dict[int, int]) -> bool:
+def _place(span: ReadSpan, trace: dict[int, ReadSpan], depth: dict[int, int], start: dict[int, int]) -> bool:
     """Depth and clamped start of `span` (of `trace`: span id -> span), computing its ancestors first
     (iteratively). True when the walk met a cycle of parent ids or the depth cap."""
     if id(span) in depth:
@@ -415,7 +416,7 @@ def _place(span: LazySpan, trace: dict[int, LazySpan], depth: dict[int, int], st
     return irregular
 
 
-def _recorded_verdicts(span: SpanView) -> list[dict]:
+def _recorded_verdicts(span: SpanView) -> list[Mapping[str, Any]]:
     """The live guard's verdicts on this span: its `otelguard.verdict` events, else its attributes."""
     found = [event.attributes for event in span.events if event.name == _VERDICT_EVENT]
     return found or [span.attributes]

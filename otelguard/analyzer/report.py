@@ -91,12 +91,13 @@ def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
 
 def _looping(findings: Any) -> list[Any]:
     """The agents with a loop of model calls (few: each loop is a step with a verdict)."""
-    return [agent for agent in findings.agents() if agent.loops]
+    return [agent for agent in findings.agents() if agent.acted_loops]
 
 
 def loop_totals(agents: Any) -> dict[str, Any]:
-    """The loops of model calls over `agents`: how many, their tokens, and their price where known."""
-    loops = [loop for agent in agents for loop in agent.loops]
+    """The loops of model calls the guard acted on over `agents`: how many, their tokens, and their
+    price where known."""
+    loops = [loop for agent in agents for loop in agent.acted_loops]
     priced = [loop.spend.cost_usd for loop in loops if loop.spend.cost_usd is not None]
     return {
         "count": len(loops),
@@ -278,7 +279,7 @@ def _loop_lines(agents: Any) -> list[str]:
         line += f" ({totals['unpriced']} not priced: model not in genai-prices' table)"
     lines = [line]
     for agent in agents:
-        if agent.loops:
+        if agent.acted_loops:
             mine = loop_totals([agent])
             lines.append(f"    {agent.label}: {_n(mine['count'], 'loop')}, {mine['input_tokens']:,} in, "
                          f"{mine['output_tokens']:,} out, {cost(mine['cost_usd'])}")
@@ -325,7 +326,7 @@ def _coverage(analysis: Analysis) -> list[str]:
     judged = sum(coverage.judged.values())
     by_kind = ", ".join(f"{kind} {coverage.kind_total(kind)}" for kind in ("agent", "model", "tool")
                         if coverage.kind_total(kind))
-    conventions = Counter()
+    conventions: Counter[str] = Counter()
     for (_, convention), count in coverage.judged.items():
         conventions[convention] += count
     judged_text = f"{judged} judged"

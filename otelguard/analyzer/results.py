@@ -21,7 +21,6 @@ from ..conventions import model_name, model_usage
 from ..loop_spend import LOOP_VERDICTS, LoopLedger, LoopSpend
 from ..engine import AgentRef, Judged
 from .spool import Spool
-from ..record_type import fields as record_fields
 from ..records import (
     Content,
     ModelCall,
@@ -94,6 +93,7 @@ class Loop:
     first_step: int
     last_step: int
     spend: LoopSpend
+    acted: bool = False  # a verdict of it reminded, steered or stopped: only such a loop is counted
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "first_step": self.first_step, "last_step": self.last_step,
@@ -127,6 +127,12 @@ class AgentSummary:
         return f"({self.key})"
 
     @property
+    def acted_loops(self) -> list[Loop]:
+        """The loops the guard acted on (a loop only flagged is no loop a person must hear of), each
+        with its spend from its first step."""
+        return [loop for loop in self.loops if loop.acted]
+
+    @property
     def steps_total(self) -> int:
         return self.model_calls + self.tool_calls
 
@@ -141,7 +147,7 @@ class AgentSummary:
             "model_calls": self.model_calls,
             "tool_calls": self.tool_calls,
             "verdicts": self.verdicts,
-            "loops": [loop.to_json() for loop in self.loops],
+            "loops": [loop.to_json() for loop in self.acted_loops],
         }
         if steps is not None:
             out["steps"] = [step.to_json() for step in steps]
@@ -259,9 +265,11 @@ class Findings:
         loop_step = self._ledger.step(agent.key, verdict, model_usage(span, judged.classification))
         loop = None if loop_step.started else next((l for l in reversed(agent.loops) if l.kind == verdict.verdict), None)
         if loop is None:
-            agent.loops.append(Loop(verdict.verdict, step.number, step.number, loop_step.spend))
+            loop = Loop(verdict.verdict, step.number, step.number, loop_step.spend)
+            agent.loops.append(loop)
         else:
             loop.last_step, loop.spend = step.number, loop_step.spend
+        loop.acted = loop.acted or verdict.action != "none"
 
     def _count(self, verdict: Verdict) -> None:
         action = verdict.action
@@ -340,7 +348,9 @@ class Findings:
         for key, (index, row) in self._spool.verdicts():
             agent = agents.get(key)
             if agent is None:
-                agent = agents[key] = self._spooled_agent(key)  # type: ignore[assignment]
+                spooled = self._spooled_agent(key)
+                assert spooled is not None  # a verdict's agent is spooled before it
+                agent = agents[key] = spooled
                 if len(agents) > _LIVE_AGENTS:
                     agents.popitem(last=False)
             step = _step_of(row)
@@ -349,8 +359,8 @@ class Findings:
 
 # Spooled as tuples of their fields: pickling a slotted dataclass itself is several times slower.
 _AGENT_FIELDS = attrgetter(*(f.name for f in fields(AgentSummary)))
-_VERDICT_FIELDS = attrgetter(*(f.name for f in record_fields(Verdict)))
-_ACTION_AT = [f.name for f in record_fields(Verdict)].index("action")  # spooled as its string
+_VERDICT_FIELDS = attrgetter(*(f.name for f in fields(Verdict)))
+_ACTION_AT = [f.name for f in fields(Verdict)].index("action")  # spooled as its string
 
 
 def _step_row(step: Step) -> tuple[Any, ...]:
@@ -364,13 +374,13 @@ def _step_row(step: Step) -> tuple[Any, ...]:
 
 
 def _step_of(row: tuple[Any, ...]) -> Step:
-    *head, rows = row
+    number, kind, trace_id, span_id, span_name, convention, summary, rows = row
     verdicts = []
     for values in rows:
         values = list(values)
         values[_ACTION_AT] = Action(values[_ACTION_AT])
         verdicts.append(Verdict(*values))
-    return Step(*head, tuple(verdicts))
+    return Step(number, kind, trace_id, span_id, span_name, convention, summary, tuple(verdicts))
 
 
 def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
@@ -378,12 +388,12 @@ def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
     step: lengths, not text; plain values (enums as their strings: cheap to spool). Put into words only when shown (on a large input most listed steps are
     not: their agent goes past --max-agents)."""
     if isinstance(record, ToolCall):
-        arguments = record.arguments
+        arguments, previews = record.arguments, None
         if arguments is not None:  # bounded previews, not the arguments (which may be long)
             is_json = record.arguments_content is Content.OK
-            arguments = (arguments_preview(arguments, _FACT_PREVIEW_CHARS, is_json) if arguments else None,
-                         arguments_preview(arguments, _PREVIEW_CHARS, is_json))
-        return (_TOOL, record.name, arguments, record.arguments_content.value, record.status.value, record.denied)
+            previews = (arguments_preview(arguments, _FACT_PREVIEW_CHARS, is_json) if arguments else None,
+                        arguments_preview(arguments, _PREVIEW_CHARS, is_json))
+        return (_TOOL, record.name, previews, record.arguments_content.value, record.status.value, record.denied)
     if isinstance(record, ModelCall):
         chunks = record.chunks
         return (_MODEL, model, len(record.reasoning), len(record.text),

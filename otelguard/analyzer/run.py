@@ -1,7 +1,7 @@
 """`analyze(paths)`: read OTLP JSON files, replay their spans through one engine, collect the findings.
 
 Streaming end to end: files are read line by line, each line bounded (`lines.LineReader`,
-`otlp_json.iter_lazy_spans`), spans wait in the trace buffer only until their trace is complete
+`otlp_json.iter_spans`), spans wait in the trace buffer only until their trace is complete
 (`replay.TraceBuffer`), the engine keeps `max_tracked_agents` agents (evictions counted), and the
 findings go to a spool on disk (`results.Findings`). Peak memory is about the largest set of traces
 in flight at once, not the file nor the number of verdicts.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..actions import reaches
 from ..config import GuardConfig
@@ -28,10 +28,10 @@ from .otlp_json import (
     BLANK,
     LOG_RECORDS,
     NOT_A_REQUEST,
-    LazySpan,
     ReadProblem,
+    ReadSpan,
     UnreadableInput,
-    iter_lazy_spans,
+    iter_spans,
     log_records,
 )
 from .coverage import Coverage, FileCoverage
@@ -111,7 +111,8 @@ def analyze(
     buffer = TraceBuffer(options.limits)
     coverage.buffer = buffer
     clock = ReplayClock()
-    engine = GuardEngine(config, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
+    validated = GuardConfig.load(config)
+    engine = GuardEngine(validated, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
     containment = Containment(coverage.internal_error)
     late_traces: frozenset[int] = frozenset()
 
@@ -148,7 +149,7 @@ def analyze(
     evaluations = readers.evaluations
     evaluations.compare(findings.verdicts())
     coverage.evaluations = evaluations
-    return Analysis([os.fspath(p) for p in paths], engine.config, coverage, findings, evaluations)
+    return Analysis([os.fspath(p) for p in paths], validated, coverage, findings, evaluations)
 
 
 @dataclass(slots=True)
@@ -198,8 +199,9 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
         readers.cli_calls.expire(record)
 
     try:
-        for item in iter_lazy_spans(source):
-            if type(item) is LazySpan:
+        for read in iter_spans(source):
+            if type(read) is SpanView:
+                item = ReadSpan(read)
                 line = source.lines
                 if line != current_line:  # a new record
                     if current_line >= 0:
@@ -216,7 +218,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
                 if batches:
                     replay(batches)
                 continue
-            problem: ReadProblem = item  # type: ignore[assignment]
+            problem = cast(ReadProblem, read)  # iter_spans yields spans and the problems it met
             line = problem.line
             if line != current_line:
                 if current_line >= 0:

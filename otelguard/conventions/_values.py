@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .. import fastjson
 from .. import semconv as sc
 from ..canonical import canonical_arguments
-from ..lazy_pattern import lazy_pattern
-from ..record_type import field, record
+from ..fences import open_fence
 from ..records import (
     Chunk,
     Content,
@@ -40,13 +40,13 @@ _CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, 
                      Content.MALFORMED: 4}
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ReadLimits:
     """What the guard reads of one span, so that judging it stays within ~10 ms on the agent's
     thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
     `Content.OVERSIZED`; every driver reads alike, so live and offline verdicts agree."""
 
-    json_chars: int = 1 << 18  # a JSON attribute decoded (model output, tool arguments): orjson, ~1 ms
+    json_chars: int = 1 << 18  # a JSON attribute decoded (model output, tool arguments)
     # A value read by a scan in Python (a repr of the Agents SDK's reasoning, JSON cut by a length
     # limit): ~40-80 ns a character.
     scanned_chars: int = 1 << 15
@@ -252,7 +252,7 @@ def load_json(value: Any) -> tuple[Any, Content]:
     if len(value) > READ_LIMITS.json_chars:
         return None, Content.OVERSIZED
     try:
-        return fastjson.loads(value), Content.OK
+        return json.loads(value), Content.OK
     except (ValueError, RecursionError):
         pass
     if len(value) > READ_LIMITS.scanned_chars:
@@ -281,14 +281,14 @@ def _salvage_truncated_json(text: str) -> Any:
     """Read what there is of JSON cut by a span-attribute length limit, or None if not a cut."""
     for candidate in _truncation_repairs(text):
         try:
-            return fastjson.loads(candidate)
+            return json.loads(candidate)
         except (ValueError, RecursionError):
             continue
     return None
 
 
 # A dangling object key (with or without its colon) or a trailing comma at the cut.
-_DANGLING_TAIL = lazy_pattern(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*)$')
+_DANGLING_TAIL = re.compile(r'(?:,\s*"(?:[^"\\]|\\.)*"\s*:?\s*|,\s*|:\s*)$')
 
 
 def _truncation_repairs(text: str) -> list[str]:
@@ -304,7 +304,7 @@ def _truncation_repairs(text: str) -> list[str]:
     return candidates
 
 
-_PARTIAL_ESCAPE = lazy_pattern(r"\\(?:u[0-9a-fA-F]{0,3})?$")
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$")
 
 
 def _close_truncated_json(text: str) -> str | None:
@@ -422,9 +422,9 @@ def _summary_text(items: Any) -> str:
     return "\n".join(texts)
 
 
-_JSON_LIST_START = lazy_pattern(r'\[\s*[{"]')
-_CONTENT_REPR_START = lazy_pattern(r"\s*\[?\s*\w*Content\(\s*text=")
-_CONTENT_REPR_TEXT = lazy_pattern(r"text=(?P<quote>'|\")")
+_JSON_LIST_START = re.compile(r'\[\s*[{"]')
+_CONTENT_REPR_START = re.compile(r"\s*\[?\s*\w*Content\(\s*text=")
+_CONTENT_REPR_TEXT = re.compile(r"text=(?P<quote>'|\")")
 
 
 def _decode_content_repr(text: str) -> tuple[str, Content]:
@@ -478,7 +478,7 @@ def _literal_body(rest: str, quote: str) -> str:
 # --- model output ---------------------------------------------------------------------------------
 
 
-@record
+@dataclass(slots=True)
 class Output:
     """What one model call produced, gathered part by part, and how readable it was."""
 
@@ -520,15 +520,24 @@ def model_call(span: Any, output: Output | None) -> ModelCall:
     judged, unjudged = READ_LIMITS.judged_chars, 0
     if len(text) > judged or len(reasoning) > judged:  # read whole, judged by its last characters
         unjudged = max(0, len(text) - judged) + max(0, len(reasoning) - judged)
-        text, reasoning = text[-judged:], reasoning[-judged:]
+        text, reasoning = _last(text, judged), _last(reasoning, judged)
     return ModelCall(text, reasoning, tuple(output.tool_calls), output.content, chunks, chunk_events,
                      dropped_events_of(span), status, unjudged)
+
+
+def _last(text: str, chars: int) -> str:
+    """The last `chars` characters of `text`; when they begin inside fenced code, that code's fence
+    first, so that what is judged knows it starts in code (the cut dropped the opening line)."""
+    if len(text) <= chars:
+        return text
+    fence = open_fence(text[:-chars])
+    return f"{fence}\n{text[-chars:]}" if fence else text[-chars:]
 
 
 # --- model usage ----------------------------------------------------------------------------------
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class UsageKeys:
     """Where a convention writes a model call's usage: each fact's attribute keys, preferred first."""
 

@@ -14,13 +14,13 @@ turn them on.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import semconv as sc
-from ..digest import blake2b
-from ..record_type import record, replace
 from ..records import SpanView, Status
 from ._values import load_json
 
@@ -36,7 +36,7 @@ ARGUMENT_SETTINGS = {
 }
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class CliToolCall:
     """One tool call as one CLI record told it."""
 
@@ -112,8 +112,8 @@ def joined(first: CliToolCall, second: CliToolCall) -> CliToolCall:
 def session_trace_id(cli: str, session: str) -> int:
     """A trace id of the CLI's session: the engine keeps one agent per trace without an agent span,
     so every call of a session is judged in that session's chain."""
-    return int.from_bytes(blake2b(f"{cli}\0{session}".encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-                          "big") or 1
+    digest = hashlib.blake2b(f"{cli}\0{session}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return int.from_bytes(digest, "big") or 1
 
 
 def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns: int, end_ns: int,
@@ -126,7 +126,7 @@ def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns:
     if not isinstance(session, str) or not session:
         return None
     messages, _ = load_json(attributes.get(sc.GEN_AI_OUTPUT_MESSAGES))
-    converted = {
+    converted: dict[str, Any] = {
         sc.GEN_AI_OPERATION_NAME: "chat",
         sc.GEN_AI_CONVERSATION_ID: session,
         "otelguard.cli": GEMINI_CLI,
@@ -169,7 +169,7 @@ def as_tool_span(call: CliToolCall) -> SpanView:
         attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = call.arguments
     if call.result is not None:
         attributes[sc.GEN_AI_TOOL_CALL_RESULT] = call.result
-    span_id = int.from_bytes(blake2b(call.join_key.encode(), digest_size=8).digest(), "big") or 1
+    span_id = int.from_bytes(hashlib.blake2b(call.join_key.encode(), digest_size=8).digest(), "big") or 1
     status = Status.UNSET if call.succeeded is None else Status.OK if call.succeeded else Status.ERROR
     return SpanView(f"execute_tool {call.tool}", session_trace_id(call.cli, call.session), span_id, None, attributes,
                     status=status, start_ns=call.end_ns, end_ns=call.end_ns)

@@ -44,7 +44,7 @@ class EventOutput(NamedTuple):
     """What one GenAI event adds to its span: output messages in the GenAI shape (none for an input
     event, or an event whose content was not captured)."""
 
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[Mapping[str, Any], ...]
 
 
 def event_name(name: str, attributes: Mapping[str, Any]) -> str:

@@ -1,5 +1,8 @@
 """`low-novelty`: a call that keeps saying what it has already said, in other orders and other words.
 
+Measured on prose only (`prose.ProseFilter`): code, diffs and listings repeat their words by
+construction.
+
 Over a sliding window of `window` characters, the share of word n-grams never seen before in the
 call. A loop that drifts (shuffled sentences, jittered whitespace or punctuation, rotating wording,
 two states alternating) repeats its n-grams although its characters never repeat exactly; prose
@@ -13,39 +16,44 @@ novel, never less.
 
 from __future__ import annotations
 
+import re
 from collections import deque
+from dataclasses import dataclass
 
-from ..lazy_pattern import lazy_pattern
-from ..record_type import record
+from .prose import ProseFilter
 
 LOW_NOVELTY = "low-novelty"
 MAX_SEEN = 65_536
 MIN_WINDOW_GRAMS = 24  # a window with fewer n-grams (long words, few of them) is not judged
-# Compiled on first use: its CJK ranges take ~19 M instructions to compile (5 % of a CLI hook, which never uses it).
-_WORD = lazy_pattern(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W_]+")
+_WORD = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]|[^\W_]+")
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class NoveltyDip:
     chars: int  # characters read when the window's novelty fell below the threshold
     novelty: float
 
 
 class NoveltyMeter:
-    """Fed the text of one call (in pieces of any size); reports the first window whose novelty is
-    below `min_novelty`, and tracks the lowest novelty of any full window (for measurements)."""
+    """Fed the text of one call (in pieces of any size); reports the first window of its prose
+    (`prose.ProseFilter`: code, diffs and listings left out) whose novelty is below `min_novelty`,
+    and tracks the lowest novelty of any full window (for measurements). The window counts prose
+    characters; a dip's `chars` is its place in the whole text."""
 
-    __slots__ = ("min_novelty", "n", "window", "_carry", "_chars", "_recent", "_seen", "_window_new",
-                 "_words", "dip", "lowest")
+    __slots__ = ("min_novelty", "n", "window", "_carry", "_carry_at", "_prose", "_prose_chars", "_recent",
+                 "_seen", "_window_new", "_words", "_next_at", "dip", "lowest")
 
     def __init__(self, *, window: int, n: int, min_novelty: float):
         self.window, self.n, self.min_novelty = window, n, min_novelty
         self._seen: set[tuple[str, ...]] = set()
         self._words: deque[str] = deque(maxlen=n)  # the last n - 1 words before the text to come
-        self._recent: deque[tuple[int, bool]] = deque()  # (end offset, new?) of the n-grams in the window
+        self._recent: deque[tuple[int, bool]] = deque()  # (prose end offset, new?) of the n-grams in the window
         self._window_new = 0
+        self._prose = ProseFilter()
+        self._prose_chars = 0  # prose characters read
         self._carry = ""  # a word the last piece may have cut in two
-        self._chars = 0
+        self._carry_at = 0  # where it starts in the whole text
+        self._next_at = 0  # where the prose read so far ends in the whole text
         self.dip: NoveltyDip | None = None
         self.lowest = 1.0
 
@@ -53,29 +61,53 @@ class NoveltyMeter:
         """Read more of the call's text; returns the dip on the piece that first reaches one."""
         if self.dip is not None:
             return None
-        base = self._chars - len(self._carry)
-        text = self._carry + text
-        self._chars = base + len(text)
-        matches = list(_WORD.finditer(text))
+        for segment, at in self._prose.feed(text):
+            dip = self._read_prose(segment, at)
+            if dip is not None:
+                return dip
+        return None
+
+    def finish(self) -> NoveltyDip | None:
+        """The text ended: read its last line and the word held back."""
+        if self.dip is not None:
+            return None
+        for segment, at in self._prose.finish():
+            dip = self._read_prose(segment, at)
+            if dip is not None:
+                return dip
+        return self._read_carry()
+
+    def _read_carry(self) -> NoveltyDip | None:
+        if not self._carry:
+            return None
+        carry, self._carry = self._carry, ""
+        end = self._carry_at + len(carry)
+        return self._read([(self._prose_chars, end, carry.lower())])
+
+    def _read_prose(self, segment: str, at: int) -> NoveltyDip | None:
+        if at != self._next_at:  # code was left out between: a word held back ended before it
+            dip = self._read_carry()
+            if dip is not None:
+                return dip
+        self._next_at = at + len(segment)
+        if self._carry:  # (not counted yet: it is read again with what follows it)
+            at, segment = self._carry_at, self._carry + segment
+        base = self._prose_chars
+        self._prose_chars += len(segment)
+        matches = list(_WORD.finditer(segment))
         # The last word may continue in the next piece: keep it back unless the text ends after it.
-        if matches and matches[-1].end() == len(text):
-            self._carry = text[matches[-1].start():]
+        if matches and matches[-1].end() == len(segment):
+            self._carry, self._carry_at = segment[matches[-1].start():], at + matches[-1].start()
+            self._prose_chars -= len(self._carry)
             matches.pop()
         else:
             self._carry = ""
-        return self._read(((base + match.end(), match.group().lower()) for match in matches))
-
-    def finish(self) -> NoveltyDip | None:
-        """The text ended: read the word held back."""
-        if self.dip is not None or not self._carry:
-            return None
-        carry, self._carry = self._carry, ""
-        return self._read([(self._chars, carry.lower())])
+        return self._read([(base + match.end(), at + match.end(), match.group().lower()) for match in matches])
 
     def _read(self, words) -> NoveltyDip | None:
         n, seen, recent, window = self.n, self._seen, self._recent, self.window
         last = self._words
-        for end, word in words:
+        for end, chars, word in words:
             last.append(word)
             if len(last) < n:
                 continue
@@ -92,7 +124,7 @@ class NoveltyMeter:
                 if novelty < self.lowest:
                     self.lowest = novelty
                 if novelty < self.min_novelty:
-                    self.dip = NoveltyDip(end, novelty)
+                    self.dip = NoveltyDip(chars, novelty)
                     return self.dip
         return None
 

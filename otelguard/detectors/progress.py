@@ -1,19 +1,21 @@
 """Tool-call sequences that make no progress: the window of one agent's recent calls and its rules.
 
 Identity of a call = tool name + canonical arguments; of a step = that call + its outcome's signature
-(`signatures.result_signature` of its result, or of its error when it failed), so an identical call
-whose result changes (polling) is progress. Every rule is judged incrementally on the call just ended,
-in O(window + max_period) work, over bounded state: each step is a few 64-bit hashes in one array,
-and the arguments preview a message quotes is kept only for calls seen before in the window (a
-cycle's calls all are).
+(`signatures.outcome_signature` of its result, or of its status and output when it failed), so an
+identical call whose result changes (polling, a test run after an edit) is progress. Every rule is
+judged incrementally on the call just ended, in O(window + max_period) work, over bounded state:
+each step is a few 64-bit hashes (`Window`), and the arguments preview a message quotes is kept
+only for calls seen before in the window (a cycle's calls all are).
 
 The rules, each counting `repeats`:
 - `cycle`: the steps repeat with a period of 2..max_period; repeats = whole periods in a row.
 - `interleaved-repeat`: the same step again with only transparent calls between (period 1).
 - `same-result`: the same step `repeats` times within the last `window` steps, other calls between
   (not evenly spaced as a cycle still short of its repeats is: that one is the cycle rule's).
-- `error-loop`: one tool failing with the same masked error on each of its last calls, whatever the
-  arguments; repeats = those failures in a row.
+- `error-loop`: one tool failing with the same error (what it printed, `signatures.outcome_signature`)
+  on each of its last calls, their arguments near-identical (`near_identical`); repeats = those
+  failures in a row. A failure that printed nothing beyond its status is no evidence of the same
+  error; where the source reports no output at all, only identical arguments continue the run.
 - `near-duplicate`: the same tool, arguments equal but for whitespace, quotes and Unicode form, the
   same outcome, on consecutive steps; repeats = those steps.
 
@@ -25,12 +27,14 @@ from __future__ import annotations
 
 import itertools
 from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from typing import NamedTuple
 
-from ..record_type import field, record
 from ..records import Content, ToolCall
 from .repeat import ToolFilter
-from .signatures import error_signature, error_text, failed, loose_arguments, result_signature
+from .signatures import failed, failure_text, loose_arguments, outcome_signature, result_signature
 
 CYCLE = "cycle"
 INTERLEAVED_REPEAT = "interleaved-repeat"
@@ -38,13 +42,21 @@ SAME_RESULT = "same-result"
 ERROR_LOOP = "error-loop"
 NEAR_DUPLICATE = "near-duplicate"
 
-# A step's fields in the window array: hashes of the call, of call + outcome, of the loose call +
-# outcome, of the tool name and of the masked error (_NO_ERROR: it did not fail), and the error-loop
-# and near-duplicate runs ending at it.
-_KEY, _IDENT, _NEAR, _NAME, _ERROR, _ERROR_RUN, _NEAR_RUN = range(7)
-_FIELDS = 7
-_NO_ERROR = -1  # hash() never returns -1
+_NO_ERROR = -1  # a step that did not fail (hash() never returns -1)
 _UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
+_NO_OUTPUT = hash("a failure whose source reports no output")
+_MAX_FAILING_TOOLS = 4  # tools whose last failing arguments are kept, to tell an error loop's
+_FAILURE_ARGUMENTS_CHARS = 256  # near-identical arguments (their loose form, this much of it)
+NEAR_IDENTICAL_RATIO = 0.9
+
+
+def near_identical(first: str, second: str, exact: bool = False) -> bool:
+    """Two loose argument texts (each cut at `_FAILURE_ARGUMENTS_CHARS`) that differ in at most about a
+    tenth of their characters: the same command retried with a flag or a value changed, not another
+    one. `exact`: equal only."""
+    if first == second:
+        return True
+    return not exact and SequenceMatcher(None, first, second, autojunk=False).ratio() >= NEAR_IDENTICAL_RATIO
 
 
 class Label(NamedTuple):
@@ -67,17 +79,46 @@ class Finding(NamedTuple):
     next_key: int  # the key of the call that continues it (a near-duplicate's: its loose key)
     next_tool: str
     next_repeats: int  # repeats once that call continues it
+    next_arguments: str = ""  # error-loop: the loose arguments its next call must be near-identical to
+    exact: bool = False  # error-loop: identical only (the source reports no output)
 
 
-@record
+class Window:
+    """One agent run's last steps, oldest first, a field an array: the hashes of each step's call
+    (`keys`), of call + outcome (`idents`), of loose call + outcome (`nears`), of its tool (`names`)
+    and of its error (`errors`; _NO_ERROR when it did not fail), and the error-loop and near-duplicate
+    runs ending at it."""
+
+    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs")
+
+    def __init__(self) -> None:
+        self.keys, self.idents, self.nears, self.names = array("q"), array("q"), array("q"), array("q")
+        self.errors, self.error_runs, self.near_runs = array("q"), array("q"), array("q")
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int) -> None:
+        for column, value in zip((self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs,
+                                  self.near_runs), (key, ident, near, name, error, error_run, near_run)):
+            column.append(value)
+
+    def drop_oldest(self) -> int:
+        """Forget the oldest step; its key."""
+        key = self.keys[0]
+        for column in (self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs, self.near_runs):
+            del column[0]
+        return key
+
+
+@dataclass(slots=True)
 class ProgressState:
-    """One agent run's window: at most `capacity` steps of `_FIELDS` ints, oldest first (packed: the
-    bytes of an `array("q")`, no spare room); the label of each call seen more than once in the
-    window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step `p`
-    before them (the empty tuple, no list, while every run is 0: the last call was new to the
+    """One agent run's window (at most `capacity` steps); the label of each call seen more than once
+    in the window, by key (None until there is one); `runs[p]`, the steps in a row equal to the step
+    `p` before them (the empty tuple, no list, while every run is 0: the last call was new to the
     window, as most are)."""
 
-    steps: bytes = b""
+    window: Window = field(default_factory=Window)
     labels: dict | None = None
     runs: list | tuple = field(default_factory=tuple)
     seed: int | None = None  # the key of the repeat reminder's current run
@@ -86,6 +127,7 @@ class ProgressState:
     reacted: dict | None = None  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
     upcoming: Finding | None = None  # the finding the last judged call left open
     blocked: tuple | None = None  # (key, verdict) of the call blocked at its start, until it ends
+    failures: dict | None = None  # tool name hash -> loose arguments of its last call, while it failed
 
 
 def call_key(name: str, arguments: str) -> int:
@@ -120,8 +162,9 @@ class ProgressDetector:
         return ProgressState()
 
     def reset(self, state: ProgressState) -> None:
-        state.steps, state.runs = b"", ()
-        state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = state.blocked = None
+        state.window, state.runs = Window(), ()
+        state.labels = state.seed = state.seed_outcome = state.previous = state.reacted = state.upcoming = None
+        state.blocked = state.failures = None
 
     def judges(self, state: ProgressState, name: str, arguments: str) -> bool:
         """Whether a call about to start (its arguments known) would be judged: not transparent, and
@@ -147,20 +190,24 @@ class ProgressDetector:
         if not judge or self.transparent(name) or key == previous:
             return None
         error = error_preview = None
+        loose_form = loose_arguments(arguments) if arguments is not None else None
+        loose = hash((name, loose_form)) if loose_form is not None else key  # = loose_key
+        loose_text = loose_form[:_FAILURE_ARGUMENTS_CHARS] if loose_form is not None else None
+        exact = False
         if failed(call):
-            text = error_text(call)
-            error, error_preview = error_signature(text), text[:self.preview_chars]
-            outcome = result_signature(text)  # a failure's outcome is what it said: another error is progress
+            text = failure_text(call)
+            outcome = error = outcome_signature(text)  # another error, or more of its output, is progress
+            error_preview = text[:self.preview_chars]
+            if error is None and call.result is None:  # no output reported: only identical arguments tell
+                error, exact = _NO_OUTPUT, True
         else:
             outcome = result_signature(call.result)
-        loose = loose_key(name, arguments) if arguments is not None else key
-        steps = array("q", state.steps)
-        period = self._append(state, steps, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
-                              error)
-        state.steps = steps.tobytes()
-        finding = self._find(state, steps, period, key, loose, outcome, error_preview)
+        period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
+                              error, loose_text, exact)
+        finding = self._find(state, period, key, loose, outcome, error_preview)
         if finding is not None and finding.rule != CYCLE:
-            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name)
+            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name,
+                                       next_arguments=loose_text or "", exact=exact)
         state.upcoming = finding
         return finding
 
@@ -169,44 +216,48 @@ class ProgressDetector:
             return Label(name, "", 0, True)
         return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
-    def _append(self, state: ProgressState, steps: array, name: str, arguments: str | None, call: ToolCall,
-                key: int, ident: int, near: int, error: int | None) -> int:
-        """Append the step to `steps` (the window, unpacked); return the shortest period whose run has
-        `min_repeats` (0: none)."""
-        count = len(steps) // _FIELDS
+    def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall,
+                key: int, ident: int, near: int, error: int | None, loose_text: str | None, exact: bool) -> int:
+        """Append the step to the window; return the shortest period whose run has `min_repeats` (0: none)."""
+        window = state.window
         name_hash = hash(name)
         error_run = near_run = 0
+        failures = state.failures
+        previous_failure = failures.pop(name_hash, None) if failures else None
         if error is not None:
             error_run = 1
-            for at in range((count - 1) * _FIELDS, -1, -_FIELDS):  # this tool's previous step in the window
-                if steps[at + _NAME] == name_hash:
-                    if steps[at + _ERROR] == error:
-                        error_run = steps[at + _ERROR_RUN] + 1
+            for at in range(len(window) - 1, -1, -1):  # this tool's previous step in the window
+                if window.names[at] == name_hash:
+                    if window.errors[at] == error and previous_failure is not None \
+                            and near_identical(previous_failure, loose_text or "", exact):
+                        error_run = window.error_runs[at] + 1
                     break
-        if count:
-            last = (count - 1) * _FIELDS
-            if steps[last + _NEAR] == near and steps[last + _KEY] != key:
-                near_run = steps[last + _NEAR_RUN] + 1 if steps[last + _NEAR_RUN] else 2
+            if failures is None:
+                failures = state.failures = {}
+            if len(failures) >= _MAX_FAILING_TOOLS:
+                del failures[next(iter(failures))]  # the tool that failed longest ago
+            failures[name_hash] = loose_text or ""
+        if window and window.nears[-1] == near and window.keys[-1] != key:
+            near_run = window.near_runs[-1] + 1 if window.near_runs[-1] else 2
         # Only a call seen before in the window can be part of a pattern a message quotes.
-        seen = key in steps[_KEY::_FIELDS]
+        seen = key in window.keys
         if seen:
             if state.labels is None:
                 state.labels = {}
             if key not in state.labels:
                 state.labels[key] = self._label(name, arguments, call)
-        steps.fromlist([key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run])
-        if count + 1 > self._capacity:
-            dropped = steps[_KEY]
-            del steps[:_FIELDS]
-            if state.labels and dropped not in steps[_KEY::_FIELDS]:
+        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run)
+        if len(window) > self._capacity:
+            dropped = window.drop_oldest()
+            if state.labels and dropped not in window.keys:
                 state.labels.pop(dropped, None)
         runs = state.runs
         if not seen:  # a call new to the window equals none before it: every period's run breaks
             state.runs = ()
             return 0
-        if not runs:
+        if not isinstance(runs, list):  # the empty tuple: every run was 0
             runs = state.runs = list(self._no_runs)
-        idents = steps[_IDENT::_FIELDS]
+        idents = window.idents
         shortest, min_repeats = 0, self.min_repeats
         for period in range(1, min(self.max_period, len(idents) - 1) + 1):
             run = runs[period] = runs[period] + 1 if idents[-1 - period] == ident else 0
@@ -216,40 +267,39 @@ class ProgressDetector:
             runs[period] = 0
         return shortest
 
-    def _find(self, state: ProgressState, steps: array, period: int, key: int, loose: int, outcome: int | None,
+    def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
               error_preview: str | None) -> Finding | None:
         rules, runs, labels, min_repeats = self.rules, state.runs, state.labels, self.min_repeats
-        count = len(steps) // _FIELDS
-        last = (count - 1) * _FIELDS
+        window = state.window
+        count = len(window)
         name = ""  # `observe` names the current call; a cycle names its own
         if period:  # the shortest period names the pattern
             length = runs[period] + period
             if period == 1 and INTERLEAVED_REPEAT in rules:
                 return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
             if period > 1 and CYCLE in rules:
-                first = (count - period) * _FIELDS
-                block_keys = steps[first + _KEY:count * _FIELDS:_FIELDS]
-                block = tuple(labels[k] for k in block_keys)  # each seen p steps before: labelled
-                keys = frozenset(block_keys)
-                return Finding(CYCLE, length // period, (CYCLE, keys), block, None, steps[first + _KEY],
+                block_keys = window.keys[count - period:]
+                assert labels is not None  # each step of the block was seen p steps before: labelled
+                block = tuple(labels[k] for k in block_keys)
+                return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None, block_keys[0],
                                block[0].name, (length + 1) // period)
-        ident = steps[last + _IDENT]
+        ident = window.idents[-1]
         if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
-            recent = steps[max(0, count - self.window) * _FIELDS + _IDENT::_FIELDS]
+            recent = window.idents[max(0, count - self.window):]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
                 if recent.count(ident) >= min_repeats else ()
             if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
                 return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1)
-        error_run = steps[last + _ERROR_RUN]
+        error_run = window.error_runs[-1]
         if ERROR_LOOP in rules and error_run >= self.min_errors:
-            return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, steps[last + _NAME], steps[last + _ERROR]), (),
+            return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, window.names[-1], window.errors[-1]), (),
                            error_preview, key, name, error_run + 1)
-        near_run = steps[last + _NEAR_RUN]
+        near_run = window.near_runs[-1]
         if NEAR_DUPLICATE in rules and near_run >= min_repeats:
             return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1)
         return None
 
-    def _cycle_in_the_making(self, runs: list[int], same: list[int]) -> bool:
+    def _cycle_in_the_making(self, runs: Sequence[int], same: Sequence[int]) -> bool:
         """Whether the steps from the first of `same` to now repeat with the spacing of `same`: a
         cycle still short of its repeats, which the cycle rule names once it has them."""
         gap = same[1] - same[0]
@@ -260,7 +310,8 @@ class ProgressDetector:
     def continues(finding: Finding, name: str, arguments: str) -> bool:
         """Whether a call about to start (its outcome unknown) continues the finding's pattern."""
         if finding.rule == ERROR_LOOP:
-            return name == finding.next_tool  # whatever the arguments
+            loose = loose_arguments(arguments)[:_FAILURE_ARGUMENTS_CHARS]
+            return name == finding.next_tool and near_identical(finding.next_arguments, loose, finding.exact)
         if finding.rule == NEAR_DUPLICATE:
             return loose_key(name, arguments) == finding.next_key
         return call_key(name, arguments) == finding.next_key

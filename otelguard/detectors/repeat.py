@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from typing import Callable
 
-from ..digest import blake2b
-from ..record_type import record
 
 
 class ToolFilter:
@@ -69,7 +69,7 @@ def _glob_match(name: str, prefix: str, middle: tuple[str, ...], suffix: str) ->
     return True
 
 
-@record
+@dataclass(slots=True)
 class RepeatChain:
     """The current run of identical (tool, canonical arguments) calls of one agent. (Tool and
     arguments in two fields, not a tuple key: a tuple per agent is 56 B more state.)"""
@@ -105,4 +105,4 @@ def compact_arguments(arguments: str) -> str | bytes:
     """Arguments as the chain keeps them: short ones verbatim, long ones as a 128-bit digest (bounded state)."""
     if len(arguments) <= _VERBATIM_UP_TO:
         return arguments
-    return blake2b(arguments.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return hashlib.blake2b(arguments.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -1,47 +1,41 @@
 """Mid-stream breaker: one model call repeating itself while it streams.
 
-Two rules share one breaker: a trailing run of identical (trimmed) deltas, and an exact short cycle
-at the character level (a cycle of short lines never makes identical deltas).
-
-The rules are not evaluated on every delta. The breaker keeps a `budget`: how many deltas may arrive
-before either rule could possibly trip. Deltas inside the budget are only collected; the rules run
-on the delta that exhausts it. That lets `watch_stream` hand deltas through untouched, in C, and
-judge them a batch at a time, and it is why the breaker costs a few nanoseconds a delta.
-- Identical chunks: a run of r needs max_repeated_text - r more deltas, so the identical rule trips
-  on exactly the delta a per-delta judge would.
-- Repeating cycle: a periodic tail grows by at most one character a character, so `cycle_scan`
-  bounds how far off a trip is (about 185 characters of prose, with the defaults). The rule is due
-  no later than CYCLE_CHECK_EVERY - 1 characters after that bound, the design's cadence; the budget
-  turns those characters into deltas at the average delta length, so with uneven deltas an
-  evaluation may land a little late (never early: a trip is only ever reported on a periodic tail).
-On a steady stream (equal deltas of prose) each batch is like the last: `push_many` settles such a
-batch in one test, the rules' quiet outcome, before walking them. The cycle rule's tail is not kept
-up to date a batch at a time: its probe reads the batch's own text (or the last two batches'), and
-the whole tail is joined from the latest batches (`_latest`) when a candidate needs it.
+Each delta goes through the rules in order:
+- identical chunks: a trailing run of `max_repeated_text` deltas equal after trimming;
+- every SLOW_CHECK_EVERY characters: long cycles (a period above the cycle rule's, repeated
+  `long_cycle_repeats` times), then low novelty (when the breaker has a meter);
+- repeating cycle: an exact short cycle at the character level (a cycle of short lines never makes
+  identical deltas), found by `cycle_scan`. The scan also bounds how many characters must still
+  arrive before the tail could be periodic over the rule's span (its headroom); the rule is due
+  again no later than CYCLE_CHECK_EVERY - 1 characters past that, so a forming cycle is caught
+  within that cadence, and a trip is only ever reported on a periodic tail.
+A repetition of structured content (a fence's lines, table rows, ...) trips only once it has run
+max_structured_repeat_chars (`judge_repetition`). At the end of the stream (`finish`) the cycle
+rule judges the final text once, then long cycles and novelty.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from ..record_type import record
 from .novelty import LOW_NOVELTY, NoveltyMeter
 from .structure import FENCE, fences_in, is_structured
 
 IDENTICAL_CHUNKS = "identical-chunks"
 REPEATING_CYCLE = "repeating-cycle"
 LONG_CYCLE = "long-cycle"
-SLOW_CHECK_EVERY = 2048  # characters between the long-cycle (and mid-stream novelty) checks: its search
-# of max_long_cycle characters, amortised over this many, is what the rule costs a delta
+SLOW_CHECK_EVERY = 2048  # characters between the long-cycle (and mid-stream novelty) checks
 LONG_CYCLE_FLOOR = 64  # long cycles start above this period when the seed's cycle rule is off
 LONG_PROBE = 16  # characters of the tail a long cycle must repeat: prose seldom repeats 16 within 512
 CYCLE_CHECK_EVERY = 32  # a forming cycle is caught within this many characters (the design's cadence)
 SUFFIX_PROBE = 8  # characters of the tail searched for earlier in the text: a cycle must repeat them
 REFUTING_WINDOWS = (32, 64, 96, 128)  # tail lengths tried, shortest first, to bound a candidate's periodic tail
-MAX_BUDGET = 4096  # deltas collected at most before an evaluation: bounds the memory held
+INFINITY = sys.maxsize  # characters before a rule that is off is due
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Trip:
     rule: str
     chars: int  # visible characters emitted when it tripped
@@ -95,7 +89,6 @@ def cycle_scan(text: str, max_period: int, min_span: int, *, min_period: int = 1
         return 0, max(1, min_span - n)
     # A qualifying p repeats the last k characters p characters earlier (the periodic span covers
     # p + k characters), so only the occurrences of that suffix found by rfind are candidates.
-    # (Plain comparisons below, not min/max: this runs on every evaluation of every stream.)
     k = probe or probe_length(max_period, min_span)
     if n - 1 < k:
         k = n - 1
@@ -188,47 +181,30 @@ def judge_repetition(rule: str, text: str, period: int, span: int, *, chars: int
 class StreamBreaker:
     """Fed the visible text deltas of one model call; trips at most once. Not thread-safe.
 
-    Feed it with `push(delta)`, or with `push_many(deltas)` (the same as pushing each in turn), and
-    call `finish()` when the stream ends, to judge what arrived after the last evaluation (the
-    analyzer and `watch_stream` both do). `budget` is how many deltas may still arrive before the
-    next evaluation: a caller that hands over exactly that many at a time sees a trip on the last
-    delta of the batch.
+    Feed it with `push(delta)` and call `finish()` when the stream ends (the analyzer and
+    `watch_stream` both do). Each delta goes through the rules in order: identical chunks; every
+    SLOW_CHECK_EVERY characters, long cycles then novelty; the cycle rule when it is due.
     """
 
     __slots__ = (
         "_cycle_due",
         "_fences",
         "_fresh",
-        "_history_keep",
-        "_newer",
-        "_older",
-        "_long_floor",
-        "_long_onset",
-        "_short_onset",
-        "_slow",
-        "_slow_due",
-        "long_cycle_repeats",
-        "max_long_cycle",
-        "max_structured",
-        "novelty",
-        "_keep",
         "_last",
-        "_pending",
-        "_probe_span",
-        "_probe_suffix",
-        "_probe_window",
-        "_quiet_due",
-        "_recent_chars",
-        "_recent_deltas",
+        "_long_floor",
+        "_onsets",
         "_run",
-        "_single_run_budget",
-        "_steady_count",
-        "_steady_size",
-        "budget",
+        "_slow_due",
+        "_text",
+        "_text_keep",
         "chars",
+        "long_cycle_repeats",
         "max_cycle",
+        "max_long_cycle",
         "max_repeated_text",
+        "max_structured",
         "min_cycle_span",
+        "novelty",
         "trip",
     )
 
@@ -239,286 +215,114 @@ class StreamBreaker:
         self.max_repeated_text = max_repeated_text
         self.max_cycle = max_repeated_cycle_chars
         self.min_cycle_span = min_repeated_cycle_chars
-        self._keep = keep = max(min_repeated_cycle_chars, 2 * max_repeated_cycle_chars)
-        # cycle_scan's common case, precomputed for a full tail: its last `probe` characters (the
-        # suffix) do not recur within max_cycle (in the window), so no cycle is nearer than
-        # `_quiet_due` characters. Those are the last `_probe_span` characters: a batch that long is
-        # probed on its own text, without the tail. (Slices made once: a batch is judged in as few
-        # steps as can be.)
-        probe = probe_length(max_repeated_cycle_chars, min_repeated_cycle_chars)
-        self._probe_span = probe + max_repeated_cycle_chars
-        self._probe_suffix = slice(-probe, None)
-        self._probe_window = slice(-self._probe_span, -1)
-        quiet = min_repeated_cycle_chars - longest_unprobed_tail(max_repeated_cycle_chars, probe, keep)
-        self._quiet_due = max(1, quiet) + CYCLE_CHECK_EVERY - 1
-        self._single_run_budget = min(max_repeated_text - 1, MAX_BUDGET)  # after a run of one
-        self._pending: list[str] = []
-        self._last: str | None = None
-        self._run = 0
-        self._cycle_due = min_repeated_cycle_chars  # no cycle can trip on fewer characters
-        self._recent_chars = self._recent_deltas = 0
-        # Size and count of a batch whose plan repeats (two ints: a tuple compared costs more); 0: none.
-        self._steady_size = self._steady_count = 0
-        self.chars = 0  # characters judged so far (deltas still pending are not counted yet)
-        self.trip: Trip | None = None
-        self.budget = 1  # the first delta is judged alone: it tells the breaker how long deltas are
-        # The slow lane: every SLOW_CHECK_EVERY characters, the batches since are joined onto a
-        # bounded history, code fences counted (structure), long cycles and novelty checked. The
-        # cycle rule reads its tail from there too, when a batch's own text is not enough.
         self.max_structured = max_structured_repeat_chars
         # Long cycles are the periods the seed's rule leaves (all but the shortest 64 when it is off).
         self._long_floor = (max_repeated_cycle_chars or LONG_CYCLE_FLOOR) + 1
         self.max_long_cycle = max_long_cycle_chars if max_long_cycle_chars >= self._long_floor else 0
         self.long_cycle_repeats = long_cycle_repeats
         self.novelty = novelty
-        self._slow = bool(max_repeated_cycle_chars or self.max_long_cycle or novelty is not None)
-        self._fresh: list[str] = []
-        # The history: the text of the last two slow checks, kept as the two strings they joined (no
-        # copy a check); together at least `_history_keep` characters once as many have arrived.
-        self._older = self._newer = ""
-        self._history_keep = max(long_cycle_repeats * self.max_long_cycle, keep)
+        self.chars = 0  # characters pushed until the trip
+        self.trip: Trip | None = None
+        self._last: str | None = None  # the last delta, trimmed
+        self._run = 0  # deltas in the trailing run equal to it
+        # The cycle rule is due once the tail could be periodic over its span (no sooner than
+        # min_repeated_cycle_chars); the slow checks every SLOW_CHECK_EVERY characters.
+        self._cycle_due = min_repeated_cycle_chars if max_repeated_cycle_chars else INFINITY
         self._slow_due = SLOW_CHECK_EVERY
-        self._fences = 0
-        self._short_onset = self._long_onset = -1  # where a structured repetition began (-1: none going on)
+        # The text: deltas since it was last read (`_fresh`), joined onto the last `_text_keep`
+        # characters before them (`_text`): the longest tail a rule reads, and as much again as a
+        # long cycle may run before its check, so that where a repetition began is in it.
+        self._fresh: list[str] = []
+        self._text = ""
+        self._text_keep = max(min_repeated_cycle_chars, 2 * max_repeated_cycle_chars,
+                              long_cycle_repeats * self.max_long_cycle) + SLOW_CHECK_EVERY
+        self._fences = 0  # code-fence markers in the text read so far
+        self._onsets: dict[str, int] = {}  # rule -> where the structured repetition it keeps finding began
 
     def push(self, delta: str) -> Trip | None:
         """Feed one delta. Returns the Trip on the delta that trips, else None (also after a trip)."""
-        pending = self._pending
-        pending.append(delta)
-        if len(pending) < self.budget:
-            return None
-        self._pending = []
-        return self.push_many(pending)
-
-    def push_many(self, deltas: list[str]) -> Trip | None:
-        """Feed deltas in order, as `push` would one by one; returns the trip, if one of them trips.
-
-        A batch of exactly `budget` deltas (nothing pending) is judged at once, after its last delta:
-        the budget guarantees no earlier delta of it could trip. That is the hot path of a stream,
-        so it is one method, no helper calls, plain comparisons instead of min/max.
-        """
-        count = len(deltas)
-        if count != self.budget or self._pending:  # (a tripped breaker's budget is 0)
-            if self.trip is not None:
-                return None
-            "".join(deltas)  # a batch that is not all text fails here, before any state changes
-            for delta in deltas:
-                trip = self.push(delta)
-                if trip is not None:
-                    return trip
-            return None
-        text = "".join(deltas)  # a batch that is not all text fails here, before any state changes
-        size = len(text)
-        chars = self.chars = self.chars + size
-        if size == self._steady_size and count == self._steady_count:
-            # Steady: a batch just like the last one, which was quiet and planned as many deltas
-            # again (see the plan below). If this one is quiet too (its last two deltas differ, the
-            # slow lane is not due, the cycle rule's probe finds nothing on its text), the plan
-            # stands and only what moves is updated: the rules' full walk below, in one test.
-            last = deltas[-1].strip()
-            if deltas[-2].strip() != last and chars < self._slow_due \
-                    and text[self._probe_suffix] not in text[self._probe_window]:
-                self._last = last
-                self._run = 1
-                self._fresh.append(text)
-                self._cycle_due = chars + self._quiet_due
-                return None
-        if self.max_repeated_text:
-            last = deltas[-1].strip()
-            if count > 1 and deltas[-2].strip() != last:
-                # The common case, a run of one, settled without walking the batch. (It cannot
-                # trip: with a limit of 1 the first delta trips, so no batch holds two.)
-                self._last = last
-                self._run = 1
-                budget = self._single_run_budget
-            else:
-                limit = self.max_repeated_text
-                run = trailing_identical_run(deltas)
-                if run == count and last == self._last:  # the run goes on from the batch before
-                    run += self._run
-                self._last = last
-                self._run = run
-                if run < limit:
-                    budget = min(limit - run, MAX_BUDGET)  # a run grows by at most one a delta
-                else:
-                    deferred = self._identical_structure(run, deltas[-1])
-                    if not deferred:
-                        return self._tripped(Trip(IDENTICAL_CHUNKS, chars, run=run, structured=deferred is None))
-                    budget = deferred
-        else:
-            budget = MAX_BUDGET
-        if self._slow:
-            self._fresh.append(text)
-            if chars >= self._slow_due:
-                trip = self._slow_checks(chars)
-                if trip is not None:
-                    return self._tripped(trip)
-        if self.max_cycle:
-            if chars >= self._cycle_due:
-                # Due again no sooner than the headroom allows, and at most CYCLE_CHECK_EVERY - 1
-                # characters later than that, so a forming cycle is caught as the design's cadence
-                # would. The common case, nothing recurring in a full tail (one of `_keep`
-                # characters, once as many have arrived), is cycle_scan's first test done inline.
-                recent = text if size >= self._probe_span else self._latest(self._probe_span)
-                if chars >= self._keep and recent[self._probe_suffix] not in recent[self._probe_window]:
-                    self._cycle_due = chars + self._quiet_due
-                    self._short_onset = -1
-                else:
-                    tail = self._latest(self._keep)
-                    period, headroom = cycle_scan(tail, self.max_cycle, self.min_cycle_span)
-                    if period:
-                        trip = self._repetition(REPEATING_CYCLE, tail, period, max(self.min_cycle_span, 2 * period), chars)
-                        if trip is not None:
-                            return self._tripped(trip)
-                        self._cycle_due = chars + CYCLE_CHECK_EVERY  # structure, not yet past its allowance
-                    else:
-                        self._short_onset = -1
-                        self._cycle_due = chars + headroom + CYCLE_CHECK_EVERY - 1
-            # Characters to deltas at the recent average delta length (at least 1; weighted by
-            # deltas, older batches halved each time, so one short batch does not swing it): the
-            # next evaluation lands on the delta that reaches `_cycle_due` while deltas keep their
-            # size. Never planned past as many characters as seen so far, so early batches stay
-            # small until the average rests on enough deltas.
-            recent_chars = self._recent_chars = (self._recent_chars >> 1) + size
-            recent_deltas = self._recent_deltas = (self._recent_deltas >> 1) + count
-            left = self._cycle_due - chars  # at least 1: the evaluation lies ahead
-            if left > chars:
-                left = chars if chars else 1  # (nothing but empty deltas yet: judge the next alone)
-            deltas_left = -(-left * recent_deltas // recent_chars) if recent_chars > recent_deltas else left
-            if deltas_left < budget:
-                budget = deltas_left
-            # A quiet plan that asks for another batch of the same deltas, with both sums at a fixed
-            # point for such batches, repeats itself as long as batches do: remember it, for the
-            # steady test above (which probes a batch's own text and its last two deltas: so only
-            # batches of two deltas or more, holding the probe's characters). Any other batch
-            # forgets it, as the sums move.
-            if left == self._quiet_due and budget == count == deltas_left and count > 1 \
-                    and size >= self._probe_span \
-                    and recent_chars == (recent_chars >> 1) + size and recent_deltas == (recent_deltas >> 1) + count:
-                self._steady_size, self._steady_count = size, count
-            else:
-                self._steady_size = self._steady_count = 0
-        elif self._slow:
-            # No cycle rule plans the batches (the reasoning breaker): the slow lane's cadence does.
-            left = -(-(self._slow_due - chars) * count // size) if size else 1  # at this batch's delta length
-            if left < budget:
-                budget = left if left > 1 else 1
-        self.budget = budget  # at least 1: a run short of its limit, `left` above, or MAX_BUDGET
-        return None
-
-    def finish(self) -> Trip | None:
-        """The stream ended: judge what arrived since the last evaluation, then the cycle rule once
-        on the final text. (Its last evaluation may lie up to the cadence behind the end; with no
-        more characters to come, the end is where a stream's repetition is complete. The call's
-        final text is judged so when no deltas were seen, too: `judge_final_text`.)"""
-        pending, self._pending = self._pending, []
         if self.trip is not None:
             return None
-        if pending:
-            self.budget = len(pending)  # judge them now, as if the budget ran out on the last
-            trip = self.push_many(pending)
-            if trip is not None:
-                return trip
-        if self.max_cycle and self.chars >= self.min_cycle_span:
-            tail = self._latest(self._keep)
-            period = periodic_period(tail, self.max_cycle, self.min_cycle_span)
-            if period:
-                trip = self._repetition(REPEATING_CYCLE, tail, period, max(self.min_cycle_span, 2 * period), self.chars)
-                if trip is not None:
-                    return self._tripped(trip)
-        if self._slow:
-            trip = self._slow_checks(self.chars, final=True)
-            if trip is not None:
-                return self._tripped(trip)
-        return None
+        chars = self.chars = self.chars + len(delta)
+        self._fresh.append(delta)
+        trip = None
+        if self.max_repeated_text:
+            trimmed = delta.strip()
+            if trimmed == self._last:
+                self._run += 1
+            else:
+                self._last = trimmed
+                self._run = 1
+            if self._run >= self.max_repeated_text:
+                trip = self._identical_chunks(delta, chars)
+        if trip is None and chars >= self._slow_due:
+            trip = self._slow_checks(chars)
+        if trip is None and chars >= self._cycle_due:
+            trip = self._repeating_cycle(chars)
+        if trip is not None:
+            self.trip = trip
+        return trip
 
-    # --- the rules past the hot path ------------------------------------------------------------
-    def _absorb(self) -> None:
-        """Join the batches since the last slow check; count their code fences and read them for
-        novelty; make them the newer part of the history."""
-        if not self._fresh:
-            return
-        fresh = "".join(self._fresh)
-        self._fresh = []
-        if self.max_structured:
-            self._fences += fences_in(fresh, self._newer)
-        if len(self._newer) + len(fresh) <= self._history_keep:
-            self._newer += fresh  # (a short piece: absorbed early, for a structure check)
-        else:
-            self._older, self._newer = self._newer, fresh
-        if self.novelty is not None:
-            self.novelty.feed(fresh)  # a dip is reported by the next slow check
-
-    def _history(self) -> str:
-        return self._older + self._newer
-
-    def _latest(self, chars: int) -> str:
-        """The last `chars` characters judged at least (all of them while fewer have arrived): the
-        last two batches' text, else every batch's since the slow check, else the history before
-        them too. (The cycle rule's tail is its last `_keep`: cycle_scan reads no further back.)"""
-        fresh = self._fresh
-        text = "".join(fresh[-2:])  # enough for the probe of short batches, and for most tails
-        if len(text) < chars and len(fresh) > 2:
-            text = "".join(fresh)
-        if len(text) < chars:
-            text = self._history() + text
-        return text
-
-
-    def _in_fence(self) -> bool:
-        self._absorb()
-        return self._fences % 2 == 1
-
-    def _identical_structure(self, run: int, delta: str) -> int | None:
-        """The identical-chunks run reached its limit: 0 when it trips as the seed's rule does; for
-        structured content (rows of a table, a fence's lines), the deltas it may still run before
-        max_structured_repeat_chars, or None once it has run past them."""
-        if not self.max_structured or not delta.strip():
-            return 0
-        if not (self._in_fence() or is_structured(delta + delta, len(delta), False)):
-            return 0
-        left = self.max_structured - run * len(delta)
-        if left <= 0:
+    def finish(self) -> Trip | None:
+        """The stream ended: the cycle rule once on the final text, then the slow checks. (The cycle
+        rule's last evaluation may lie up to its cadence behind the end; with no more characters to
+        come, the end is where a stream's repetition is complete. The call's final text is judged so
+        when no deltas were seen, too: `judge_final_text`.)"""
+        if self.trip is not None:
             return None
-        return min(-(-left // len(delta)), MAX_BUDGET)
+        trip = None
+        if self.max_cycle and self.chars >= self.min_cycle_span:
+            text = self._read()
+            period = periodic_period(text, self.max_cycle, self.min_cycle_span)
+            if period:
+                trip = self._repetition(REPEATING_CYCLE, text, period, max(self.min_cycle_span, 2 * period), self.chars)
+        if trip is None:
+            trip = self._slow_checks(self.chars, final=True)
+        if trip is not None:
+            self.trip = trip
+        return trip
 
-    def _repetition(self, rule: str, text: str, period: int, span: int, chars: int) -> Trip | None:
-        """`judge_repetition` in the breaker: where a structured repetition began is found once, on
-        the history, and kept while the rule keeps finding it (the history is shorter than the
-        allowance)."""
-        kept = "_short_onset" if rule == REPEATING_CYCLE else "_long_onset"
+    # --- the rules ----------------------------------------------------------------------------------
+    def _identical_chunks(self, delta: str, chars: int) -> Trip | None:
+        """The identical run reached its limit: the trip, unless the delta is structured content (a
+        fence's lines, table rows) that has run fewer than max_structured_repeat_chars characters."""
+        run = self._run
+        if self.max_structured and delta.strip() \
+                and (is_structured(delta + delta, len(delta), False) or self._in_fence()):
+            if run * len(delta) < self.max_structured:
+                return None
+            return Trip(IDENTICAL_CHUNKS, chars, run=run, structured=True)
+        return Trip(IDENTICAL_CHUNKS, chars, run=run)
 
-        def onset() -> int:
-            if getattr(self, kept) < 0:
-                setattr(self, kept, chars - periodic_run(self._history(), period))
-            return getattr(self, kept)
-
-        return judge_repetition(rule, text, period, span, chars=chars, in_fence=self._in_fence(),
-                                allowance=self.max_structured, onset=onset)
+    def _repeating_cycle(self, chars: int) -> Trip | None:
+        """The cycle rule, due: `cycle_scan` over the tail. When nothing trips it is due again once
+        the tail could be periodic over its span (the scan's headroom) and CYCLE_CHECK_EVERY - 1
+        characters later at most, so a forming cycle is caught within that cadence; a structured
+        repetition within its allowance is looked at again after CYCLE_CHECK_EVERY characters."""
+        text = self._read()
+        period, headroom = cycle_scan(text, self.max_cycle, self.min_cycle_span)
+        if period:
+            trip = self._repetition(REPEATING_CYCLE, text, period, max(self.min_cycle_span, 2 * period), chars)
+            self._cycle_due = chars + CYCLE_CHECK_EVERY
+            return trip
+        self._onsets.pop(REPEATING_CYCLE, None)
+        self._cycle_due = chars + headroom + CYCLE_CHECK_EVERY - 1
+        return None
 
     def _slow_checks(self, chars: int, final: bool = False) -> Trip | None:
         """Every SLOW_CHECK_EVERY characters (and at the end): long cycles, then novelty."""
         self._slow_due = chars + SLOW_CHECK_EVERY
-        self._absorb()
+        text = self._read()
         if self.max_long_cycle:
-            # The tail's last LONG_PROBE characters must recur within max_long_cycle: on prose they do
-            # not, and one search of the newer part tells (the whole history is joined only on a hit).
-            newer = self._newer
-            n = len(newer)
-            if n > LONG_PROBE + self.max_long_cycle and newer.rfind(
-                    newer[n - LONG_PROBE:], n - LONG_PROBE - self.max_long_cycle, n - self._long_floor) < 0:
-                period = 0
-            else:
-                history = self._history()
-                period = cycle_scan(history, self.max_long_cycle, self.min_cycle_span, min_period=self._long_floor,
-                                    repeats=self.long_cycle_repeats, probe=LONG_PROBE, refuting=())[0]
+            period = cycle_scan(text, self.max_long_cycle, self.min_cycle_span, min_period=self._long_floor,
+                                repeats=self.long_cycle_repeats, probe=LONG_PROBE, refuting=())[0]
             if period:
                 span = max(self.long_cycle_repeats * period, self.min_cycle_span)
-                trip = self._repetition(LONG_CYCLE, history, period, span, chars)
+                trip = self._repetition(LONG_CYCLE, text, period, span, chars)
                 if trip is not None:
                     return trip
             else:
-                self._long_onset = -1
+                self._onsets.pop(LONG_CYCLE, None)
         if self.novelty is not None:
             if final:
                 self.novelty.finish()
@@ -526,10 +330,36 @@ class StreamBreaker:
                 return Trip(LOW_NOVELTY, chars, novelty=self.novelty.dip.novelty)
         return None
 
-    def _tripped(self, trip: Trip) -> Trip:
-        self.trip = trip
-        self.budget = 0  # every later delta is dropped on arrival
-        return trip
+    def _repetition(self, rule: str, text: str, period: int, span: int, chars: int) -> Trip | None:
+        """`judge_repetition` in the breaker: where a structured repetition began is found once, in
+        the text kept, and kept while the rule keeps finding it."""
+
+        def onset() -> int:
+            if rule not in self._onsets:
+                self._onsets[rule] = chars - periodic_run(text, period)
+            return self._onsets[rule]
+
+        return judge_repetition(rule, text, period, span, chars=chars, in_fence=self._in_fence(),
+                                allowance=self.max_structured, onset=onset)
+
+    # --- the text ---------------------------------------------------------------------------------------
+    def _read(self) -> str:
+        """The text so far (its last `_text_keep` characters at least): the deltas since the last
+        read are joined onto it, their code fences counted and their prose read for novelty (a dip
+        is reported by the next slow check)."""
+        if self._fresh:
+            fresh = "".join(self._fresh)
+            self._fresh = []
+            if self.max_structured:
+                self._fences += fences_in(fresh, self._text)
+            if self.novelty is not None:
+                self.novelty.feed(fresh)
+            self._text = (self._text + fresh)[-self._text_keep:]
+        return self._text
+
+    def _in_fence(self) -> bool:
+        self._read()
+        return self._fences % 2 == 1
 
 
 def judge_final_text(text: str, *, max_repeated_cycle_chars: int = 0, min_repeated_cycle_chars: int = 0,

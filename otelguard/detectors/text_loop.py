@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from dataclasses import dataclass
 
-from ..record_type import record
 from .text import gram_hashes, grams
 from .thinking import HASH_TYPECODE, estimated_containment
 
@@ -30,7 +30,7 @@ SKETCH_SIZE = 64
 MAX_ANSWER_CHARS = 4096  # an answer is compared on its first this many characters
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class TextLoopJudgement:
     answers: int  # answers in the streak that tripped (counting this one)
     fire: bool  # react now (false once max_fires reactions were sent)
@@ -79,7 +79,7 @@ class TextLoopDetector:
                 similar = 1.0 if previous == normal else 0.0
             else:
                 hashes = gram_hashes(windows)
-                if type(previous) is str:
+                if isinstance(previous, str):
                     previous_windows = grams(previous)
                     previous, state._previous_size = _sketch(gram_hashes(previous_windows)), len(previous_windows)
                 similar = 0.0 if not previous else \

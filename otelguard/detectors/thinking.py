@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import heapq
 from array import array
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
-from ..record_type import record
 from .text import gram_hashes, grams, repeat_ratio_of
 
-SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: ~400 B, containment sd ~0.04 at 0.6
+SKETCH_SIZE = 128  # hashes kept of the previous call's 4-grams: 512 B, containment sd ~0.04 at 0.6
 # The 32-bit crc32 gram hashes, stored in 4 bytes each ("L" takes 8 on most 64-bit platforms).
 HASH_TYPECODE = "I" if array("I").itemsize == 4 else "L"
-_LITTLE_ENDIAN = array(HASH_TYPECODE, [1]).tobytes()[0] == 1
 
 
 class Step(StrEnum):
@@ -22,7 +22,7 @@ class Step(StrEnum):
     LOW_ENTROPY = "low-entropy"
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ThinkingJudgement:
     step: Step
     stalled: int  # the stall count this call reached (before a reaction resets it)
@@ -32,7 +32,7 @@ class ThinkingJudgement:
     repeat_ratio: float
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ThinkingRules:
     """A detector's settings: one object shared by every agent's detector (not copied into each)."""
 
@@ -52,11 +52,12 @@ class ThinkingLoopDetector:
 
     __slots__ = ("rules", "_previous", "stalled", "fires")
 
-    def __init__(self, rules: ThinkingRules | None = None, **settings: float):
+    def __init__(self, rules: ThinkingRules | None = None, **settings: Any):
         if rules is not None and settings:
             raise TypeError("pass rules or their settings, not both")
-        self.rules = ThinkingRules(**settings) if rules is None else rules  # type: ignore[arg-type]
-        self._previous: bytes | None = None  # the previous judged call's 4-grams: a packed bottom-k sketch
+        self.rules = ThinkingRules(**settings) if rules is None else rules
+        # The previous judged call's 4-grams: a bottom-k sketch of their hashes, and how many there were.
+        self._previous: tuple[array, int] | None = None
         self.stalled = 0
         self.fires = 0
 
@@ -70,10 +71,10 @@ class ThinkingLoopDetector:
         overlap: float | None = None
         repeated = False
         if self._previous is not None and rules.similarity_threshold > 0:
-            overlap = estimated_containment(*unpacked(self._previous), hashes, len(windows))
+            overlap = estimated_containment(*self._previous, hashes, len(windows))
             repeated = overlap >= rules.similarity_threshold
         # Keep a bounded sample of this call's windows (a bottom-k sketch), not the windows themselves.
-        self._previous = packed_sketch(hashes, len(windows), SKETCH_SIZE)
+        self._previous = sketch(hashes), len(windows)
         ratio = repeat_ratio_of(len(reasoning), len(windows))  # the window set is already built
 
         if not has_output:
@@ -99,42 +100,9 @@ class ThinkingLoopDetector:
         return ThinkingJudgement(step, stalled, fire, capped, overlap, ratio)
 
 
-def packed_sketch(hashes: set[int], size: int, k: int) -> bytes:
-    """A bottom-k sketch of a text's 4-grams: the `k` smallest of their 32-bit `hashes` and `size`,
-    their count, packed without loss in about 3 bytes a hash instead of 4 (`unpacked` gives them
-    back).
-
-    Sorted, the hashes' top bytes rise slowly (the k smallest of ~3 000 hashes are all below 2^28):
-    their top byte is stored as how many hashes have each top byte value, their lower three bytes
-    as they are. Layout: `size` (4 bytes); the length n of the top-byte field; that field (n < k:
-    counts by value; n == k: the top bytes themselves, when counting would take as much); the low
-    bytes, byte by byte (all first bytes, then all second, then all third). `k` at most 255 (one
-    byte counts)."""
-    if not 0 <= k <= 255:
-        raise ValueError(f"k must be 0..255, got {k}")
-    words = array(HASH_TYPECODE, heapq.nsmallest(k, hashes))  # ascending
-    if not _LITTLE_ENDIAN:
-        words.byteswap()
-    raw = words.tobytes()
-    top = raw[3::4]
-    if top and top[-1] + 1 < len(top):
-        top = bytes(top.count(value) for value in range(top[-1] + 1))
-    return b"".join((size.to_bytes(4, "little"), bytes((len(top),)), top, raw[0::4], raw[1::4], raw[2::4]))
-
-
-def unpacked(sketch: bytes) -> tuple[array, int]:
-    """The hashes `packed_sketch` packed (ascending), and the count of 4-grams they sample."""
-    n = sketch[4]
-    top, low = sketch[5:5 + n], sketch[5 + n:]
-    k = len(low) // 3
-    if n != k:  # counts of each top byte value
-        top = b"".join(bytes((value,)) * count for value, count in enumerate(top))
-    raw = bytearray(4 * k)
-    raw[0::4], raw[1::4], raw[2::4], raw[3::4] = low[:k], low[k:2 * k], low[2 * k:], top
-    words = array(HASH_TYPECODE, raw)
-    if not _LITTLE_ENDIAN:
-        words.byteswap()
-    return words, int.from_bytes(sketch[:4], "little")
+def sketch(hashes: set[int], k: int = SKETCH_SIZE) -> array:
+    """A bottom-k sketch of a text's 4-grams: the `k` smallest of their 32-bit `hashes`, ascending."""
+    return array(HASH_TYPECODE, heapq.nsmallest(k, hashes))
 
 
 def estimated_containment(sketch: array, size: int, current: set[int], current_size: int) -> float:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 
-from ..lazy_pattern import lazy_pattern
 
 # pydantic-ai: "Timed out after 0.05 seconds." (status ERROR); OpenAI Agents SDK: "... timed out after ..."
-_FRAMEWORK_TIMEOUT = lazy_pattern(r"\btimed out after\b", re.IGNORECASE)
+_FRAMEWORK_TIMEOUT = re.compile(r"\btimed out after\b", re.IGNORECASE)
 _SEARCHED_CHARS = 2000
 # A case-insensitive regex tries every position (~13 ns a character); lowering the text and looking
 # for a plain substring first costs a tenth of that. Only ASCII letters match "out after" under

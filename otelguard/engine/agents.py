@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from typing import Any, Callable, NamedTuple
 
-from ..digest import blake2b
 from ..guards import Guard
 from ..records import AgentRun
 from .bounded import BoundedMap, OnEvict, OpenSpans
@@ -55,7 +55,7 @@ def _bounded(key: str) -> str:
     its enclosing agent's, so without a bound keys would grow with the depth of nesting."""
     if len(key) <= _MAX_KEY_CHARS:
         return key
-    digest = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
     return f"{key[:_MAX_KEY_CHARS - 34]}…#{digest}"
 
 
@@ -98,12 +98,13 @@ class Agents:
     def run_started(self, agent: AgentRef) -> AgentState:
         """A run of `agent` started. Returns its state, for its guards to reset (a run-scoped agent's
         own run gets a new one)."""
-        if agent.scope_run_id == agent.run_span_id:
+        run_span_id, scope_run_id = agent.run_span_id, agent.scope_run_id
+        if run_span_id is not None and scope_run_id == run_span_id:
             state = self.new_state()
-            self._open_runs.put(agent.run_span_id, state)
+            self._open_runs.put(run_span_id, state)
             return state
-        if agent.scope_run_id is not None:
-            self._note_nested(agent)
+        if scope_run_id is not None:
+            self._note_nested(scope_run_id, agent.key)
         return self._kept.get_or_create(agent.key, self.new_state)
 
     def state(self, agent: AgentRef) -> AgentState:
@@ -123,6 +124,8 @@ class Agents:
         """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
         more. Dropped, not evicted."""
         run_span_id = agent.scope_run_id
+        if run_span_id is None:  # not a run-scoped agent: no run's end ends it
+            return
         self._ended_runs.put(run_span_id, True)
         if self._open_runs.pop(run_span_id, None) is None:
             self._kept.pop(agent.key)
@@ -131,11 +134,11 @@ class Agents:
         for key in nested or ():
             self._kept.pop(key)
 
-    def _note_nested(self, agent: AgentRef) -> None:
+    def _note_nested(self, run_span_id: int, key: str) -> None:
         with self._nested_lock:  # two nested agents starting at once must share the run's set
-            keys = self._nested.get(agent.scope_run_id)
+            keys = self._nested.get(run_span_id)
             if keys is None:
                 keys = set()
-                self._nested.put(agent.scope_run_id, keys)
+                self._nested.put(run_span_id, keys)
             if len(keys) < _MAX_NESTED_NAMES_A_RUN:
-                keys.add(agent.key)
+                keys.add(key)

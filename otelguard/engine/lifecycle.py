@@ -33,7 +33,7 @@ from ..records import (
     ToolCall,
     Verdict,
 )
-from ..validated_config import ValidatedConfig
+from ..settings import GuardSettings
 from .agents import AgentRef, Agents, agent_of_run, trace_agent
 from .bounded import OpenSpans
 from .source import SpanSource
@@ -84,11 +84,13 @@ def _as_started(source: SpanSource) -> SpanView:
     return SpanView(source.name, source.trace_id, source.span_id, source.parent_span_id, source.attributes)
 
 
-def _validated(config: GuardConfig | dict | str | None) -> GuardConfig:
-    # pydantic, imported here only: a driver that hands a ValidatedConfig (the CLI hooks) never needs it
+def _settings(config: GuardConfig | tuple[GuardSettings, ...] | dict | str | None) -> tuple[GuardSettings, ...]:
+    if isinstance(config, tuple):  # each guard's settings, validated already (a CLI hook's cached config)
+        return config
+    # pydantic, imported here only: a driver that hands validated settings never needs it
     from ..config import GuardConfig
 
-    return GuardConfig.load(config)
+    return GuardConfig.load(config).settings
 
 
 class GuardEngine:
@@ -96,7 +98,7 @@ class GuardEngine:
 
     def __init__(
         self,
-        config: GuardConfig | ValidatedConfig | dict | str | None = None,
+        config: GuardConfig | tuple[GuardSettings, ...] | dict | str | None = None,
         *,
         max_agents: int = DEFAULT_MAX_AGENTS,
         idle_ttl_s: float | None = DEFAULT_IDLE_TTL_S,
@@ -104,8 +106,8 @@ class GuardEngine:
         clock: Callable[[], float] = time.monotonic,
         on_evict: Callable[[str, str, int], None] | None = None,
     ):
-        self.config = config if isinstance(config, ValidatedConfig) else _validated(config)
-        self.guards: list[Guard] = build_guards(self.config)
+        self.settings = _settings(config)
+        self.guards: list[Guard] = build_guards(self.settings)
         # A tool's start attributes are read into a ToolCall only for a guard that judges them there.
         self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
         self._bounds = (max_agents, idle_ttl_s, max_open_spans, clock, on_evict)
@@ -137,8 +139,9 @@ class GuardEngine:
         None for any other span (a model span is judged only when it ends)."""
         classification = classify(source.name, source.attributes)
         if classification is None:
-            if self._open:  # inside an agent run, the spans below this one belong to that run too
-                agent = self._open.get(source.parent_span_id)
+            parent_id = source.parent_span_id if self._open else None
+            if parent_id is not None:  # inside an agent run, the spans below this one belong to that run too
+                agent = self._open.get(parent_id)
                 if agent is not None:
                     self._open.put(source.span_id, agent)
             return None

@@ -1,34 +1,34 @@
-"""Guards: each is a detector plus its reaction policy and messages, built from one config row."""
+"""Guards: each is a detector plus its reaction policy and messages, built from its settings."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
-from ..guard_ids import NO_PROGRESS, REPEAT_TOOL_REMINDER, THINKING_LOOP_GUARD, TIMEOUT_POLICY
+from ..settings import GuardSettings, NoProgressConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig
 from .base import Guard, ModelFacts, ToolStart
 from .no_progress import NoProgress
 from .repeat_tool_reminder import RepeatToolReminder
 from .thinking_loop_guard import ThinkingLoopGuard
 from .timeout_policy import TimeoutPolicy
 
-if TYPE_CHECKING:
-    from ..config import GuardConfig
-    from ..validated_config import ValidatedConfig
 
-_BUILDERS = {
-    TIMEOUT_POLICY: TimeoutPolicy,
-    REPEAT_TOOL_REMINDER: RepeatToolReminder,
-    THINKING_LOOP_GUARD: ThinkingLoopGuard,
-}
-
-
-def build_guards(config: GuardConfig | ValidatedConfig) -> list[Guard]:
-    """One guard per config row, in composition (registration) order (rows validated already).
-    `no-progress` also reads the repeat reminder's row: calls in that guard's own back-to-back run are
-    left to it."""
-    repeat = config.row(REPEAT_TOOL_REMINDER)
-    return [NoProgress(row.config, repeat.config if repeat is not None else None) if row.id == NO_PROGRESS
-            else _BUILDERS[row.id](row.config) for row in config.guards]
+def build_guards(settings: Iterable[GuardSettings]) -> list[Guard]:
+    """One guard per settings (validated already), in composition (registration) order.
+    `no-progress` also reads the repeat reminder's settings: calls in that guard's own back-to-back
+    run are left to it."""
+    settings = tuple(settings)
+    repeat = next((each for each in settings if isinstance(each, RepeatToolReminderConfig)), None)
+    guards: list[Guard] = []
+    for each in settings:
+        if isinstance(each, NoProgressConfig):
+            guards.append(NoProgress(each, repeat))
+        elif isinstance(each, RepeatToolReminderConfig):
+            guards.append(RepeatToolReminder(each))
+        elif isinstance(each, ThinkingLoopGuardConfig):
+            guards.append(ThinkingLoopGuard(each))
+        else:
+            guards.append(TimeoutPolicy(each))
+    return guards
 
 
 __all__ = ["Guard", "ModelFacts", "ToolStart", "build_guards", "NoProgress", "RepeatToolReminder",

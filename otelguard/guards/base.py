@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..record_type import record
 from ..records import ModelCall, SpanView, ToolCall, Verdict
 
 
-@record
+@dataclass(slots=True)
 class ToolStart:
     """What guards decide when a tool span starts (arguments may already be known)."""
 
@@ -16,7 +16,7 @@ class ToolStart:
     block: Verdict | None = None
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class ModelFacts:
     """What the live side saw of a model call besides its record (a breaker fed mid-stream). Frozen:
     the engine hands every call without a live trip one shared instance."""

@@ -1,18 +1,17 @@
 """`no-progress`: tool-call sequences that go round without progress (see `detectors.progress`).
 
-The first detection of a pattern reminds, with a message naming it; the same pattern going on for
-`steer_after` more repeats steers; with `stop_after`, the call that would bring it to that many
+The first detection of a pattern reminds, with a message naming it; a cycle, interleaved repeat or
+near-duplicate going on for `steer_after` more repeats steers (same-result and error-loop remind once
+per pattern); with `stop_after`, the call that would bring it to that many
 repeats is blocked at its start (when its arguments are known there; at its end otherwise), as the
 repeat reminder's `stop_after` does.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from ..actions import Action
 from ..canonical import cut_preview, escape_quoted
-from ..guard_ids import NO_PROGRESS
 from ..detectors.progress import (
     CYCLE,
     ERROR_LOOP,
@@ -27,10 +26,8 @@ from ..detectors.progress import (
 )
 from ..detectors.repeat import ToolFilter
 from ..records import SpanView, ToolCall, Verdict
+from ..settings import NoProgressConfig, RepeatToolReminderConfig
 from .base import Guard, ToolStart
-
-if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
-    from ..config import NoProgressConfig, RepeatToolReminderConfig
 
 NO_PROGRESS_VERDICT = "no_progress"
 
@@ -56,11 +53,12 @@ _BLOCK_ADVICE = (
     "This call was blocked because it continues a pattern that made no progress. Do not repeat these "
     "calls again: take a different action, or finish the task with what you have."
 )
+_REMIND_ONCE = frozenset({SAME_RESULT, ERROR_LOOP})
 _MAX_PATTERNS = 8  # patterns remembered per agent run, to escalate rather than remind again
 
 
 class NoProgress(Guard):
-    id = NO_PROGRESS
+    id = NoProgressConfig.guard_id
 
     def __init__(self, config: NoProgressConfig, repeat: RepeatToolReminderConfig | None = None):
         self.config = config
@@ -120,7 +118,9 @@ class NoProgress(Guard):
             state.reacted[finding.pattern] = [repeats, False]
             return self._verdict(finding, Action.REMIND, repeats, tool)
         first, steered = reacted
-        if not steered and repeats >= first + self.config.steer_after:
+        # A same result or error seen again is no new evidence of a loop: one reminder per pattern.
+        # The cycle rules' repeats are the same calls with the same results each time: they escalate.
+        if not steered and finding.rule not in _REMIND_ONCE and repeats >= first + self.config.steer_after:
             reacted[1] = True
             return self._verdict(finding, Action.STEER, repeats, tool)
         return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, Action.NONE, tool=tool, repeat_count=repeats)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from ..actions import Action
 from ..canonical import arguments_preview, escape_quoted
 from ..detectors.repeat import RepeatChain, ToolFilter
-from ..guard_ids import REPEAT_TOOL_REMINDER
 from ..detectors.signatures import result_signature
 from ..records import Content, SpanView, ToolCall, Verdict
+from ..settings import RepeatToolReminderConfig
 from .base import Guard, ToolStart
-
-if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
-    from ..config import RepeatToolReminderConfig
 
 REPEATED_TOOL_CALL = "repeated_tool_call"
 
@@ -35,7 +31,7 @@ _STOP_ADVICE = (
 
 
 class RepeatToolReminder(Guard):
-    id = REPEAT_TOOL_REMINDER
+    id = RepeatToolReminderConfig.guard_id
 
     def __init__(self, config: RepeatToolReminderConfig):
         self.config = config

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from ..actions import Action
 from ..detectors.novelty import NoveltyMeter
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector, ThinkingRules
-from ..guard_ids import THINKING_LOOP_GUARD
 from ..records import ModelCall, SpanView, ToolCall, Verdict
+from ..settings import ThinkingLoopGuardConfig
 from .base import Guard, ModelFacts
-
-if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
-    from ..config import ThinkingLoopGuardConfig
 
 THINKING_LOOP = "thinking_loop"
 REPETITIVE_OUTPUT = "repetitive_output"
@@ -49,7 +45,7 @@ class ThinkingState:
 
 
 class ThinkingLoopGuard(Guard):
-    id = THINKING_LOOP_GUARD
+    id = ThinkingLoopGuardConfig.guard_id
 
     def __init__(self, config: ThinkingLoopGuardConfig):
         self.config = config
@@ -156,9 +152,10 @@ class ThinkingLoopGuard(Guard):
         if call.tool_calls:
             state.tool_called()
             return None
-        if len(call.reasoning) >= self.config.min_reasoning_chars:
+        detector = self._text_loop
+        if detector is None or len(call.reasoning) >= self.config.min_reasoning_chars:
             return None
-        judgement = self._text_loop.observe(state, call.text)
+        judgement = detector.observe(state, call.text)
         if judgement is None:
             return None
         action, message = Action.NONE, None

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..actions import Action
 from ..detectors.timeout import is_framework_timeout
-from ..guard_ids import TIMEOUT_POLICY
 from ..records import SpanView, ToolCall, Verdict
 from ..semconv import OTELGUARD_TOOL_TIMEOUT_MS
+from ..settings import TimeoutPolicyConfig
 from .base import Guard, ToolStart
-
-if TYPE_CHECKING:  # the config classes need pydantic: guards are built from validated values
-    from ..config import TimeoutPolicyConfig
 
 TOOL_TIMEOUT_VERDICT = "tool_timeout"  # the verdict; signals.TOOL_TIMEOUT is the abort reason
 
@@ -26,7 +23,7 @@ def declared_budget_ms(attributes: Any) -> float | None:
 
 
 class TimeoutPolicy(Guard):
-    id = TIMEOUT_POLICY
+    id = TimeoutPolicyConfig.guard_id
 
     def __init__(self, config: TimeoutPolicyConfig):
         self.config = config

@@ -16,13 +16,13 @@ The texts are the guards' messages, which quote model-controlled text escaped on
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from ..record_type import record
 from .payload import HookEvent
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class Decision:
     block: str | None = None  # deny the call before it runs, with this reason
     context: str | None = None  # tell the model, after the call

@@ -8,10 +8,10 @@ any error of otelguard's own allows the call (nothing printed) and is written to
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 
-from .. import fastjson
 from ..actions import Action
 from ..engine import GuardEngine
 from ..records import Verdict
@@ -23,7 +23,6 @@ from .payload import POST, PRE, HookEvent, parse
 from .replay import SessionReplay
 
 _REMIND_RANK = Action.REMIND.rank
-_ENGINE_BOUNDS = {"max_agents": 64, "idle_ttl_s": None, "max_open_spans": 4096}  # one session a process
 
 
 def answer(cli: str, data: bytes) -> str:
@@ -34,7 +33,7 @@ def answer(cli: str, data: bytes) -> str:
 def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
     """(what to print, the call, its verdicts)."""
     try:
-        event = parse(cli, fastjson.loads(data))
+        event = parse(cli, json.loads(data))
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
         log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {printable(str(error))}")
         return "", None, ()
@@ -69,7 +68,8 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
     """The local path: judge `event` against its session's history."""
     history = HookHistory(paths.db_path())
     try:
-        engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), **_ENGINE_BOUNDS)
+        engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), max_agents=64, idle_ttl_s=None,
+                             max_open_spans=4096)  # one session a process
         with history.locked():
             events = history.events(event.cli, event.session)
             if event.call_id is not None and any(stored.call_id == event.call_id and stored.phase == event.phase

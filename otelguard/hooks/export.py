@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import fields
 from typing import Any
 
-from ..record_type import fields
 from ..records import Verdict
 from .payload import HookEvent
 
@@ -64,7 +64,8 @@ def send(batch: dict[str, Any]) -> None:
 
     base = str(batch["endpoint"]).rstrip("/")
     resource = Resource.create({"service.name": SERVICE_NAME, "service.version": __version__})
-    delta = {Counter: AggregationTemporality.DELTA, Histogram: AggregationTemporality.DELTA}
+    delta: dict[type, AggregationTemporality] = {Counter: AggregationTemporality.DELTA,
+                                                 Histogram: AggregationTemporality.DELTA}
     reader = PeriodicExportingMetricReader(
         OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=_TIMEOUT_S, preferred_temporality=delta),
         export_interval_millis=3_600_000)

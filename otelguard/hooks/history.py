@@ -21,9 +21,9 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from ..record_type import record
 from .payload import HookEvent
 
 SCHEMA_VERSION = 1
@@ -78,7 +78,7 @@ def set_aside(path: str) -> str:
     return aside
 
 
-@record
+@dataclass(slots=True)
 class StoredEvent:
     """One event of a session's history, as the replay reads it (a row of `events`, in its order)."""
 

@@ -5,26 +5,30 @@ The CLIs declare no budgets, and a loop that ignores the reminders should end: f
 `repeat-tool-reminder` gets `stop_after: 8` unless the user's row sets `stop_after` itself (null
 turns the block off). Codex CLI hands a hook's added context to the model as a `developer` message (a
 system-level role), where model-controlled text must not go: for Codex the guard's messages quote no
-arguments (`include_arguments: false`, whatever the config says). Validation is `GuardConfig.load`'s, run only when the config file, otelguard or
-its config module changed since the last hook; every other hook rebuilds the validated values from
-the cache without importing pydantic (`ValidatedConfig`). An invalid config is cached as its error,
-so each hook reports it at once (and allows the call) instead of validating again.
+arguments (`include_arguments: false`, whatever the config says). Validation is `GuardConfig.load`'s,
+run only when the config file, otelguard or its config modules changed since the last hook; every
+other hook rebuilds each guard's settings (`otelguard.settings`) from the cache without importing
+pydantic. An invalid config is cached as its error, so each hook reports it at once (and allows the
+call) instead of validating again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._version import __version__
-from ..validated_config import ValidatedConfig
+from ..settings import SETTINGS_TYPES, GuardSettings, NoProgressConfig, RepeatToolReminderConfig
 
 if TYPE_CHECKING:
     from ..config import GuardConfig
 
 HOOK_STOP_AFTER = 8
 CONTEXT_AS_DEVELOPER_MESSAGE = frozenset({"codex"})  # CLIs that show a hook's context in a system-level role
-_CONFIG_MODULE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config.py")  # the defaults
+DUMP_FORMAT = 2  # bumped when the cached dump's shape changes
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CONFIG_MODULES = tuple(os.path.join(_PACKAGE, name) for name in ("config.py", "settings.py"))  # the defaults
 
 
 class HookConfigError(Exception):
@@ -37,8 +41,9 @@ class ConfigCache(Protocol):
     def cache_config(self, key: str, dump: dict[str, Any]) -> None: ...
 
 
-def load(cache: ConfigCache, path: str | None, cli: str) -> ValidatedConfig:
-    """The validated hooks config of `cli` for `path` (None: the defaults). Raises HookConfigError."""
+def load(cache: ConfigCache, path: str | None, cli: str) -> tuple[GuardSettings, ...]:
+    """Each guard's validated settings, for `cli` and the config at `path` (None: the defaults), in
+    composition order. Raises HookConfigError."""
     key = cache_key(path, cli)
     dump = cache.cached_config(key)
     if dump is None:
@@ -46,12 +51,13 @@ def load(cache: ConfigCache, path: str | None, cli: str) -> ValidatedConfig:
         cache.cache_config(key, dump)
     if "error" in dump:
         raise HookConfigError(str(dump["error"]))
-    return ValidatedConfig.from_dump(dump)
+    return _settings(dump)
 
 
 def cache_key(path: str | None, cli: str) -> str:
     source = "defaults" if path is None else f"{os.path.realpath(path)}@{_stamp(path)}"
-    return f"{__version__}|{_stamp(_CONFIG_MODULE)}|{_stamp(__file__)}|{cli}|{source}"
+    modules = "|".join(_stamp(module) for module in _CONFIG_MODULES)
+    return f"{__version__}|{modules}|{_stamp(__file__)}|{cli}|{source}"
 
 
 def _stamp(path: str) -> str:
@@ -63,30 +69,57 @@ def _stamp(path: str) -> str:
 
 
 def _validate(path: str | None, cli: str) -> dict[str, Any]:
-    from ..config import GuardConfig  # pydantic: only when the config changed
+    from ..config import GuardConfig, read_file  # pydantic: only when the config changed
     from ..errors import ConfigError
-    from ..validated_config import to_dump
 
     try:
-        config = GuardConfig.load(path)
+        source = read_file(path) if path is not None else None
+        config = GuardConfig.load(with_hook_defaults(source, cli))
     except ConfigError as error:
         return {"error": f"{path}: {error}"}
-    return to_dump(with_hook_defaults(config, cli))
+    return {"format": DUMP_FORMAT,
+            "guards": [{"id": type(settings).guard_id, "config": dataclasses.asdict(settings)}
+                       for settings in for_cli(config, cli)]}
 
 
-def with_hook_defaults(config: GuardConfig, cli: str) -> GuardConfig:
-    """`config` with the hooks' own settings of repeat-tool-reminder (see the module doc)."""
-    from ..guard_ids import REPEAT_TOOL_REMINDER
-
+def with_hook_defaults(source: Any, cli: str) -> Any:
+    """A config source (as read, not validated: None for the defaults) with the hooks' `stop_after`
+    for repeat-tool-reminder where the user's row does not set it (see the module doc)."""
+    if source is None:
+        source = {"guards": [{"id": guard_id} for guard_id in SETTINGS_TYPES]}
+    if not (isinstance(source, dict) and isinstance(source.get("guards"), list)):
+        return source  # invalid: validation says how
     rows = []
-    for row in config.guards:
-        update: dict[str, Any] = {}
-        if row.id == REPEAT_TOOL_REMINDER and "stop_after" not in row.config.model_fields_set:
-            update["stop_after"] = HOOK_STOP_AFTER
-        # Every guard that can quote the model's arguments in its messages leaves them out there.
-        if cli in CONTEXT_AS_DEVELOPER_MESSAGE and "include_arguments" in type(row.config).model_fields:
-            update["include_arguments"] = False
-        if update:
-            row = row.model_copy(update={"config": row.config.model_copy(update=update)})
+    for row in source["guards"]:
+        if isinstance(row, dict) and row.get("id") == RepeatToolReminderConfig.guard_id:
+            settings = row.get("config") or {}
+            if isinstance(settings, dict) and "stop_after" not in settings and "stopAfter" not in settings:
+                row = {**row, "config": {**settings, "stop_after": HOOK_STOP_AFTER}}
         rows.append(row)
-    return config.model_copy(update={"guards": tuple(rows)})
+    return {**source, "guards": rows}
+
+
+def for_cli(config: GuardConfig, cli: str) -> tuple[GuardSettings, ...]:
+    """The validated settings, with `include_arguments` off for a CLI that shows a hook's context in
+    a system-level role: in every guard whose messages can quote the model's arguments."""
+    if cli not in CONTEXT_AS_DEVELOPER_MESSAGE:
+        return config.settings
+    return tuple(dataclasses.replace(settings, include_arguments=False)
+                 if isinstance(settings, (RepeatToolReminderConfig, NoProgressConfig)) else settings
+                 for settings in config.settings)
+
+
+def _settings(dump: dict[str, Any]) -> tuple[GuardSettings, ...]:
+    """The settings `_validate` dumped (JSON turned their tuples into lists)."""
+    if dump.get("format") != DUMP_FORMAT or not isinstance(dump.get("guards"), list):
+        raise ValueError("not a validated config dump of this version")
+    rows = []
+    for row in dump["guards"]:
+        settings_type = SETTINGS_TYPES.get(row.get("id", "")) if isinstance(row, dict) else None
+        values = row.get("config") if settings_type is not None else None
+        if settings_type is None or not isinstance(values, dict):
+            raise ValueError(f"not a validated config row: {row!r}")
+        fields: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
+                                  for name, value in values.items()}
+        rows.append(settings_type(**fields))
+    return tuple(rows)

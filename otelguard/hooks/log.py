@@ -29,4 +29,5 @@ def write(path: str, level: str, message: str) -> None:
         finally:
             os.close(descriptor)
     except OSError:
-        sys.__stderr__.write(line)  # the CLI keeps a hook's stderr in its debug log
+        if sys.__stderr__ is not None:  # the CLI keeps a hook's stderr in its debug log
+            sys.__stderr__.write(line)

@@ -17,12 +17,13 @@ judged and for the history, so identity survives the cut.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from ..canonical import canonical_arguments
-from ..digest import blake2b
-from ..record_type import record
+from ..detectors.signatures import MASKED_CHARS
 
 PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
@@ -34,7 +35,7 @@ class PayloadError(ValueError):
     """The hook input is not what the CLI documents (the call is allowed, and this is logged)."""
 
 
-@record(frozen=True)
+@dataclass(slots=True, frozen=True)
 class HookEvent:
     cli: str
     phase: str  # PRE | POST
@@ -68,7 +69,9 @@ def parse(cli: str, data: Any) -> HookEvent:
             response = data.get("tool_response")
             error = response.get("error") if isinstance(response, dict) else None
             failed = error is not None and error != ""
-            result = result_of(response.get("llmContent") if isinstance(response, dict) else response)
+            content = response.get("llmContent") if isinstance(response, dict) else response
+            # A failure is judged by what it said: the error with the output the model saw.
+            result = result_of(_with_error(error, content) if failed else content)
         elif event_name == "PostToolUseFailure":
             failed = True
             result = result_of(data.get("error"))
@@ -84,11 +87,14 @@ def parse(cli: str, data: Any) -> HookEvent:
 
 
 def _opencode(data: dict[str, Any]) -> HookEvent:
-    phase = {"before": PRE, "after": POST}.get(data.get("event"))  # type: ignore[arg-type]
+    event = data.get("event")
+    phase = {"before": PRE, "after": POST}.get(event) if isinstance(event, str) else None
     inputs = data.get("input")
     if phase is None or not isinstance(inputs, dict):
         raise PayloadError("opencode hook input must be {'event': 'before'|'after', 'input': {...}}")
-    output = data.get("output") if isinstance(data.get("output"), dict) else {}
+    output = data.get("output")
+    if not isinstance(output, dict):
+        output = {}
     arguments = inputs.get("args") if "args" in inputs else output.get("args")
     result, failed, duration_ms = None, False, None
     if phase == POST:
@@ -118,12 +124,23 @@ def result_of(value: Any) -> str | None:
 
 
 def bounded(text: str, limit: int) -> str:
-    """`text`, or its first `limit` characters and a digest of the whole: what is kept of a long value
-    (in the history and for the call judged alike), so two long values still compare equal or not."""
+    """`text`, or its head and its last `MASKED_CHARS` characters (`limit` in all) around a digest of
+    the whole: what is kept of a long value (in the history and for the call judged alike), so two long
+    values still compare equal or not, and the tail an outcome is judged by (a test run's summary, the
+    end of a traceback) is kept as it came."""
     if len(text) <= limit:
         return text
-    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-    return f"{text[:limit]}… (+{len(text) - limit} chars, blake2b {digest})"
+    tail = min(MASKED_CHARS, limit // 2)
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"{text[:limit - tail]}… (+{len(text) - limit} chars, blake2b {digest}) …{text[-tail:]}"
+
+
+def _with_error(error: Any, content: Any) -> Any:
+    message = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(message, str) or not message:
+        return content
+    text = content if isinstance(content, str) else None if content is None else result_of(content)
+    return message if not text else text if message in text else f"{message}\n{text}"
 
 
 def _text(value: Any, field: str) -> str:

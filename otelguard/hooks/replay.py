@@ -12,9 +12,10 @@ state as it does for any agent. Replaying is exact for any guard whose state fol
 
 from __future__ import annotations
 
+import hashlib
+
 from .. import semconv as sc
 from ..conventions.agent_clis import session_trace_id
-from ..digest import blake2b
 from ..engine import GuardEngine, Judged, Started
 from ..records import SpanView, Status
 from .history import StoredEvent
@@ -24,7 +25,7 @@ _NO_RUN = object()
 
 
 def _id(bits: int, *parts: str) -> int:
-    digest = blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=bits // 8).digest()
+    digest = hashlib.blake2b("\0".join(parts).encode("utf-8", "surrogatepass"), digest_size=bits // 8).digest()
     return int.from_bytes(digest, "big") or 1  # an id of 0 means none
 
 
@@ -52,9 +53,7 @@ class SessionReplay:
     def end(self, run: str | None, call_id: str, tool: str, arguments: str | None, result: str | None,
             failed: bool, duration_ms: float | None) -> Judged | None:
         parent = self._in_run(run)
-        span = self._tool_span(parent, call_id, tool, arguments)
-        if result is not None:
-            span.attributes[sc.GEN_AI_TOOL_CALL_RESULT] = result
+        span = self._tool_span(parent, call_id, tool, arguments, result)
         if failed:
             span.status, span.status_message = Status.ERROR, result
         span.end_ns = int((duration_ms or 0.0) * 1e6)  # the CLI's own timing: recorded, never judged
@@ -71,10 +70,13 @@ class SessionReplay:
                  sc.GEN_AI_CONVERSATION_ID: self.session}))
         return self._run_span_id
 
-    def _tool_span(self, parent: int, call_id: str, tool: str, arguments: str | None) -> SpanView:
+    def _tool_span(self, parent: int, call_id: str, tool: str, arguments: str | None,
+                   result: str | None = None) -> SpanView:
         attributes = {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.GEN_AI_TOOL_NAME: tool,
                       sc.GEN_AI_TOOL_CALL_ID: call_id}
         if arguments is not None:
             attributes[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = arguments
+        if result is not None:
+            attributes[sc.GEN_AI_TOOL_CALL_RESULT] = result
         return SpanView(f"{sc.OP_EXECUTE_TOOL} {tool}", self.trace_id, _id(64, self.cli, self.session, call_id),
                         parent, attributes)

@@ -198,7 +198,7 @@ class _BudgetToolset(WrapperToolset[Any]):
         budget_s = _declared_timeout_s(tool)
         span = trace_api.get_current_span()
         signal = self._arm(span, budget_s * 1000) if budget_s is not None else None
-        if signal is None:
+        if budget_s is None or signal is None:
             return await self.wrapped.call_tool(name, tool_args, ctx, tool)
         budget_ms = budget_s * 1000
         started = time.monotonic()

@@ -11,6 +11,7 @@ verdict is still counted and written on the span.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..actions import Action, strongest
@@ -20,7 +21,6 @@ from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
 from ..loop_spend import LOOP_VERDICTS, LoopLedger
-from ..record_type import replace
 from ..records import ModelCall, Verdict
 from .dispatch import ControlDispatcher
 from .evaluation_events import EvaluationEvents
@@ -83,8 +83,9 @@ class AgentRuns:
         if control is not None or keep_span:  # otherwise nothing would read it
             self._runs.put(span_id, (span, control))
 
-    def ended(self, span_id: int) -> None:
-        self._runs.pop(span_id, None)
+    def ended(self, span_id: int | None) -> None:
+        if span_id is not None:
+            self._runs.pop(span_id, None)
 
     def span(self, agent: AgentRef) -> Any:
         run = self._runs.get(agent.run_span_id) if agent.run_span_id is not None else None

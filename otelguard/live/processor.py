@@ -32,7 +32,7 @@ from ..containment import Containment
 from ..control import AgentControl
 from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged
 from ..errors import ConfigError
-from ..guards import ThinkingLoopGuard
+from ..guards import RepeatToolReminder, ThinkingLoopGuard, TimeoutPolicy
 from ..records import SpanKind, Verdict
 from . import registry
 from .delivery import AgentRuns, Delivery
@@ -69,14 +69,13 @@ class GuardSpanProcessor(SpanProcessor):
         self.metrics = GuardMetrics(meter_provider)
         self.engine = GuardEngine(config, max_agents=max_agents, idle_ttl_s=idle_ttl_s,
                                   on_evict=self.metrics.evicted)
-        self.config = self.engine.config
-        repeat = self.config.row("repeat-tool-reminder")
-        if repeat is not None:  # configured tool names keep their labels (patterns with `*` are not names)
-            self.metrics.reserve_tools(p for p in repeat.config.include if "*" not in p)
+        for guard in self.engine.guards:  # configured tool names keep their labels (patterns with `*` are not names)
+            if isinstance(guard, RepeatToolReminder):
+                self.metrics.reserve_tools(p for p in guard.config.include if "*" not in p)
         self._downstream: tuple[SpanProcessor, ...] = tuple(downstream or ())
         self._containment = Containment(self.metrics.internal_error)
         self.budgets = ToolBudgets(
-            enabled=self.config.row("timeout-policy") is not None,
+            enabled=any(isinstance(guard, TimeoutPolicy) for guard in self.engine.guards),
             on_error=lambda exc: self._containment.record("watchdog"),
             on_evict=lambda reason, n: self.metrics.evicted("tool", reason, n),
         )
@@ -171,12 +170,12 @@ class GuardSpanProcessor(SpanProcessor):
         judged = self.engine.end(source, timed_out_ms=timed_out_ms)
         if judged is None:  # not an agent, model or tool span
             return span
-        exported = self._delivered(span, judged)
+        exported = self._delivered(span, source, judged)
         if not next(self._ends) % PROCESSING_SAMPLE_EVERY:  # one judged span in so many is timed (see metrics)
             self.metrics.processing.record(time.perf_counter() - began)
         return exported
 
-    def _delivered(self, span: ReadableSpan, judged: Judged) -> ReadableSpan:
+    def _delivered(self, span: ReadableSpan, source: SdkSpan, judged: Judged) -> ReadableSpan:
         kind = judged.classification.kind
         self.metrics.span(kind, judged.classification.convention)
         if kind is SpanKind.AGENT:
@@ -187,7 +186,7 @@ class GuardSpanProcessor(SpanProcessor):
         if not shown:
             return span
         if not self._downstream:
-            mark_run(self._runs.span(judged.agent), shown, span.get_span_context().span_id, spent)
+            mark_run(self._runs.span(judged.agent), shown, source.span_id, spent)
             return span
         return enriched(span, shown, spent)
 

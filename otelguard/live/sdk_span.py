@@ -36,11 +36,17 @@ class SdkSpan:
 
     @property
     def trace_id(self) -> int:
-        return self.span.get_span_context().trace_id
+        return self._context().trace_id
 
     @property
     def span_id(self) -> int:
-        return self.span.get_span_context().span_id
+        return self._context().span_id
+
+    def _context(self) -> trace_api.SpanContext:
+        context = self.span.get_span_context()
+        if context is None:  # (a span made by hand may lack one: the caller contains the error)
+            raise ValueError(f"span {self.span.name!r} has no span context")
+        return context
 
     @property
     def parent_span_id(self) -> int | None:

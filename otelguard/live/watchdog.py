@@ -20,7 +20,7 @@ _MAX_DELAY_S = 10 * 365 * 24 * 3600.0
 class Deadline:
     __slots__ = ("when", "callback", "cancelled")
 
-    def __init__(self, when: float, callback: Callable[[], None]):
+    def __init__(self, when: float, callback: Callable[[], object]):
         self.when = when
         self.callback = callback
         self.cancelled = False
@@ -50,7 +50,7 @@ class Watchdog:
         self._thread: threading.Thread | None = None
         self._stopped = False
 
-    def arm(self, delay_s: float, callback: Callable[[], None]) -> Deadline:
+    def arm(self, delay_s: float, callback: Callable[[], object]) -> Deadline:
         deadline = Deadline(self._clock() + delay_s, callback)
         if math.isnan(delay_s) or delay_s > _MAX_DELAY_S:  # NaN, infinite or absurdly far: it never fires
             deadline.cancelled = True

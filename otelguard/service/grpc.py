@@ -28,7 +28,7 @@ _RETRY_INFO = (("google.rpc.retryinfo-bin", error_details_pb2.RetryInfo(
 
 
 def _servicer(base: type, signal: str, service: GuardService) -> Any:
-    class Servicer(base):  # type: ignore[misc, valid-type]
+    class Servicer(base):
         async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802 - generated name
             try:
                 return service.accept_message(signal, request)

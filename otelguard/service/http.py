@@ -34,6 +34,8 @@ from .received import MalformedRequest
 from .sessions import MAX_SESSION_CHARS
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
     from .server import GuardService
 
 PROTOBUF = "application/x-protobuf"
@@ -111,12 +113,12 @@ def receiver_app(service: GuardService) -> Starlette:
     ]), service.options.token, service.refused)
 
 
-def metrics_app(registry: object, token: str | None = None,
+def metrics_app(registry: CollectorRegistry, token: str | None = None,
                 refused: Callable[[str], None] | None = None) -> Starlette:
     """Prometheus text at `/metrics` (prometheus_client's own ASGI app over the service's registry)."""
     from prometheus_client import make_asgi_app
 
-    return _guarded(Starlette(routes=[Mount("/metrics", make_asgi_app(registry))]), token, refused)  # type: ignore[arg-type]
+    return _guarded(Starlette(routes=[Mount("/metrics", make_asgi_app(registry))]), token, refused)
 
 
 def _guarded(app: Starlette, token: str | None, refused: Callable[[str], None] | None) -> Starlette:

@@ -81,7 +81,7 @@ class LogRecords:
     """What a logs request held for the guard: CLI tool calls, each with its sender's service.name,
     and GenAI events' output with the span each names."""
 
-    calls: list[tuple[CliToolCall, str]]
+    calls: list[tuple[CliToolCall, str | None]]
     events: list[tuple[int, int, EventOutput]]
 
 
@@ -97,7 +97,6 @@ class SpanJudge:
         self.metrics = metrics
         self._clock = ReplayClock()
         self.engine = GuardEngine(config, clock=self._clock, on_evict=metrics.evicted)
-        self.config = self.engine.config
         self.buffer = TraceBuffer(options.limits())
         self._contain = Containment(metrics.internal_error)
         self.event_outputs = EventOutputs()  # GenAI events' output, held until the span each names is judged
@@ -133,7 +132,8 @@ class SpanJudge:
         if spans:
             self._put(spans)
 
-    def submit_logs(self, calls: list[tuple[CliToolCall, str]], events: list[tuple[int, int, EventOutput]]) -> None:
+    def submit_logs(self, calls: list[tuple[CliToolCall, str | None]],
+                    events: list[tuple[int, int, EventOutput]]) -> None:
         """Queue one logs request's CLI tool calls (each with its sender's service.name) and GenAI events."""
         if calls or events:
             self._put(LogRecords(calls, events))
@@ -188,16 +188,16 @@ class SpanJudge:
                 self._contain.record_and_maybe_raise("judge")
 
     def _handle(self, item: object, now: float) -> None:
-        if type(item) is tuple:  # flush(): drain, then say so
+        if isinstance(item, tuple):  # flush(): drain, then say so
             self._drain()
             item[0].set()
-        elif type(item) is LogRecords:
+        elif isinstance(item, LogRecords):
             for call, service in item.calls:
                 self.cli_calls.add(call, service, now)
             for trace_id, span_id, event in item.events:
                 self.event_outputs.add(trace_id, span_id, event.messages)
-        else:
-            self._add(item, now)  # type: ignore[arg-type]
+        elif isinstance(item, list):  # a trace request's spans
+            self._add(item, now)
 
     def _drain(self) -> None:
         self._replay(self.buffer.drain())
@@ -224,7 +224,7 @@ class SpanJudge:
                 self._batch = None
             if self._on_replayed is not None:
                 with self._contain.contained("forward"):
-                    self._on_replayed(batch.spans, self._shown)  # type: ignore[arg-type]
+                    self._on_replayed(batch.spans, self._shown)  # type: ignore[arg-type]  # all ReceivedSpans
 
     def _judged_span(self, view: SpanView, judged: Judged) -> None:
         batch = self._batch

@@ -1,10 +1,10 @@
 """OTLP/JSON trace and logs requests made protobuf messages, field by field.
 
-Every value is decoded by `otlp_json_values`, as the analyzer's file reader decodes it, so a span
-reads the same sent to the service and read from a file. (The protobuf library's generic JSON parser
-would take ~0.3 ms a span, and reads base64 ids and enum names that OTLP/JSON does not use; these
-builders know the few OTLP message types and take a tenth of that.) lowerCamelCase field names
-(the OTLP/JSON rule) and snake_case are read; unknown fields are ignored, as the specification asks.
+A span is read by `otlp_json_values.span`, the analyzer's file reader's too, and every other value
+by `otlp_json_values`, so a span reads the same sent to the service and read from a file. (The
+protobuf library's generic JSON parser reads base64 ids and enum names, which OTLP/JSON does not
+use.) lowerCamelCase field names (the OTLP/JSON rule) and snake_case are read; unknown fields are
+ignored, as the specification asks.
 
 A span that is not OTLP/JSON (an id that is not hex, an enum name, an attribute value of the wrong
 type, ...) is left out of the message and counted in `TraceRequest.rejected`, with the first reason:
@@ -27,10 +27,11 @@ from opentelemetry.proto.common.v1.common_pb2 import (
     KeyValue,
     KeyValueList,
 )
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs, SeverityNumber
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
+from .. import otlp_json_values
 from ..otlp_json_values import (
     SPAN_ID_BYTES,
     TRACE_ID_BYTES,
@@ -44,8 +45,6 @@ from ..otlp_json_values import (
     integer,
     items,
     key_values,
-    link,
-    status,
     text,
 )
 
@@ -93,39 +92,34 @@ def logs_request(document: dict[str, Any]) -> ExportLogsServiceRequest:
 
 
 def _span(raw: Any) -> Span:
-    raw = _object(raw, "a span")
-    code, message = status(raw.get("status"))
+    """A span as `otlp_json_values.span` reads it, as a message; an attribute that cannot be read
+    rejects the span (a receiver does not forward a span it changed)."""
+    read = otlp_json_values.span(raw)
+    if read.unreadable:
+        raise NotOtlpJson(read.unreadable[0])
     return Span(
-        trace_id=_id(field(raw, "traceId", "trace_id"), TRACE_ID_BYTES, "traceId"),
-        span_id=_id(field(raw, "spanId", "span_id"), SPAN_ID_BYTES, "spanId"),
-        parent_span_id=_id(field(raw, "parentSpanId", "parent_span_id"), SPAN_ID_BYTES, "parentSpanId"),
-        trace_state=text(field(raw, "traceState", "trace_state"), "traceState"),
-        name=text(raw.get("name"), "span name"),
-        kind=enum(raw.get("kind"), "kind"),
-        flags=integer(raw.get("flags"), UINT32, "flags"),
-        start_time_unix_nano=integer(field(raw, "startTimeUnixNano", "start_time_unix_nano"), UINT64,
-                                     "startTimeUnixNano"),
-        end_time_unix_nano=integer(field(raw, "endTimeUnixNano", "end_time_unix_nano"), UINT64, "endTimeUnixNano"),
-        attributes=_key_values(raw.get("attributes")),
-        dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"),
-        events=[_event(event) for event in items(field(raw, "events", "events"), "events")],
-        dropped_events_count=_count(raw, "droppedEventsCount", "dropped_events_count"),
-        links=[_link(entry) for entry in items(raw.get("links"), "links")],
-        dropped_links_count=_count(raw, "droppedLinksCount", "dropped_links_count"),
-        status=Status(code=code, message=message),
+        trace_id=_bytes(read.trace_id, TRACE_ID_BYTES),
+        span_id=_bytes(read.span_id, SPAN_ID_BYTES),
+        parent_span_id=_bytes(read.parent_span_id, SPAN_ID_BYTES),
+        trace_state=read.trace_state,
+        name=read.name,
+        kind=Span.SpanKind.ValueType(read.kind),
+        flags=read.flags,
+        start_time_unix_nano=read.start_ns,
+        end_time_unix_nano=read.end_ns,
+        attributes=[_key_value(*entry) for entry in read.attributes],
+        dropped_attributes_count=read.dropped_attributes,
+        events=[Span.Event(time_unix_nano=event.time_ns, name=event.name,
+                           attributes=[_key_value(*entry) for entry in event.attributes],
+                           dropped_attributes_count=event.dropped_attributes) for event in read.events],
+        dropped_events_count=read.dropped_events,
+        links=[_link(entry) for entry in read.links],
+        dropped_links_count=read.dropped_links,
+        status=Status(code=Status.StatusCode.ValueType(read.status_code), message=read.status_message),
     )
 
 
-def _event(raw: Any) -> Span.Event:
-    raw = _object(raw, "an event")
-    return Span.Event(time_unix_nano=integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64,
-                                             "event timeUnixNano"),
-                      name=text(raw.get("name"), "event name"), attributes=_key_values(raw.get("attributes")),
-                      dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"))
-
-
-def _link(raw: Any) -> Span.Link:
-    read = link(raw)
+def _link(read: otlp_json_values.Link) -> Span.Link:
     return Span.Link(trace_id=_bytes(read.trace_id, TRACE_ID_BYTES), span_id=_bytes(read.span_id, SPAN_ID_BYTES),
                      trace_state=read.trace_state, attributes=[_key_value(*entry) for entry in read.attributes],
                      flags=read.flags, dropped_attributes_count=read.dropped_attributes)
@@ -138,7 +132,8 @@ def _log_record(raw: Any) -> LogRecord:
         time_unix_nano=integer(field(raw, "timeUnixNano", "time_unix_nano"), UINT64, "timeUnixNano"),
         observed_time_unix_nano=integer(field(raw, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64,
                                         "observedTimeUnixNano"),
-        severity_number=enum(field(raw, "severityNumber", "severity_number"), "severityNumber"),
+        severity_number=SeverityNumber.ValueType(
+            enum(field(raw, "severityNumber", "severity_number"), "severityNumber")),
         severity_text=text(field(raw, "severityText", "severity_text"), "severityText"),
         body=_any_value(any_value(body)) if body is not None else None, attributes=_key_values(raw.get("attributes")),
         dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"),
@@ -191,7 +186,7 @@ def _any_value(value: Any) -> AnyValue:
     return AnyValue(kvlist_value=KeyValueList(values=[_key_value(key, item) for key, item in value.items()]))
 
 
-def _objects(raw: dict[str, Any], camel: str, snake: str) -> list[Mapping[str, Any]]:
+def _objects(raw: Mapping[str, Any], camel: str, snake: str) -> list[Mapping[str, Any]]:
     return [_object(item, camel) for item in items(field(raw, camel, snake), camel)]
 
 

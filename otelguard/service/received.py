@@ -6,13 +6,14 @@ that is no request at all raises `MalformedRequest` (the receiver answers 400 an
 span that cannot be judged (not OTLP/JSON, ids of the wrong size or all zero) is rejected on its own
 and counted in the partial success, as the OTLP specification asks.
 
-A `ReceivedSpan` is the analyzer's `LazySpan` (a `SpanSource`) that also remembers where it came from:
+A `ReceivedSpan` is the analyzer's `ReadSpan` (a `SpanSource`) that also remembers where it came from:
 the sender's `service.name` for metric labels, and its protobuf message for forwarding.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,12 +26,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
-from .. import fastjson
-from ..analyzer.otlp_json import LazySpan
+from ..analyzer.otlp_json import ReadSpan
 from ..errors import OtelGuardError
 from ..otlp_json_values import SPAN_ID_BYTES, STATUS_CODES, TRACE_ID_BYTES, hex_id
 from ..otlp_logs import LogRecordFields, LogsRead, read_records
-from ..records import SpanEvent, Status
+from ..records import SpanEvent, SpanView, Status
 from . import otlp_json_messages
 
 SERVICE_NAME = "service.name"
@@ -51,13 +51,13 @@ class Origin:
     scope_spans: ScopeSpans  # its scope (the spans in it are not read through here)
 
 
-class ReceivedSpan(LazySpan):
-    """A span as received: a `LazySpan` with its `Origin` and protobuf message."""
+class ReceivedSpan(ReadSpan):
+    """A span as received: a `ReadSpan` with its `Origin` and protobuf message."""
 
     __slots__ = ("message", "origin")
 
-    def __init__(self, message: Span, origin: Origin, *args: Any):
-        super().__init__(*args)
+    def __init__(self, message: Span, origin: Origin, view: SpanView):
+        super().__init__(view)
         self.message = message
         self.origin = origin
 
@@ -109,7 +109,7 @@ def json_spans_of(body: bytes) -> Received:
 
 def _json_document(body: bytes, message: type[Message]) -> dict[str, Any]:
     try:
-        document = fastjson.loads(body)
+        document = json.loads(body)
     except (ValueError, RecursionError) as error:
         raise MalformedRequest(f"not JSON: {error}") from None
     if not isinstance(document, dict):
@@ -202,12 +202,21 @@ def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
         unreadable += event_unreadable
         events.append(SpanEvent(event.name, event_attributes, event.time_unix_nano))
     status = span.status
-    return ReceivedSpan(
-        span, origin, span.name, int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"),
-        int.from_bytes(span.parent_span_id, "big") or None, span.start_time_unix_nano,
-        span.end_time_unix_nano or None, scope, attributes, STATUS_CODES.get(status.code, Status.UNSET),
-        status.message or None, span.dropped_attributes_count + unreadable, tuple(events), span.dropped_events_count,
-    )
+    return ReceivedSpan(span, origin, SpanView(
+        name=span.name,
+        trace_id=int.from_bytes(span.trace_id, "big"),
+        span_id=int.from_bytes(span.span_id, "big"),
+        parent_span_id=int.from_bytes(span.parent_span_id, "big") or None,
+        attributes=attributes,
+        events=tuple(events),
+        status=STATUS_CODES.get(status.code, Status.UNSET),
+        status_message=status.message or None,
+        scope=scope,
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano or None,
+        dropped_events=span.dropped_events_count,
+        dropped_attributes=span.dropped_attributes_count + unreadable,
+    ))
 
 
 def proto_attributes(entries: Any) -> tuple[dict[str, Any], int]:

@@ -55,7 +55,7 @@ DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # a request's body once decompressed
 
 REFUSALS = ("busy", "too_large", "unauthenticated")
-REQUESTS = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
+REQUESTS: dict[str, type[Message]] = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
             "metrics": ExportMetricsServiceRequest}
 
 
@@ -108,7 +108,6 @@ class GuardService:
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
                                on_verdict=self._told, evaluations=evaluations)
-        self.config = self.judge.config
         meter = self.meter_provider.get_meter("otelguard")
         self.rejected_spans = meter.create_counter(
             "otelguard.service.rejected_spans", unit="{span}", description="Spans rejected (partial success)")
@@ -232,7 +231,7 @@ class GuardService:
         tls = self.options.tls
         if tls is not None:
             tls.check()
-        listeners = []
+        listeners: list[tuple[uvicorn.Server, socket.socket] | None] = []
         try:
             for address, app in ((self.options.http, receiver_app(self)),
                                  (self.options.metrics, metrics_app(self.registry, self.options.token, self.refused))):

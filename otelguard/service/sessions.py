@@ -12,10 +12,10 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from ..engine import Judged
-from ..record_type import fields
 from ..records import Verdict
 from ..semconv import GEN_AI_CONVERSATION_ID
 

@@ -246,21 +246,25 @@ def same_result_legit(w: Writer) -> list[dict[str, Any]]:
 
 
 def error_loop(w: Writer) -> list[dict[str, Any]]:
+    """The same failure again and again: its text differs at most in volatile fields (ids), and the
+    call that fails is the same call retried with a flag, a spacing or a cache-busting value changed."""
     rng = w.rng
     template = rng.choice(ERRORS)
     repeats = rng.choice([3, 4, 5])
     shape = rng.randrange(3)
     out = w.healthy(rng.randrange(0, 3))
+    command = rng.choice(COMMANDS)
     for i in range(repeats):
-        error = w.error_text(template, vary=True)
-        if shape == 0:  # the same tool, the arguments vary a little
-            out.append(w.shell(f"{rng.choice(COMMANDS)} --filter {rng.choice(WORDS)}", error=error))
-        elif shape == 1:  # a trivial edit, then the same failing build
+        error = w.error_text(template, vary=False)
+        if shape == 0:  # the same tool, the same command retried with a flag or spacing changed
+            out.append(w.shell([command, f"{command} -v", f"{command}  -v", f"{command} -x", f"{command}  -x"][i],
+                               error=error))
+        elif shape == 1:  # a trivial edit, then the same failing build, verbose or not
             out.append(w.edit(FILES[0], f"x{i}", f"x{i + 1}"))
-            out.append(w.shell("go build ./...", error=error))
-        else:  # the same API call, a changing query, the same 401
+            out.append(w.shell("go build ./..." if i % 2 == 0 else "go build -v ./...", error=error))
+        else:  # the same API call, a cache-busting value changing, the same 401
             name, key = w.d["fetch"]
-            out.append({"tool": name, "args": {key: f"https://api.example.com/search?q={rng.choice(WORDS)}"},
+            out.append({"tool": name, "args": {key: f"https://api.example.com/search?q=token&nocache={i}"},
                         "result": "", "error": error})
     return out
 

@@ -1,0 +1,29 @@
+"""The labelled real runs in tests/realruns (see its README): their files, and a run's tool calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from otelguard.analyzer.otlp_json import iter_spans
+from otelguard.records import SpanView
+
+REAL_RUNS = Path(__file__).with_name("realruns")
+TRACES = REAL_RUNS / "swe-lite-deepseek" / "traces"
+
+
+def rows(name: str) -> list[dict[str, Any]]:
+    """The lines of one of tests/realruns' JSON Lines files."""
+    with (REAL_RUNS / name).open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
+def spans(file: str) -> list[SpanView]:
+    """A run's spans, read with otelguard's own OTLP/JSON reader, in file order."""
+    return [span for span in iter_spans(TRACES / file) if isinstance(span, SpanView)]
+
+
+def command(span: SpanView) -> str:
+    """The shell command of one of the runs' `execute_tool bash` spans."""
+    return json.loads(span.attributes["gen_ai.tool.call.arguments"])["command"]
