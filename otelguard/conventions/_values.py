@@ -7,6 +7,7 @@ be read comes back as None (or empty) together with a `Content` saying why.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -42,13 +43,12 @@ _CONTENT_SEVERITY = {Content.OK: 0, Content.TRUNCATED: 1, Content.OVERSIZED: 2, 
 
 @dataclass(slots=True, frozen=True)
 class ReadLimits:
-    """What the guard reads of one span, so that judging it stays within ~10 ms on the agent's
-    thread whatever the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
+    """What the guard reads of one span, so that judging it is bounded on the agent's thread whatever
+    the span carries (benchmarks/span_end_by_size.py). Past them the record is marked
     `Content.OVERSIZED`; every driver reads alike, so live and offline verdicts agree."""
 
     json_chars: int = 1 << 18  # a JSON attribute decoded (model output, tool arguments)
-    # A value read by a scan in Python (a repr of the Agents SDK's reasoning, JSON cut by a length
-    # limit): ~40-80 ns a character.
+    # A value read by a scan in Python (a repr of the Agents SDK's reasoning, JSON cut by a length limit).
     scanned_chars: int = 1 << 15
     judged_chars: int = 1 << 12  # a call's reasoning, and its text, judged: their last characters
 
@@ -62,8 +62,7 @@ READ_LIMITS = ReadLimits()
 def attributes_of(span: Any) -> Mapping[str, Any]:
     """The span's attributes, or an empty mapping when they are not a mapping."""
     attributes = getattr(span, "attributes", None)
-    # type() first: the ABC check costs ~0.2 us, and the attributes are nearly always a plain dict.
-    return attributes if type(attributes) is dict or isinstance(attributes, Mapping) else {}
+    return attributes if isinstance(attributes, Mapping) else {}
 
 
 def status_of(span: Any) -> Status:
@@ -428,8 +427,6 @@ _CONTENT_REPR_TEXT = re.compile(r"text=(?P<quote>'|\")")
 
 
 def _decode_content_repr(text: str) -> tuple[str, Content]:
-    import ast  # only for this rare shape: a CLI hook's process, which never meets it, spares its import (12 M instructions)
-
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -9,7 +9,6 @@ GRAM = 4
 
 def grams(text: str) -> frozenset[str]:
     """The set of distinct 4-character windows of `text`."""
-    # zip of shifted copies builds the windows in C: about 1.4x faster than slicing in a generator.
     return frozenset(map("".join, zip(text, text[1:], text[2:], text[3:])))
 
 

@@ -10,20 +10,18 @@ Similarity is the seed's containment of 4-character windows (of the lowercased t
 collapsed), exact up to SKETCH_SIZE distinct windows and sampled beyond; answers too short to have
 a window are similar only when equal.
 
-State per run: one bounded sketch of the previous answer and two counters (its own; the thinking
-rule's `stalled`, `fires` and gram state are never touched). A streak's first answer of at most
-SKETCH_SIZE characters is kept as text instead (fewer windows than a sketch holds, in no more room)
-and sketched only when the next answer is compared with it: a run's one final answer is not hashed.
+State per run: one bounded sketch of the previous answer (its text, when it is too short to have a
+window) and two counters (its own; the thinking rule's `stalled`, `fires` and gram state are never
+touched).
 """
 
 from __future__ import annotations
 
-import heapq
 from array import array
 from dataclasses import dataclass
 
 from .text import gram_hashes, grams
-from .thinking import HASH_TYPECODE, estimated_containment
+from .thinking import estimated_containment, sketch
 
 TEXT_LOOP = "text-loop"
 SKETCH_SIZE = 64
@@ -45,8 +43,7 @@ class TextLoopState:
         self.reset()
 
     def reset(self) -> None:
-        # The previous answer (normalised): its sketch, or its text (a streak's short first answer,
-        # or one too short for a 4-character window).
+        # The previous answer (normalised): its sketch, or its text when it has no 4-character window.
         self._previous: array | str | None = None
         self._previous_size = 0  # the sketched answer's count of distinct windows
         self.near = self.restating = 0  # the streaks ending at the previous answer (answers in them)
@@ -70,24 +67,15 @@ class TextLoopDetector:
         """A text-only answer of the run; a judgement when it completes a streak."""
         normal = " ".join(text[:MAX_ANSWER_CHARS].lower().split())
         previous = state._previous
-        if previous is None and len(normal) <= SKETCH_SIZE:
-            similar = 0.0  # nothing to compare with: kept as text, sketched if a next answer comes
+        windows = grams(normal)
+        if not windows:  # similar only to an equal answer (kept as text: it is that short)
+            similar = 1.0 if previous == normal else 0.0
             state._previous = normal
         else:
-            windows = grams(normal)
-            if not windows:  # similar only to an equal answer (kept as text: it is that short)
-                similar = 1.0 if previous == normal else 0.0
-            else:
-                hashes = gram_hashes(windows)
-                if isinstance(previous, str):
-                    previous_windows = grams(previous)
-                    previous, state._previous_size = _sketch(gram_hashes(previous_windows)), len(previous_windows)
-                similar = 0.0 if not previous else \
-                    estimated_containment(previous, state._previous_size, hashes, len(windows))
-            if windows:
-                state._previous, state._previous_size = _sketch(hashes), len(windows)
-            else:
-                state._previous = normal
+            hashes = gram_hashes(windows)
+            similar = estimated_containment(previous, state._previous_size, hashes, len(windows)) \
+                if isinstance(previous, array) else 0.0
+            state._previous, state._previous_size = sketch(hashes, SKETCH_SIZE), len(windows)
         state.near = state.near + 1 if similar >= self.similarity else 1
         state.restating = state.restating + 1 if similar >= self.streak_similarity else 1
         answers = 0
@@ -102,7 +90,3 @@ class TextLoopDetector:
         state.fires += fire
         return TextLoopJudgement(answers, fire)
 
-
-def _sketch(hashes: set[int]) -> array:
-    """A bottom-k sketch of an answer's window hashes (all of them, up to SKETCH_SIZE)."""
-    return array(HASH_TYPECODE, heapq.nsmallest(SKETCH_SIZE, hashes))

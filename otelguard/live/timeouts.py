@@ -48,8 +48,8 @@ def timeout_error(budget_ms: float) -> dict[str, Any]:
 
 
 class _ArmedTool:
-    """An open tool span's budget and block. Its signal (an Event and a lock: a few microseconds to
-    make) is made only when the tool asks for it or a deadline needs it."""
+    """An open tool span's budget and block. Its signal is made when the tool asks for it or a
+    deadline needs it."""
 
     __slots__ = ("budget_ms", "block_message", "signal", "deadline")
 
