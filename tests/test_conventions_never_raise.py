@@ -135,8 +135,7 @@ def span_views(draw, attributes=attribute_maps()) -> SpanView:
     )
 
 
-READERS = {genai.CONVENTION: genai.read, openinference.CONVENTION: openinference.read,
-           openllmetry.CONVENTION: openllmetry.read}
+CONVENTIONS = {genai.CONVENTION: genai, openinference.CONVENTION: openinference, openllmetry.CONVENTION: openllmetry}
 RECORD_TYPES = {SpanKind.AGENT: AgentRun, SpanKind.TOOL: ToolCall, SpanKind.MODEL: ModelCall}
 
 
@@ -153,9 +152,11 @@ def test_classify_never_raises(name, attributes):
 @given(span=span_views(), parent=st.one_of(st.none(), span_views()))
 def test_every_reader_reads_any_span_as_every_kind(span, parent):
     """Each convention's reader, called directly (no safety net), reads any span as any kind without raising."""
-    for convention, reader in READERS.items():
+    for convention, module in CONVENTIONS.items():
+        records = {SpanKind.AGENT: module.read_agent(span), SpanKind.TOOL: module.read_tool(span, parent),
+                   SpanKind.MODEL: module.read_model(span)}
         for kind, expected_type in RECORD_TYPES.items():
-            record = reader(span, kind, parent)
+            record = records[kind]
             assert isinstance(record, expected_type), (convention, kind)
             if isinstance(record, ModelCall):
                 assert isinstance(record.text, str) and isinstance(record.reasoning, str)

@@ -525,7 +525,8 @@ def test_a_reading_bug_costs_the_record_or_the_usage_never_the_span(monkeypatch,
     def broken(*args, **kwargs):
         raise KeyError("bug")
 
-    monkeypatch.setattr(genai, "read", broken)
+    monkeypatch.setattr(genai, "read_model", broken)
+    monkeypatch.setattr(genai, "read_tool", broken)
     monkeypatch.setattr(genai, "read_model_usage", broken)
     monkeypatch.setattr(genai, "USAGE_KEYS", None)  # (the model name's keys: reading them raises)
     monkeypatch.setattr(conventions, "_reported_failures", set())

@@ -93,7 +93,11 @@ def read(span: SpanView, classification: Classification, parent: SpanView | None
     kind = classification.kind if isinstance(classification.kind, SpanKind) else SpanKind.MODEL
     convention = _CONVENTIONS.get(classification.convention, genai)
     try:
-        return convention.read(span, kind, parent)
+        if kind is SpanKind.AGENT:
+            return convention.read_agent(span)
+        if kind is SpanKind.TOOL:
+            return convention.read_tool(span, parent)
+        return convention.read_model(span)
     except Exception as error:  # a reading bug must not cost the agent its span: say so, once
         _report_failure(classification, kind, error)
         return _unreadable(kind)

@@ -80,14 +80,6 @@ def classify_legacy_name(name: str, attributes: Mapping[str, Any]) -> Classifica
     return None
 
 
-def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
-    if kind is SpanKind.AGENT:
-        return read_agent(span)
-    if kind is SpanKind.TOOL:
-        return read_tool(span)
-    return read_model(span)
-
-
 # --- agent ----------------------------------------------------------------------------------------
 
 
@@ -105,7 +97,8 @@ def agent_run(attributes: Mapping[str, Any], name: str | None) -> AgentRun:
 # --- tool -----------------------------------------------------------------------------------------
 
 
-def read_tool(span: SpanView) -> ToolCall:
+def read_tool(span: SpanView, parent: SpanView | None = None) -> ToolCall:
+    """(`parent` is not read: this convention's tool calls carry their arguments themselves.)"""
     attributes = attributes_of(span)
     arguments, arguments_content = read_arguments(
         first_present(attributes, sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.PYDANTIC_AI_TOOL_ARGUMENTS)

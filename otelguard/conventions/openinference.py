@@ -65,14 +65,6 @@ def classify_span_kind(value: Any) -> Classification | None:
     return _CLASSIFICATIONS[kind] if kind else None
 
 
-def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
-    if kind is SpanKind.AGENT:
-        return read_agent(span)
-    if kind is SpanKind.TOOL:
-        return read_tool(span, parent)
-    return read_model(span)
-
-
 # --- agent ----------------------------------------------------------------------------------------
 
 

@@ -71,21 +71,14 @@ def classification(kind: SpanKind) -> Classification:
     return _CLASSIFICATIONS[kind]
 
 
-def read(span: SpanView, kind: SpanKind, parent: SpanView | None = None) -> AgentRun | ToolCall | ModelCall:
-    if kind is SpanKind.AGENT:
-        return read_agent(span)
-    if kind is SpanKind.TOOL:
-        return read_tool(span)
-    return read_model(span)
-
-
 def read_agent(span: SpanView) -> AgentRun:
     attributes = attributes_of(span)
     name = as_name(attributes.get(sc.GEN_AI_AGENT_NAME)) or as_name(attributes.get(sc.TRACELOOP_ENTITY_NAME))
     return genai.agent_run(attributes, name or _strip_suffix(span_name_of(span), _AGENT_SUFFIX))
 
 
-def read_tool(span: SpanView) -> ToolCall:
+def read_tool(span: SpanView, parent: SpanView | None = None) -> ToolCall:
+    """(`parent` is not read: this convention's tool calls carry their arguments themselves.)"""
     """GenAI's reading, then OpenLLMetry's own attributes where GenAI's are missing. GenAI's reader
     returns a new record each time, so it is completed in place."""
     call = genai.read_tool(span)
