@@ -69,10 +69,6 @@ class SpanView:
     dropped_events: int = 0
     dropped_attributes: int = 0
 
-    @property
-    def has_events(self) -> bool:
-        return bool(self.events)
-
     def view(self) -> SpanView:
         return self
 

@@ -202,7 +202,7 @@ def test_a_tool_whose_deadline_fired_is_judged_timed_out():
 
 def test_a_span_view_is_a_source_with_no_parent_at_hand():
     span = call(2, 1)
-    assert span.view() is span and span.parent_view() is None and not span.has_events
+    assert span.view() is span and span.parent_view() is None and span.events == ()
 
 
 def test_a_span_is_judged_as_the_kind_it_started_as():

@@ -439,10 +439,6 @@ class ReadSpan:
     def attributes(self) -> Mapping[str, Any]:
         return self._view.attributes
 
-    @property
-    def has_events(self) -> bool:
-        return bool(self._view.events)
-
     def view(self) -> SpanView:
         return self._view
 
