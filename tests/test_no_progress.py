@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import otelguard
 from otelguard.config import GuardConfig
-from otelguard.detectors.signatures import result_signature
+from otelguard.detectors.signatures import outcome_signature
 from otelguard.engine import GuardEngine
 from otelguard.records import Verdict
 
@@ -266,7 +266,7 @@ def test_live_the_tool_that_would_continue_the_cycle_learns_at_its_start_that_it
     ("3 passed in 0.52s  \r\n", "3 passed in 0.52s\n"),
 ], ids=["timestamp", "uuid", "codex-chunk-id", "request-id", "line-endings"])
 def test_results_differing_only_in_volatile_fields_or_spacing_are_the_same(first, second):
-    assert result_signature(first) == result_signature(second)
+    assert outcome_signature(first) == outcome_signature(second)
 
 
 @pytest.mark.parametrize(("first", "second"), [
@@ -280,4 +280,4 @@ def test_results_differing_only_in_volatile_fields_or_spacing_are_the_same(first
 ], ids=["flag", "count", "percent", "six-digit-count", "status", "long-float", "indentation", "inner-spacing",
         "long-output-tail"])
 def test_results_that_moved_on_are_different(first, second):
-    assert result_signature(first) != result_signature(second)
+    assert outcome_signature(first) != outcome_signature(second)

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from ..records import Content, ToolCall
 from .repeat import ToolFilter
-from .signatures import failed, failure_text, loose_arguments, outcome_signature, result_signature
+from .signatures import failed, failure_text, loose_arguments, outcome_signature
 
 CYCLE = "cycle"
 INTERLEAVED_REPEAT = "interleaved-repeat"
@@ -182,7 +182,7 @@ class ProgressDetector:
         key = call_key(name, arguments) if arguments is not None else next(_UNREAD_KEYS)
         previous, state.previous = state.previous, key
         if self.seed_tracks(name):  # the repeat reminder's chain, kept as that guard keeps it
-            outcome = result_signature(call.result) if self.seed_results and arguments is not None else None
+            outcome = outcome_signature(call.result) if self.seed_results and arguments is not None else None
             continued = arguments is not None and key == state.seed and outcome == state.seed_outcome
             state.seed, state.seed_outcome = (key if arguments is not None else None), outcome
             if continued:
@@ -201,7 +201,7 @@ class ProgressDetector:
             if error is None and call.result is None:  # no output reported: only identical arguments tell
                 error, exact = _NO_OUTPUT, True
         else:
-            outcome = result_signature(call.result)
+            outcome = outcome_signature(call.result)
         period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
                               error, loose_text, exact)
         finding = self._find(state, period, key, loose, outcome, error_preview)

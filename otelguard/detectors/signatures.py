@@ -86,11 +86,6 @@ def outcome_signature(text: str | None) -> int | None:
     return hash((_normalised(head), middle, _normalised(tail)))
 
 
-def result_signature(result: str | None) -> int | None:
-    """A successful call's outcome (`outcome_signature` of its result)."""
-    return outcome_signature(result)
-
-
 def failed(call: ToolCall) -> bool:
     """The call failed: an error status or message, or it was denied."""
     return call.status is Status.ERROR or call.error_message is not None or call.denied

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..actions import Action
 from ..canonical import arguments_preview, escape_quoted
 from ..detectors.repeat import RepeatChain, ToolFilter
-from ..detectors.signatures import result_signature
+from ..detectors.signatures import outcome_signature
 from ..records import Content, SpanView, ToolCall, Verdict
 from ..settings import RepeatToolReminderConfig
 from .base import Guard, ToolStart
@@ -75,7 +75,7 @@ class RepeatToolReminder(Guard):
             state.reset()  # arguments not captured: no key, so nothing can claim a repeat across it
             return []
         # result_aware: an identical call whose result changed (polling that moves on) restarts the run.
-        count = state.observe(name, arguments, result_signature(call.result) if self.config.result_aware else None)
+        count = state.observe(name, arguments, outcome_signature(call.result) if self.config.result_aware else None)
         if count < 2:
             return []
         return [self._verdict(name, call, count)]
