@@ -28,6 +28,7 @@ def get_weather(city: str) -> str:
 
 
 async def main() -> None:
+    # [docs:openai-agents]
     provider = TracerProvider()
     provider.add_span_processor(otelguard.GuardSpanProcessor())
     set_trace_processors([])  # the SDK's traces go to OpenTelemetry only, not to OpenAI's trace upload
@@ -35,7 +36,8 @@ async def main() -> None:
 
     guard = AgentsGuard()  # the guard's reminders go into the next model input, after the tool outputs
     agent = Agent(name="weather-agent", model=MODEL, tools=[get_weather])
-    result = await guard.run(agent, "What is the weather in Paris?")
+    result = await guard.run(agent, "What is the weather in Paris?")  # also guard.run_streamed(...)
+    # [/docs:openai-agents]
     print(f"answer: {result.final_output}")
     provider.shutdown()
 

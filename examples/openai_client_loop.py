@@ -49,6 +49,7 @@ def main() -> None:
 
     client = OpenAI()
     messages: list = [{"role": "user", "content": "What is the weather in Paris?"}]
+    # [docs:openai-client]
     mailbox = otelguard.Mailbox()
     with agent_run("weather-agent", control=mailbox, tracer_provider=provider):
         for _ in range(MAX_TURNS):
@@ -60,12 +61,13 @@ def main() -> None:
             if not message.tool_calls:
                 print(f"answer: {message.content}")
                 break
-            messages.append(message.model_dump(exclude_none=True))
+            messages.append(message.model_dump(exclude_none=True))  # the assistant turn, before its tool results
             for call in message.tool_calls:
                 with tool_call(call.function.name, call.function.arguments, call_id=call.id,
-                               timeout_ms=5_000, tracer_provider=provider) as tool:
+                               timeout_ms=5_000, tracer_provider=provider) as tool:  # a tool span, its budget armed
                     tool.set_result(get_weather(**json.loads(call.function.arguments)))
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": tool.output})
+    # [/docs:openai-client]
     provider.shutdown()
 
 

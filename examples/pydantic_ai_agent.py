@@ -29,8 +29,9 @@ def main() -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         downstream.append(BatchSpanProcessor(OTLPSpanExporter()))
+    # [docs:pydantic-ai]
     provider = TracerProvider()
-    provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=downstream))
+    provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=downstream))  # your export pipeline
     Agent.instrument_all(InstrumentationSettings(tracer_provider=provider))
 
     agent = Agent(OpenAIChatModel(MODEL), name="weather-agent", capabilities=[OtelGuard()])
@@ -40,7 +41,8 @@ def main() -> None:
         """The current weather in a city."""
         return f"Weather in {city}: sunny, 21 C."
 
-    result = agent.run_sync("What is the weather in Paris?")
+    result = agent.run_sync("What is the weather in Paris?")  # reminded if it loops on get_weather
+    # [/docs:pydantic-ai]
     prompts = [part.content for message in result.all_messages() if isinstance(message, ModelRequest)
                for part in message.parts if isinstance(part, UserPromptPart)]
     for text in prompts[1:]:  # the first is the user's own prompt

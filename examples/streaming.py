@@ -27,6 +27,7 @@ def main() -> None:
     client = OpenAI()
     prompt = [{"role": "user", "content": "Write a haiku about tests that pass."}]
     with tracer.start_as_current_span("invoke_agent poet", attributes={"gen_ai.operation.name": "invoke_agent"}):
+        # [docs:streaming]
         stream = client.chat.completions.create(model=MODEL, messages=prompt, stream=True)
         try:
             for chunk in otelguard.watch_stream(stream):  # OpenAI chat chunks pass through unchanged
@@ -35,6 +36,7 @@ def main() -> None:
             print()
         except otelguard.RepetitiveOutputError as error:
             print(f"\nstream cut by otelguard: {error} (rule {error.rule}, after {error.chars} characters)")
+        # [/docs:streaming]
     provider.shutdown()
 
 
