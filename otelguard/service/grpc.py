@@ -31,7 +31,7 @@ def _servicer(base: type, signal: str, service: GuardService) -> Any:
     class Servicer(base):
         async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802 - generated name
             try:
-                return service.accept_message(signal, request)
+                return await service.off_loop(service.accept_message, signal, request)
             except QueueFull as error:
                 service.refused("busy")
                 await context.abort(grpc.StatusCode.UNAVAILABLE, f"busy: {error}", _RETRY_INFO)

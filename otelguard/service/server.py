@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from google.protobuf.message import Message
 from opentelemetry.metrics import Observation
@@ -53,6 +54,7 @@ DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
 DEFAULT_GRPC: Address = ("127.0.0.1", 4317)
 DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # a request's body once decompressed
+DECODERS = 4  # requests decompressed and decoded at once (`off_loop`); the others wait, already read
 
 REFUSALS = ("busy", "too_large", "unauthenticated")
 REQUESTS: dict[str, type[Message]] = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
@@ -128,6 +130,7 @@ class GuardService:
         meter.create_observable_counter(
             "otelguard.cli.tool_calls", callbacks=[self._observe_cli_calls], unit="{call}",
             description="Coding-agent CLI tool calls judged, by CLI and whether their arguments were exported")
+        self._decoders = ThreadPoolExecutor(DECODERS, thread_name_prefix="otelguard-decode")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[Any] = []
@@ -148,6 +151,11 @@ class GuardService:
             return self.accept_spans(json_spans_of(body) if encoding == JSON else spans_of(parse_protobuf(body, kind)))
         request = parse_json(body, kind) if encoding == JSON else parse_protobuf(body, kind)
         return self.accept_message(signal, request)
+
+    async def off_loop(self, work: Callable[..., Any], *args: Any) -> Any:
+        """`work(*args)` on a decoding thread: the one loop that serves HTTP, gRPC and /metrics
+        never decompresses or decodes a body itself."""
+        return await asyncio.get_running_loop().run_in_executor(self._decoders, work, *args)
 
     def accept_message(self, signal: str, request: Any) -> Message:
         """Accept one decoded export request: spans are queued for the judge (and forwarded once
@@ -301,6 +309,7 @@ class GuardService:
                 closing.result(grace_s + 5)
                 self._thread.join(grace_s + 5)
             self._loop.close()
+        self._decoders.shutdown()
         self.judge.close()
         if self.logger_provider is not None:
             self.logger_provider.shutdown()  # (sends the events still batched)
