@@ -3,11 +3,13 @@
     otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F]
                     [--forward URL [--evaluation-events actions|all|off]]
                     [--token-file F] [--tls-cert F --tls-key F] [--max-request-bytes N] [--queue N]
+                    [--max-connections N]
                     [--webhook URL]   (its secret in OTELGUARD_WEBHOOK_SECRET)
 
 `off` for a listener turns it off. On SIGTERM or SIGINT the receivers stop, what was accepted is
 judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config or an
-address that cannot be bound (one line on stderr).
+address that cannot be bound (one line on stderr). The process's soft limit on open descriptors is
+raised to its hard limit.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
 from ..semconv import GEN_AI_CONVERSATION_ID
 from .access import AccessError, TlsFiles, read_token
+from .connections import DEFAULT_MAX_CONNECTIONS, raise_descriptor_limit
 from .judge import DEFAULT_QUEUE, JudgeOptions
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
 from .webhook import SECRET_ENV
@@ -102,6 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", type=positive, default=DEFAULT_QUEUE, metavar="N",
                         help=f"requests waiting for the judge; when full: HTTP 503 with Retry-After, gRPC "
                              f"UNAVAILABLE, which OTLP exporters retry (default {DEFAULT_QUEUE})")
+    parser.add_argument("--max-connections", type=positive, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"connections each HTTP listener serves at once (past it: 503), and gRPC calls at "
+                             f"once (past it: RESOURCE_EXHAUSTED) (default {DEFAULT_MAX_CONNECTIONS})")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -126,12 +132,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     secret = os.environ.get(SECRET_ENV, "")
     if args.webhook and not secret:
         raise ServeError(f"--webhook needs its signing secret in ${SECRET_ENV}")
+    raise_descriptor_limit()
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward,
                                  judge=JudgeOptions(queue=args.queue), token=token, tls=tls,
-                                 max_request_bytes=args.max_request_bytes, webhook=args.webhook,
+                                 max_request_bytes=args.max_request_bytes, max_connections=args.max_connections,
+                                 webhook=args.webhook,
                                  webhook_secret=secret.encode(), evaluation_events=args.evaluation_events)
         service = GuardService(config, options, on_verdict=AlertLine(out))
         try:

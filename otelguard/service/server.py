@@ -14,6 +14,7 @@ on one asyncio loop (uvicorn for HTTP, grpc.aio for gRPC) and only decode and qu
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -43,6 +44,15 @@ from ..live.evaluation_events import EvaluationEvents
 from ..live.metrics import GuardMetrics
 from ..records import Verdict
 from .access import TlsFiles
+from .connections import (
+    DEFAULT_MAX_CONNECTIONS,
+    KEEP_ALIVE_S,
+    AcceptFailures,
+    Deadlines,
+    UVICORN_LOG,
+    RepeatedWarnings,
+    deadline_protocol,
+)
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
@@ -56,7 +66,7 @@ DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # a request's body once decompressed
 DECODERS = 4  # requests decompressed and decoded at once (`off_loop`); the others wait, already read
 
-REFUSALS = ("busy", "too_large", "unauthenticated")
+REFUSALS = ("busy", "too_large", "unauthenticated", "timeout")
 REQUESTS: dict[str, type[Message]] = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
             "metrics": ExportMetricsServiceRequest}
 
@@ -64,8 +74,9 @@ REQUESTS: dict[str, type[Message]] = {"traces": ExportTraceServiceRequest, "logs
 @dataclass(frozen=True, slots=True)
 class ServiceOptions:
     """Where to listen (None: not at all; port 0: any free port) and where to forward; who may talk
-    to it (`token`: the bearer token every route asks for; `tls`: served on every listener) and how
-    much a request may hold (decompressed)."""
+    to it (`token`: the bearer token every route asks for; `tls`: served on every listener), how
+    much a request may hold (decompressed), how many connections (HTTP) or calls (gRPC) each listener
+    serves at once and how long a request may take to arrive (`connections`)."""
 
     http: Address | None = DEFAULT_HTTP
     grpc: Address | None = DEFAULT_GRPC
@@ -75,6 +86,8 @@ class ServiceOptions:
     token: str | None = None
     tls: TlsFiles | None = None
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    deadlines: Deadlines = field(default_factory=Deadlines)
     webhook: str | None = None  # verdicts that ask for something are POSTed here, signed with:
     webhook_secret: bytes = field(default=b"", repr=False)
     # gen_ai.evaluation.result events of the verdicts, sent to `forward` (`live.evaluation_events`):
@@ -117,9 +130,13 @@ class GuardService:
         self._refused = meter.create_counter(
             "otelguard.service.refused_requests", unit="{request}",
             description="Requests refused whole, by reason: busy (the judge's queue was full), too_large, "
-                        "unauthenticated")
+                        "unauthenticated, timeout (not received whole in time: the connection was closed)")
         for reason in REFUSALS:
             self._refused.add(0, {"reason": reason})
+        self._accept_failures = meter.create_counter(
+            "otelguard.service.accept_failures", unit="{attempt}",
+            description="Connections that could not be accepted: the process was out of descriptors or memory")
+        self._accept_failures.add(0)
         self.hook_calls = meter.create_counter(
             "otelguard.service.hook_calls", unit="{call}",
             description="Coding-agent CLI hook calls decided here (POST /v1/hook/<cli>), by CLI")
@@ -131,6 +148,7 @@ class GuardService:
             "otelguard.cli.tool_calls", callbacks=[self._observe_cli_calls], unit="{call}",
             description="Coding-agent CLI tool calls judged, by CLI and whether their arguments were exported")
         self._decoders = ThreadPoolExecutor(DECODERS, thread_name_prefix="otelguard-decode")
+        self._repeated_warnings = RepeatedWarnings()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[Any] = []
@@ -240,6 +258,7 @@ class GuardService:
         if tls is not None:
             tls.check()
         listeners: list[tuple[uvicorn.Server, socket.socket] | None] = []
+        protocol = deadline_protocol(self.options.deadlines, lambda: self.refused("timeout"))
         try:
             for address, app in ((self.options.http, receiver_app(self)),
                                  (self.options.metrics, metrics_app(self.registry, self.options.token, self.refused))):
@@ -248,13 +267,16 @@ class GuardService:
                     continue
                 sock = _bound(address)
                 config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                                        ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None)
+                                        ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None,
+                                        http=protocol, limit_concurrency=self.options.max_connections,
+                                        timeout_keep_alive=KEEP_ALIVE_S)
                 listeners.append((uvicorn.Server(config), sock))
         except OSError:
             for listener in listeners:
                 if listener is not None:
                     listener[1].close()
             raise
+        logging.getLogger(UVICORN_LOG).addFilter(self._repeated_warnings)  # (after uvicorn.Config configured it)
         http, metrics = listeners
         if http is not None:
             self.http_address = http[1].getsockname()[:2]
@@ -262,6 +284,7 @@ class GuardService:
             self.metrics_address = metrics[1].getsockname()[:2]
         self._servers = [listener for listener in listeners if listener is not None]
         self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(AcceptFailures(lambda: self._accept_failures.add(1)))
         if self.options.grpc is not None:
             try:
                 self._grpc, self.grpc_address = self._loop.run_until_complete(self._grpc_server(self.options.grpc))
@@ -310,6 +333,7 @@ class GuardService:
                 self._thread.join(grace_s + 5)
             self._loop.close()
         self._decoders.shutdown()
+        logging.getLogger(UVICORN_LOG).removeFilter(self._repeated_warnings)
         self.judge.close()
         if self.logger_provider is not None:
             self.logger_provider.shutdown()  # (sends the events still batched)
