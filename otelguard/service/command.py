@@ -9,7 +9,8 @@
 `off` for a listener turns it off. On SIGTERM or SIGINT the receivers stop, what was accepted is
 judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config or an
 address that cannot be bound (one line on stderr). The process's soft limit on open descriptors is
-raised to its hard limit.
+raised to its hard limit. Alert lines are written by their own thread (`alerts.AlertLines`): stdout
+that nobody reads never holds the judge.
 """
 
 from __future__ import annotations
@@ -22,14 +23,9 @@ import threading
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from ..analyzer.results import is_counting
-from ..canonical import escape_quoted
-from ..engine import Judged
 from ..live.evaluation_events import MODES
-from ..live.metrics import MAX_LABEL_CHARS
-from ..records import Verdict
-from ..semconv import GEN_AI_CONVERSATION_ID
 from .access import AccessError, TlsFiles, read_token
+from .alerts import AlertLines
 from .connections import DEFAULT_MAX_CONNECTIONS, raise_descriptor_limit
 from .judge import DEFAULT_QUEUE, JudgeOptions
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
@@ -135,13 +131,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     raise_descriptor_limit()
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    alerts = AlertLines(out)
     try:
         options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward,
                                  judge=JudgeOptions(queue=args.queue), token=token, tls=tls,
                                  max_request_bytes=args.max_request_bytes, max_connections=args.max_connections,
                                  webhook=args.webhook,
                                  webhook_secret=secret.encode(), evaluation_events=args.evaluation_events)
-        service = GuardService(config, options, on_verdict=AlertLine(out))
+        service = GuardService(config, options, alerts=alerts)
         try:
             service.start()
         except OSError as error:
@@ -154,40 +151,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                      if args.forward else "",
                      f"webhook {args.webhook}" if args.webhook else "",
                      "bearer token required" if token else ""]
-        print("otelguard serve: " + ", ".join(item for item in listening if item), file=out, flush=True)
+        alerts.line("otelguard serve: " + ", ".join(item for item in listening if item))
         while not stop.wait(0.5):
             pass
-        print("otelguard serve: stopping; judging what was received", file=out, flush=True)
+        alerts.line("otelguard serve: stopping; judging what was received")
         service.stop()
         judge = service.judge
-        print(f"otelguard serve: {judge.received} spans received, {judge.judged_verdicts} verdicts", file=out,
-              flush=True)
+        alerts.line(f"otelguard serve: {judge.received} spans received, {judge.judged_verdicts} verdicts"
+                    + (f", {alerts.dropped} alert lines dropped (the output was not read)" if alerts.dropped else ""))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        alerts.close()
     return 0
-
-
-class AlertLine:
-    """Prints one line per verdict that is a finding (not one that only counts), as it is reached."""
-
-    def __init__(self, out: TextIO):
-        self._out = out
-        self._lock = threading.Lock()
-
-    def __call__(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
-        if is_counting(verdict):
-            return
-        session = judged.span.attributes.get(GEN_AI_CONVERSATION_ID) if judged.span is not None else None
-        who = (f"agent={_shown_safely(judged.agent.name)}" if judged.agent.name else
-               f"session={_shown_safely(session)}" if isinstance(session, str) else f"agent={judged.agent.key}")
-        tool = f"  tool={_shown_safely(verdict.tool)}" if verdict.tool else ""
-        count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
-        with self._lock:
-            print(f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "
-                  f"service={_shown_safely(service)}  {who}{tool}{count}", file=self._out, flush=True)
-
-
-def _shown_safely(value: str | None) -> str:
-    """A sender's or model's name on the terminal: control characters escaped, cut like a label."""
-    return escape_quoted(str(value)[:MAX_LABEL_CHARS])

@@ -44,6 +44,7 @@ from ..live.evaluation_events import EvaluationEvents
 from ..live.metrics import GuardMetrics
 from ..records import Verdict
 from .access import TlsFiles
+from .alerts import AlertLines
 from .connections import (
     DEFAULT_MAX_CONNECTIONS,
     KEEP_ALIVE_S,
@@ -64,6 +65,7 @@ DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
 DEFAULT_GRPC: Address = ("127.0.0.1", 4317)
 DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # a request's body once decompressed
+ALERTS_WAIT_S = 2.0  # how long `stop` waits for the alert lines still queued to be written
 DECODERS = 4  # requests decompressed and decoded at once (`off_loop`); the others wait, already read
 
 REFUSALS = ("busy", "too_large", "unauthenticated", "timeout")
@@ -97,7 +99,7 @@ class ServiceOptions:
 
 class GuardService:
     def __init__(self, config: GuardConfig | dict | str | None = None, options: ServiceOptions = ServiceOptions(),
-                 *, on_verdict: OnVerdict | None = None):
+                 *, on_verdict: OnVerdict | None = None, alerts: AlertLines | None = None):
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
         from opentelemetry.sdk.metrics import MeterProvider
         from prometheus_client import CollectorRegistry
@@ -116,6 +118,7 @@ class GuardService:
                         if options.webhook else None)
         self.recent = RecentVerdicts()
         self._on_verdict = on_verdict
+        self.alerts = alerts
         self.logger_provider = (evaluation_logger_provider(options.forward)
                                 if options.forward and options.evaluation_events != "off" else None)
         evaluations = EvaluationEvents(self.logger_provider, options.evaluation_events if self.logger_provider else "off",
@@ -137,6 +140,10 @@ class GuardService:
             "otelguard.service.accept_failures", unit="{attempt}",
             description="Connections that could not be accepted: the process was out of descriptors or memory")
         self._accept_failures.add(0)
+        if alerts is not None:
+            meter.create_observable_counter(
+                "otelguard.service.alert_lines", callbacks=[self._observe_alert_lines], unit="{line}",
+                description="Alert lines written to the output, and dropped because it was not read")
         self.hook_calls = meter.create_counter(
             "otelguard.service.hook_calls", unit="{call}",
             description="Coding-agent CLI hook calls decided here (POST /v1/hook/<cli>), by CLI")
@@ -207,6 +214,8 @@ class GuardService:
         self.recent.add(event)
         if self.webhook is not None and needs_delivery(verdict):
             self.webhook.send(event)
+        if self.alerts is not None:
+            self.alerts(service, judged, verdict)
         if self._on_verdict is not None:
             self._on_verdict(service, judged, verdict)
 
@@ -220,6 +229,12 @@ class GuardService:
         yield Observation(judge.buffer.late_spans, {"outcome": "late"})
         yield Observation(judge.buffer.duplicates, {"outcome": "duplicate"})
         yield Observation(judge.not_ours, {"outcome": "not_ours"})
+
+    def _observe_alert_lines(self, options: Any) -> Iterable[Observation]:
+        alerts = self.alerts
+        assert alerts is not None
+        yield Observation(alerts.printed, {"outcome": "printed"})
+        yield Observation(alerts.dropped, {"outcome": "dropped"})
 
     def _observe_cli_calls(self, options: Any) -> Iterable[Observation]:
         calls = self.judge.cli_calls
@@ -335,6 +350,8 @@ class GuardService:
         self._decoders.shutdown()
         logging.getLogger(UVICORN_LOG).removeFilter(self._repeated_warnings)
         self.judge.close()
+        if self.alerts is not None:
+            self.alerts.flush(ALERTS_WAIT_S)  # (an output nobody reads does not hold the stop longer)
         if self.logger_provider is not None:
             self.logger_provider.shutdown()  # (sends the events still batched)
         if self.forwarder is not None:
