@@ -3,7 +3,7 @@
     otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F]
                     [--forward URL [--evaluation-events actions|all|off]]
                     [--token-file F] [--tls-cert F --tls-key F] [--max-request-bytes N] [--queue N]
-                    [--max-connections N]
+                    [--max-connections N] [--forward-queue-bytes N]
                     [--webhook URL]   (its secret in OTELGUARD_WEBHOOK_SECRET)
 
 `off` for a listener turns it off. On SIGTERM or SIGINT the receivers stop, what was accepted is
@@ -27,6 +27,7 @@ from ..live.evaluation_events import MODES
 from .access import AccessError, TlsFiles, read_token
 from .alerts import AlertLines
 from .connections import DEFAULT_MAX_CONNECTIONS, raise_descriptor_limit
+from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .judge import DEFAULT_QUEUE, JudgeOptions
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
 from .webhook import SECRET_ENV
@@ -104,6 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-connections", type=positive, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
                         help=f"connections each HTTP listener serves at once (past it: 503), and gRPC calls at "
                              f"once (past it: RESOURCE_EXHAUSTED) (default {DEFAULT_MAX_CONNECTIONS})")
+    parser.add_argument("--forward-queue-bytes", type=positive, default=DEFAULT_FORWARD_QUEUE_BYTES, metavar="N",
+                        help=f"with --forward, the requests waiting to be sent on, in bytes; past it a request is "
+                             f"dropped and counted (default {DEFAULT_FORWARD_QUEUE_BYTES})")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -136,7 +140,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward,
                                  judge=JudgeOptions(queue=args.queue), token=token, tls=tls,
                                  max_request_bytes=args.max_request_bytes, max_connections=args.max_connections,
-                                 webhook=args.webhook,
+                                 forward_queue_bytes=args.forward_queue_bytes, webhook=args.webhook,
                                  webhook_secret=secret.encode(), evaluation_events=args.evaluation_events)
         service = GuardService(config, options, alerts=alerts)
         try:

@@ -54,6 +54,7 @@ from .connections import (
     RepeatedWarnings,
     deadline_protocol,
 )
+from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .forward import Forwarder
 from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
@@ -90,6 +91,7 @@ class ServiceOptions:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     deadlines: Deadlines = field(default_factory=Deadlines)
+    forward_queue_bytes: int = DEFAULT_FORWARD_QUEUE_BYTES  # requests waiting to be forwarded, serialized
     webhook: str | None = None  # verdicts that ask for something are POSTed here, signed with:
     webhook_secret: bytes = field(default=b"", repr=False)
     # gen_ai.evaluation.result events of the verdicts, sent to `forward` (`live.evaluation_events`):
@@ -113,7 +115,8 @@ class GuardService:
             "otelguard.service.log_records", unit="{record}",
             description="Log records received: read as a CLI's tool call, a GenAI event or an evaluation "
                         "event, or not read")
-        self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
+        self.forwarder = (Forwarder(options.forward, self.meter_provider, max_bytes=options.forward_queue_bytes)
+                          if options.forward else None)
         self.webhook = (Webhook(options.webhook, options.webhook_secret, self.meter_provider)
                         if options.webhook else None)
         self.recent = RecentVerdicts()
