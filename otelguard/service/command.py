@@ -7,15 +7,17 @@
                     [--webhook URL]   (its secret in OTELGUARD_WEBHOOK_SECRET)
 
 `off` for a listener turns it off. On SIGTERM or SIGINT the receivers stop, what was accepted is
-judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config or an
-address that cannot be bound (one line on stderr). The process's soft limit on open descriptors is
-raised to its hard limit. Alert lines are written by their own thread (`alerts.AlertLines`): stdout
-that nobody reads never holds the judge.
+judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config, a
+token that cannot authenticate or an address that cannot be bound (one line on stderr). A listener
+on an address other than loopback without --token-file is warned about on stderr at start. The
+process's soft limit on open descriptors is raised to its hard limit. Alert lines are written by
+their own thread (`alerts.AlertLines`): stdout that nobody reads never holds the judge.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import sys
@@ -132,6 +134,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     secret = os.environ.get(SECRET_ENV, "")
     if args.webhook and not secret:
         raise ServeError(f"--webhook needs its signing secret in ${SECRET_ENV}")
+    if token is None:
+        exposed = [f"{name} {_shown(where)}" for name, where in (("--http", args.http), ("--grpc", args.grpc),
+                                                                ("--metrics", args.metrics))
+                   if where is not None and not _loopback(where[0])]
+        if exposed:
+            print(f"otelguard serve: warning: without --token-file, anyone who can reach {', '.join(exposed)} "
+                  f"can send spans, read verdicts and call the hook route (see docs/security.md)",
+                  file=sys.stderr, flush=True)
     raise_descriptor_limit()
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -168,3 +178,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             signal.signal(sig, handler)
         alerts.close()
     return 0
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # another name: wherever it resolves
+        return False

@@ -43,7 +43,7 @@ from ..live.delivery import needs_delivery
 from ..live.evaluation_events import EvaluationEvents
 from ..live.metrics import GuardMetrics
 from ..records import Verdict
-from .access import TlsFiles
+from .access import TlsFiles, token_problem
 from .alerts import AlertLines
 from .connections import (
     DEFAULT_MAX_CONNECTIONS,
@@ -97,6 +97,11 @@ class ServiceOptions:
     # gen_ai.evaluation.result events of the verdicts, sent to `forward` (`live.evaluation_events`):
     # "actions", "all" or "off"; none without `forward`.
     evaluation_events: str = "actions"
+
+    def __post_init__(self) -> None:
+        problem = token_problem(self.token) if self.token is not None else ""
+        if problem:
+            raise ValueError(f"token: {problem}")
 
 
 class GuardService:
