@@ -36,9 +36,12 @@ def escape_char(match: re.Match[str]) -> str:
 def printable(text: str, limit: int | None = None) -> str:
     """`text` with control characters written as escapes (`\\x1b` as `\\u001b`, a newline as `\\n`),
     cut to about `limit` characters (saying how many were left out) when given."""
-    if limit is not None and len(text) > limit:
-        text = f"{text[:limit]}… (+{len(text) - limit:,} chars)"
-    return _UNPRINTABLE.sub(escape_char, text)
+    return _UNPRINTABLE.sub(escape_char, text if limit is None else cut(text, limit))
+
+
+def cut(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters saying how many were left out."""
+    return f"{text[:limit]}… (+{len(text) - limit:,} chars)" if len(text) > limit else text
 
 
 def printable_json(text: str) -> str:

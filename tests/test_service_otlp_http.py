@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from hypothesis_support import examples
 from otelguard.service import JudgeOptions
-from otelguard.service.command import AlertLine
+from otelguard.service.alerts import AlertLines
 from service_support import post, running_service, scrape, serve_command, stopped, verdict_counts
 
 REMIND = ("repeat-tool-reminder", "repeat-threshold", "remind")
@@ -295,18 +295,20 @@ def test_serve_on_a_taken_port_says_so_in_one_line() -> None:
 
 
 def test_alert_lines_escape_what_senders_and_models_named() -> None:
-    """A tool name is the model's and service.name the sender's: neither reaches the terminal raw."""
+    """A tool name is the model's and service.name the sender's: neither reaches the terminal raw,
+    escape sequences, line breaks and bidirectional overrides alike (as analyze prints them)."""
     out = io.StringIO()
-    with running_service(on_verdict=AlertLine(out)) as service:
+    with running_service(alerts=AlertLines(out)) as service:
         spans = []
         for index in range(3):
             span = _tool_span(f"eee19b7ec3c1b17{index}")
             span["attributes"] = [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-                                  {"key": "gen_ai.tool.name", "value": {"stringValue": "look\x1b[2Jup\nALERT fake"}},
+                                  {"key": "gen_ai.tool.name",
+                                   "value": {"stringValue": "look\x1b[2Jup\nALERT fake\u202egnp.exe"}},
                                   {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{}"}}]
             spans.append(span)
         assert post(service, "/v1/traces", _request_json(spans), "application/json")[0] == 200
         assert service.flush()
     lines = out.getvalue().splitlines()
-    assert len(lines) == 1 and "\x1b" not in lines[0]
-    assert "tool=look\\u001b[2Jup\\nALERT fake" in lines[0]
+    assert len(lines) == 1 and "\x1b" not in lines[0] and "\u202e" not in lines[0]
+    assert "tool=look\\u001b[2Jup\\nALERT fake\\u202egnp.exe" in lines[0]

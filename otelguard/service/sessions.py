@@ -8,6 +8,7 @@ The same attributes are the collector's routing key for a fleet (collector-confi
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict, deque
@@ -18,11 +19,16 @@ from typing import Any
 from ..engine import Judged
 from ..records import Verdict
 from ..semconv import GEN_AI_CONVERSATION_ID
+from ..terminal import cut
 
 SESSION_ATTRIBUTES = (GEN_AI_CONVERSATION_ID, "session.id", "conversation.id")
 MAX_SESSIONS = 10_000
 MAX_VERDICTS_PER_SESSION = 50
-MAX_SESSION_CHARS = 256
+MAX_SESSION_CHARS = 256  # the longest session id the API is asked for; a longer one is not kept
+MAX_NAME_CHARS = 256  # each other name kept (tool, agent, service, ...), cut past this
+MAX_MESSAGE_CHARS = 4096  # the message kept, cut past this
+MAX_SESSION_BYTES = 64 * 1024  # a session's verdicts kept, as JSON; the oldest go first
+MAX_BYTES = 64 * 1024 * 1024  # every session's, as JSON; the least recently heard from go first
 
 
 def session_of(attributes: Mapping[str, Any]) -> str | None:
@@ -50,29 +56,61 @@ def verdict_event(service: str | None, judged: Judged, verdict: Verdict) -> dict
 
 
 class RecentVerdicts:
-    """The last `per_session` verdicts of the `max_sessions` sessions heard from most recently.
-    Written by the judge's thread, read by the API: one lock, held briefly."""
+    """The last verdicts of the sessions heard from most recently, bounded in count and in bytes:
+    at most `per_session` verdicts and `session_bytes` of a session, `max_sessions` sessions and
+    `max_bytes` in all. A verdict is kept as compact JSON (what the API answers), its names cut to
+    `MAX_NAME_CHARS` and its message to `MAX_MESSAGE_CHARS`, so one always fits in `session_bytes`;
+    a session id longer than the API takes (`MAX_SESSION_CHARS`) is not kept at all. Written by the
+    judge's thread, read by the API: one lock, held briefly."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS, per_session: int = MAX_VERDICTS_PER_SESSION):
+    def __init__(self, max_sessions: int = MAX_SESSIONS, per_session: int = MAX_VERDICTS_PER_SESSION,
+                 session_bytes: int = MAX_SESSION_BYTES, max_bytes: int = MAX_BYTES):
         self.max_sessions = max_sessions
         self.per_session = per_session
-        self._sessions: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
+        self.session_bytes = session_bytes
+        self.max_bytes = max_bytes
+        self._sessions: OrderedDict[str, _Kept] = OrderedDict()
+        self.bytes = 0  # the JSON kept, every session's
         self._lock = threading.Lock()
 
     def add(self, event: dict[str, Any]) -> None:
         session = event.get("session")
-        if not session:
+        if not isinstance(session, str) or not session or len(session) > MAX_SESSION_CHARS:
             return
+        verdict = json.dumps(_kept(event), separators=(",", ":"), ensure_ascii=False, default=str).encode()
         with self._lock:
-            verdicts = self._sessions.pop(session, None)
-            if verdicts is None:
-                verdicts = deque(maxlen=self.per_session)
-            verdicts.append(event)
-            self._sessions[session] = verdicts
-            if len(self._sessions) > self.max_sessions:
-                self._sessions.popitem(last=False)
+            kept = self._sessions.pop(session, None) or _Kept()
+            kept.verdicts.append(verdict)
+            kept.bytes += len(verdict)
+            self.bytes += len(verdict)
+            while len(kept.verdicts) > self.per_session or kept.bytes > self.session_bytes:
+                self._forget(kept, kept.verdicts.popleft())
+            self._sessions[session] = kept
+            while len(self._sessions) > self.max_sessions or self.bytes > self.max_bytes:
+                for verdict in self._sessions.popitem(last=False)[1].verdicts:
+                    self.bytes -= len(verdict)
+
+    def _forget(self, kept: _Kept, verdict: bytes) -> None:
+        kept.bytes -= len(verdict)
+        self.bytes -= len(verdict)
 
     def of(self, session: str) -> list[dict[str, Any]]:
         """The session's recent verdicts, oldest first (empty for a session not heard of, or forgotten)."""
         with self._lock:
-            return list(self._sessions.get(session, ()))
+            kept = self._sessions.get(session)
+            verdicts = list(kept.verdicts) if kept is not None else []
+        return [json.loads(verdict) for verdict in verdicts]
+
+
+class _Kept:
+    __slots__ = ("verdicts", "bytes")
+
+    def __init__(self) -> None:
+        self.verdicts: deque[bytes] = deque()
+        self.bytes = 0
+
+
+def _kept(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with every text value cut: the message to `MAX_MESSAGE_CHARS`, the rest to `MAX_NAME_CHARS`."""
+    return {key: cut(value, MAX_MESSAGE_CHARS if key == "message" else MAX_NAME_CHARS) if isinstance(value, str)
+            else value for key, value in event.items()}
