@@ -26,10 +26,10 @@ from ..engine import Judged
 from ..live.evaluation_events import MODES
 from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
-from ..semconv import GEN_AI_CONVERSATION_ID
 from .access import AccessError, TlsFiles, read_token
 from .judge import DEFAULT_QUEUE, JudgeOptions
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
+from .sessions import session_of_judged
 from .webhook import SECRET_ENV
 
 OFF = "off"
@@ -170,9 +170,9 @@ class AlertLine:
     def __call__(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
         if is_counting(verdict):
             return
-        session = judged.span.attributes.get(GEN_AI_CONVERSATION_ID) if judged.span is not None else None
+        session = session_of_judged(judged)
         who = (f"agent={_shown_safely(judged.agent.name)}" if judged.agent.name else
-               f"session={_shown_safely(session)}" if isinstance(session, str) else f"agent={judged.agent.key}")
+               f"session={_shown_safely(session)}" if session else f"agent={judged.agent.key}")
         tool = f"  tool={_shown_safely(verdict.tool)}" if verdict.tool else ""
         count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
         with self._lock:
