@@ -84,7 +84,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._version import __version__
 
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry."
+        prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry.",
+        epilog="analyze, hook and install-hook need otelguard alone; demo needs otelguard[demo] and serve "
+               "otelguard[serve] (pip install 'otelguard[serve]').",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
@@ -316,11 +318,16 @@ def _run_demo(args: argparse.Namespace) -> int:
     try:
         demo = importlib.import_module("otelguard.demo")
     except ModuleNotFoundError as error:
-        if error.name == "otelguard.demo":
-            raise UsageError("this installation of otelguard has no demo (otelguard.demo is missing)") from None
-        raise UsageError(f"the demo needs {error.name!r}: install otelguard[demo]") from None
+        raise UsageError(_missing_extra("demo", error)) from None
     status = demo.main([*args.demo_args, *args.extra])
     return int(status or 0)
+
+
+def _missing_extra(extra: str, error: ModuleNotFoundError) -> str:
+    """What to install when a command's extra is missing (a missing module of otelguard's own is a bug)."""
+    if (error.name or "").split(".")[0] == "otelguard":
+        raise error
+    return f"needs otelguard[{extra}] (no module named {error.name!r}): pip install 'otelguard[{extra}]'"
 
 
 # --- serve ---------------------------------------------------------------------------------------
@@ -335,20 +342,34 @@ def _add_serve_parser(subparsers: Any) -> None:
         add_arguments = None
     parser = subparsers.add_parser(
         "serve",
-        help="receive OTLP traces and logs from agents in any language, judge them, serve the verdicts as metrics",
-        description="Receive OTLP (HTTP and gRPC) from any agent, judge its spans with the same guards as the "
-                    "live processor, serve the verdicts as Prometheus metrics, and optionally forward everything.",
+        help="receive OTLP from agents in any language, judge it, serve the verdicts (needs otelguard[serve])",
+        description=_SERVE_DESCRIPTION if add_arguments is not None else
+        _SERVE_DESCRIPTION + "\n\nThe otelguard[serve] extra is not installed: pip install 'otelguard[serve]'.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the endpoints' table
     )
     if add_arguments is not None:
         add_arguments(parser)
     parser.set_defaults(run=_run_serve, parser=parser)
 
 
+_SERVE_DESCRIPTION = """\
+Receive OTLP (HTTP and gRPC) from any agent, judge its spans with the same guards as the live
+processor, serve the verdicts as Prometheus metrics, and optionally forward everything.
+Needs otelguard[serve].
+
+endpoints:
+  --http     POST /v1/traces, /v1/logs, /v1/metrics   OTLP/HTTP, protobuf or JSON
+             GET  /v1/verdicts?session=ID            a session's recent verdicts, as JSON
+             POST /v1/hook/<cli>                     a coding-agent CLI's hook, answered
+  --grpc     the OTLP/gRPC trace, logs and metrics services
+  --metrics  GET  /metrics                           the verdicts as Prometheus metrics"""
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     try:
         from .service.command import ServeError, run
     except ModuleNotFoundError as error:
-        raise UsageError(f"serve needs {error.name!r}: install otelguard[serve]") from None
+        raise UsageError(_missing_extra("serve", error)) from None
     if args.extra:
         args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
     try:

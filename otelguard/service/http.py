@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from google.protobuf.json_format import MessageToJson
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
+from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -118,8 +119,6 @@ def metrics_app(registry: CollectorRegistry, token: str | None = None,
     """The service's registry at `/metrics` itself, in the format the scraper's Accept header asks
     for (Prometheus text or OpenMetrics, prometheus_client's encoders). A route, not a mount: a mount
     answers `/metrics` with a redirect to `/metrics/`, which scrapers and plain curl do not follow."""
-    from prometheus_client.exposition import choose_encoder
-
     async def metrics(request: Request) -> Response:
         encode, content_type = choose_encoder(request.headers.get("accept", ""))
         return Response(encode(registry), headers={"Content-Type": content_type})

@@ -21,7 +21,9 @@ from typing import Any
 
 from collections.abc import Iterable
 
+import uvicorn
 from google.protobuf.message import Message
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import Observation
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -33,6 +35,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry
 
 from ..config import GuardConfig
 from ..containment import Containment
@@ -43,6 +47,7 @@ from ..live.metrics import GuardMetrics
 from ..records import Verdict
 from .access import TlsFiles
 from .forward import Forwarder
+from .http import JSON, metrics_app, receiver_app
 from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
 from .sessions import RecentVerdicts, verdict_event
@@ -83,10 +88,6 @@ class ServiceOptions:
 class GuardService:
     def __init__(self, config: GuardConfig | dict | str | None = None, options: ServiceOptions = ServiceOptions(),
                  *, on_verdict: OnVerdict | None = None):
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from opentelemetry.sdk.metrics import MeterProvider
-        from prometheus_client import CollectorRegistry
-
         self.options = options
         self.registry = CollectorRegistry()
         self.meter_provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=self.registry)])
@@ -141,8 +142,6 @@ class GuardService:
     def accept(self, signal: str, body: bytes, encoding: str) -> Message:
         """Decode one OTLP/HTTP body of `signal` and accept it; raises `MalformedRequest`
         (nothing kept) or `QueueFull`."""
-        from .http import JSON
-
         kind = REQUESTS[signal]
         if signal == "traces":
             return self.accept_spans(json_spans_of(body) if encoding == JSON else spans_of(parse_protobuf(body, kind)))
@@ -224,10 +223,6 @@ class GuardService:
 
     def start(self) -> None:
         """Bind every listener (raises OSError when one cannot be bound) and serve on a thread."""
-        import uvicorn
-
-        from .http import metrics_app, receiver_app
-
         tls = self.options.tls
         if tls is not None:
             tls.check()
