@@ -318,6 +318,8 @@ def _run_demo(args: argparse.Namespace) -> int:
     try:
         demo = importlib.import_module("otelguard.demo")
     except ModuleNotFoundError as error:
+        if error.name == "otelguard.demo":
+            raise UsageError("this installation of otelguard has no demo (otelguard.demo is missing)") from None
         raise UsageError(_missing_extra("demo", error)) from None
     status = demo.main([*args.demo_args, *args.extra])
     return int(status or 0)

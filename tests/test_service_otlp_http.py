@@ -106,10 +106,10 @@ def _tool_span(span_id: str, trace_id: str = "5b8efff798038103d269b633813fc60c")
 
 
 def test_invalid_spans_are_rejected_as_a_partial_success() -> None:
-    """A span that is not OTLP/JSON (ids that are not hex or all zero, an enum's name, an attribute
-    value of the wrong type) is rejected on its own, the first reason given; the others are judged."""
+    """A span that is not OTLP/JSON (ids that are not hex or all zero, a name that is no enum's, an
+    attribute value of the wrong type) is rejected on its own, the first reason given; the others are judged."""
     with running_service() as service:
-        named_status = {**_tool_span("eee19b7ec3c1b176"), "status": {"code": "STATUS_CODE_ERROR"}}
+        named_status = {**_tool_span("eee19b7ec3c1b176"), "status": {"code": "ERROR"}}
         bad_value = _tool_span("eee19b7ec3c1b177")
         bad_value["attributes"].append({"key": "retries", "value": {"intValue": "three"}})
         body = _request_json([_tool_span("eee19b7ec3c1b174"), _tool_span("not-hex"),

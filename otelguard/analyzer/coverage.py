@@ -257,6 +257,9 @@ class Coverage:
         log_lines = sum(f.log_lines for f in self.files)
         metrics = sum(f.metrics_lines for f in self.files)
         if self.spans_read == 0:
+            bad = self.bad_spans()
+            if bad:  # the warning below names the first reason
+                return f"{bad:,} span{'s' if bad != 1 else ''} read, none readable"
             held = []
             if log_lines:
                 held.append(f"{logs} OTLP log record(s) on {log_lines} line(s), which the analyzer does not read")
