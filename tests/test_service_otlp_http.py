@@ -307,6 +307,7 @@ def test_alert_lines_escape_what_senders_and_models_named() -> None:
             spans.append(span)
         assert post(service, "/v1/traces", _request_json(spans), "application/json")[0] == 200
         assert service.flush()
-    lines = out.getvalue().splitlines()
-    assert len(lines) == 1 and "\x1b" not in lines[0]
-    assert "tool=look\\u001b[2Jup\\nALERT fake" in lines[0]
+    text = out.getvalue()
+    assert "\x1b" not in text and [line for line in text.splitlines() if line.startswith("  ALERT")] == [
+        text.splitlines()[0]]  # one alert (its line wrapped to the width: continued further indented)
+    assert "tool=look\\u001b[2Jup\\nALERT fake" in text.replace("\n      ", " ")

@@ -26,6 +26,7 @@ from ..engine import Judged
 from ..live.evaluation_events import MODES
 from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
+from ..terminal import TextReport, action_style
 from .access import AccessError, TlsFiles, read_token
 from .judge import DEFAULT_QUEUE, JudgeOptions
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
@@ -164,7 +165,7 @@ class AlertLine:
     """Prints one line per verdict that is a finding (not one that only counts), as it is reached."""
 
     def __init__(self, out: TextIO):
-        self._out = out
+        self._report = TextReport(out)
         self._lock = threading.Lock()
 
     def __call__(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
@@ -176,8 +177,8 @@ class AlertLine:
         tool = f"  tool={_shown_safely(verdict.tool)}" if verdict.tool else ""
         count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
         with self._lock:
-            print(f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "
-                  f"service={_shown_safely(service)}  {who}{tool}{count}", file=self._out, flush=True)
+            self._report.line(f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "
+                              f"service={_shown_safely(service)}  {who}{tool}{count}", action_style(verdict.action))
 
 
 def _shown_safely(value: str | None) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..terminal import BOLD, TextReport, counted
 from .command import AlertLine
 from .judge import JudgeOptions
 from .server import GuardService, ServiceOptions
@@ -85,10 +86,11 @@ def run(captures: Path | None, speed: float, out: TextIO) -> int:
     service = GuardService(None, options, on_verdict=AlertLine(out))
     service.start()
     clis = sorted({request.cli for request in requests})
-    print(f"otelguard demo: replaying {len(requests)} OTLP requests of {', '.join(clis)} to otelguard serve at "
-          f"{service.http_url} ({requests[-1].at_s / speed:.0f} s at {speed:g}x the recorded pace)", file=out,
-          flush=True)
-    print("  (each CLI repeats one tool call six times, then alternates two calls)", file=out, flush=True)
+    report = TextReport(out)
+    report.line(f"otelguard demo: replaying {counted(len(requests), 'OTLP request')} of {', '.join(clis)} to "
+                f"otelguard serve at {service.http_url} ({requests[-1].at_s / speed:.0f} s at {speed:g}x the "
+                "recorded pace)", BOLD)
+    report.line("  (each CLI repeats one tool call six times, then alternates two calls)")
     started = time.monotonic()
     try:
         for request in requests:
@@ -97,9 +99,10 @@ def run(captures: Path | None, speed: float, out: TextIO) -> int:
                 time.sleep(wait)
             _post(f"{service.http_url}/v1/{request.signal}", request.body)
         service.flush()  # judge what waits for more of its trace or call
-        print(f"verdicts with an action, by sender (otelguard_verdicts_total at {service.metrics_url}):", file=out)
+        report.line(f"verdicts with an action, by sender (otelguard_verdicts_total at {service.metrics_url}):",
+                    BOLD)
         for line in _verdict_lines(service):
-            print(f"  {line}", file=out)
+            report.line(f"  {line}")
     finally:
         service.stop()
     return 0
