@@ -591,9 +591,9 @@ def test_fail_on_exit_codes(tmp_path, capsys) -> None:
 
 
 def test_knob_flags_override_the_config(tmp_path, capsys) -> None:
-    """--thresholds 2 reminds at the second call; the knobs land in the reported config."""
+    """--repeat-thresholds 2 reminds at the second call; the knobs land in the reported config."""
     path = write(tmp_path / "loop.jsonl", request(*tool_loop(2)))
-    code, document = run_json(capsys, str(path), "--thresholds", "2,4", "--similarity", "0.6", "--threshold", "4",
+    code, document = run_json(capsys, str(path), "--repeat-thresholds", "2,4", "--similarity", "0.6", "--thinking-threshold", "4",
                               "--max-fires", "2", "--max-repeated-text", "10", "--max-repeated-cycle", "32",
                               "--min-repeated-cycle", "128", "--min-chars", "512")
     assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t1"))]
@@ -605,6 +605,22 @@ def test_knob_flags_override_the_config(tmp_path, capsys) -> None:
             thinking["min_repeated_cycle_chars"]) == (0.6, 4, 512, 2, 10, 32, 128)
 
 
+def test_the_old_knob_spellings_still_set_the_knobs_and_warn(tmp_path, capsys) -> None:
+    """--threshold and --thresholds (one letter apart, two guards) are now --thinking-threshold and
+    --repeat-thresholds: the old spellings still work, unlisted, each with a warning naming the new one."""
+    path = write(tmp_path / "loop.jsonl", request(*tool_loop(2)))
+    code, out, err = run(capsys, "analyze", "--json", str(path), "--thresholds", "2,4", "--threshold", "4")
+    assert code == 0 and err.splitlines() == [
+        "otelguard analyze: warning: --thresholds is now --repeat-thresholds; the old spelling will go",
+        "otelguard analyze: warning: --threshold is now --thinking-threshold; the old spelling will go"]
+    rows = {row["id"]: row["config"] for row in json.loads(out)["config"]["guards"]}
+    assert (rows["repeat-tool-reminder"]["thresholds"], rows["thinking-loop-guard"]["max_thinking_steps"]) == ([2, 4], 4)
+    assert main(["analyze", "--help"]) == 0
+    listed = capsys.readouterr().out
+    assert "--repeat-thresholds" in listed and "--thinking-threshold" in listed
+    assert "--thresholds" not in listed and "--threshold " not in listed
+
+
 def test_knob_over_a_config_file_row(tmp_path, capsys) -> None:
     """Knobs override the --config file's rows; a knob for a guard the file does not run is a usage error."""
     path = write(tmp_path / "loop.jsonl", request(*tool_loop(4)))
@@ -612,7 +628,7 @@ def test_knob_over_a_config_file_row(tmp_path, capsys) -> None:
     config.write_text("guards:\n  - id: repeat-tool-reminder\n    config:\n      thresholds: [4]\n", encoding="utf-8")
     _, document = run_json(capsys, str(path), "--config", str(config))
     assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t3"))]
-    _, document = run_json(capsys, str(path), "--config", str(config), "--thresholds", "3")
+    _, document = run_json(capsys, str(path), "--config", str(config), "--repeat-thresholds", "3")
     assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t2"))]
     code, _, err = run(capsys, "analyze", str(path), "--config", str(config), "--similarity", "0.5")
     assert code == 2 and "--similarity sets thinking-loop-guard" in err
@@ -620,8 +636,8 @@ def test_knob_over_a_config_file_row(tmp_path, capsys) -> None:
 
 @pytest.mark.parametrize("argv, message", [
     (["--min-chars", "64"], "min_reasoning_chars"),
-    (["--thresholds", "1,3"], "thresholds"),
-    (["--thresholds", "3,x"], "expected integers separated by commas"),
+    (["--repeat-thresholds", "1,3"], "thresholds"),
+    (["--repeat-thresholds", "3,x"], "expected integers separated by commas"),
     (["--similarity", "2"], "similarity_threshold"),
     (["--flush-after", "0"], "must be >= 1"),
     (["--bogus"], "unrecognized arguments: --bogus"),
