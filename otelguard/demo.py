@@ -310,7 +310,7 @@ class _Demo:
             widths = [max(len(row[column]) for row in rows) for column in range(len(names))]
             for row in rows:
                 cells = "  ".join(cell.ljust(width) for cell, width in zip(row, widths))
-                self.report.line(f"    {cells}  {row[-1]}", cut=True)
+                self.write(f"    {cells}  {row[-1]}")
 
 
 def _value(value: float) -> str:

@@ -220,7 +220,7 @@ def _step_rows(step: Step, number_width: int) -> Iterator[_Line]:
                 f"{_cut(step.what, 1000)}", cut=True)
     indent = " " * (2 + number_width + 2 + 5 + 2)
     for verdict in step.verdicts:
-        yield _Line(f"{indent}↳ {_verdict_cells(verdict)}".rstrip(), action_style(verdict.action), cut=True)
+        yield _Line(f"{indent}↳ {_verdict_cells(verdict)}".rstrip(), action_style(verdict.action))
 
 
 def _verdict_cells(verdict: Verdict) -> str:
