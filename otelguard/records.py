@@ -188,7 +188,7 @@ class Verdict:
             "otelguard.verdict": self.verdict,
             "otelguard.guard": self.guard,
             "otelguard.rule": self.rule,
-            "otelguard.action": self.action,
+            "otelguard.action": str(self.action),  # the plain string an exporter writes, not the enum
         }
         if self.repeat_count is not None:
             attrs["otelguard.repeat.count"] = self.repeat_count

@@ -22,6 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 # The guard re-raises its internal errors only when asked: this suite asks (and its subprocesses inherit it).
 os.environ.setdefault("OTELGUARD_RAISE_INTERNAL_ERRORS", "1")
+# Text reports are written at their full width (100 columns) in every test: pytest-xdist's workers set
+# COLUMNS=80. Tests of other widths set COLUMNS themselves.
+os.environ["COLUMNS"] = "100"
 
 import otelguard  # noqa: E402
 from external_support import COMPONENT_FIXTURES, COMPONENTS, require

@@ -142,7 +142,7 @@ def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path,
     assert summary["cost_usd"] == pytest.approx(steered.spend.cost_usd, abs=1e-6)
     assert [(loop["first_step"], loop["last_step"]) for loop in report["agents"][0]["loops"]] == [(1, 3)]
     assert main(["analyze", str(recorded)]) == 0
-    text = capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())  # (a long line is wrapped)
     assert f"loops: 1 loop of model calls, {summary['input_tokens']:,} tokens in" in text
     assert f"{agent.label}: 1 loop" in text
 
@@ -150,7 +150,8 @@ def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path,
 def test_analyze_says_when_a_loop_has_no_price(capsys):
     """The captured model is in no price table: tokens only, said so."""
     assert main(["analyze", str(RECORDED_LOOP)]) == 0
-    assert "cost unknown (1 not priced: model not in genai-prices' table)" in capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())  # (a long line is wrapped)
+    assert "cost unknown (1 not priced: model not in genai-prices' table)" in text
 
 
 def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):

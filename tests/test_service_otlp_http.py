@@ -106,10 +106,10 @@ def _tool_span(span_id: str, trace_id: str = "5b8efff798038103d269b633813fc60c")
 
 
 def test_invalid_spans_are_rejected_as_a_partial_success() -> None:
-    """A span that is not OTLP/JSON (ids that are not hex or all zero, an enum's name, an attribute
-    value of the wrong type) is rejected on its own, the first reason given; the others are judged."""
+    """A span that is not OTLP/JSON (ids that are not hex or all zero, a name that is no enum's, an
+    attribute value of the wrong type) is rejected on its own, the first reason given; the others are judged."""
     with running_service() as service:
-        named_status = {**_tool_span("eee19b7ec3c1b176"), "status": {"code": "STATUS_CODE_ERROR"}}
+        named_status = {**_tool_span("eee19b7ec3c1b176"), "status": {"code": "ERROR"}}
         bad_value = _tool_span("eee19b7ec3c1b177")
         bad_value["attributes"].append({"key": "retries", "value": {"intValue": "three"}})
         body = _request_json([_tool_span("eee19b7ec3c1b174"), _tool_span("not-hex"),
@@ -309,6 +309,8 @@ def test_alert_lines_escape_what_senders_and_models_named() -> None:
             spans.append(span)
         assert post(service, "/v1/traces", _request_json(spans), "application/json")[0] == 200
         assert service.flush()
-    lines = out.getvalue().splitlines()
-    assert len(lines) == 1 and "\x1b" not in lines[0] and "\u202e" not in lines[0]
-    assert "tool=look\\u001b[2Jup\\nALERT fake\\u202egnp.exe" in lines[0]
+    text = out.getvalue()
+    assert "\x1b" not in text and "\u202e" not in text
+    assert [line for line in text.splitlines() if line.startswith("  ALERT")] == [
+        text.splitlines()[0]]  # one alert (its line wrapped to the width: continued further indented)
+    assert "tool=look\\u001b[2Jup\\nALERT fake\\u202egnp.exe" in text.replace("\n      ", " ")

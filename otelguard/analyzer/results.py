@@ -443,9 +443,9 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     if has_output is None:
         what = "output not captured"
     else:
-        what = f"text {text_chars:,} ch"
+        what = f"text {text_chars:,} chars"
         if reasoning_chars:
-            what = f"reasoning {reasoning_chars:,} ch · {what}"
+            what = f"reasoning {reasoning_chars:,} chars · {what}"
         if tool_calls:
             what += f" · calls {', '.join(sorted({name or '?' for name in tool_calls}))}"
     if text_chunks:

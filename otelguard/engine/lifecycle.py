@@ -47,6 +47,7 @@ DEFAULT_MAX_OPEN_SPANS = 100_000
 _MAX_PENDING_STREAM_TRIPS = 1024
 
 _NO_CALL = ToolCall(name=None, arguments=None)
+SpanKey = tuple[int, int]  # (trace id, span id)
 _NO_LIVE_FACTS = ModelFacts()
 
 
@@ -125,35 +126,39 @@ class GuardEngine:
 
         self._agents = Agents(self.guards, max_agents=max_agents, idle_ttl_s=idle_ttl_s, clock=clock,
                               on_evict=evicted("agent"))
-        # span id -> agent of every open span inside an agent run (the application's spans too), so
-        # that descendants at any depth find their agent. Empty while no run is open.
-        self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
-        self._stream_trips: OpenSpans[int, Verdict] = OpenSpans(_MAX_PENDING_STREAM_TRIPS, on_evict=evicted("stream"))
-        # span id -> classification of every open agent, model or tool span: each span is classified
-        # once. An entry the bound evicts costs nothing but classifying that span again at its end.
-        self._classified: OpenSpans[int, Classification] = OpenSpans(max_open_spans)
+        # Open spans are keyed by (trace id, span id): a span id is unique only within its trace
+        # (copied or replayed data reuses them), and two runs must not share a chain.
+        # Agent of every open span inside an agent run (the application's spans too), so that
+        # descendants at any depth find their agent. Empty while no run is open.
+        self._open: OpenSpans[SpanKey, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
+        self._stream_trips: OpenSpans[SpanKey, Verdict] = OpenSpans(_MAX_PENDING_STREAM_TRIPS,
+                                                                    on_evict=evicted("stream"))
+        # Classification of every open agent, model or tool span: each span is classified once. An
+        # entry the bound evicts costs nothing but classifying that span again at its end.
+        self._classified: OpenSpans[SpanKey, Classification] = OpenSpans(max_open_spans)
 
     # --- the lifecycle ---------------------------------------------------------------------------
     def start(self, source: SpanSource) -> Started | None:
         """A span started. Returns what the driver acts on, an agent run's or a tool call's start;
         None for any other span (a model span is judged only when it ends)."""
         classification = classify(source.name, source.attributes)
+        trace_id = source.trace_id
         if classification is None:
             parent_id = source.parent_span_id if self._open else None
             if parent_id is not None:  # inside an agent run, the spans below this one belong to that run too
-                agent = self._open.get(parent_id)
+                agent = self._open.get((trace_id, parent_id))
                 if agent is not None:
-                    self._open.put(source.span_id, agent)
+                    self._open.put((trace_id, source.span_id), agent)
             return None
-        self._classified.put(source.span_id, classification)
+        self._classified.put((trace_id, source.span_id), classification)
         kind = classification.kind
         parent_id = source.parent_span_id
-        enclosing = self._open.get(parent_id) if parent_id is not None else None
+        enclosing = self._open.get((trace_id, parent_id)) if parent_id is not None else None
         if kind is SpanKind.AGENT:
             return Started(classification, self._run_started(source, classification, enclosing))
-        agent = enclosing if enclosing is not None else trace_agent(source.trace_id)
+        agent = enclosing if enclosing is not None else trace_agent(trace_id)
         if enclosing is not None:
-            self._open.put(source.span_id, agent)
+            self._open.put((trace_id, source.span_id), agent)
         if kind is SpanKind.TOOL:
             return Started(classification, agent, self._tool_started(source, classification, agent))
         return None
@@ -162,32 +167,33 @@ class GuardEngine:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
         `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
         span_id = source.span_id
+        key = (source.trace_id, span_id)
         # Classified at its start (what the engine acted on then); else now: a span whose marker
         # came after its start, or one handed over at its end alone.
-        classification = self._classified.pop(span_id, None)
+        classification = self._classified.pop(key, None)
         if classification is None:
             classification = classify(source.name, source.attributes)
             if classification is None:
-                self._open.pop(span_id, None)
+                self._open.pop(key, None)
                 return None
-        agent = self._open.pop(span_id, None)
+        agent = self._open.pop(key, None)
         if agent is None:
             agent = self._agent_by_parent(source.parent_span_id, source.trace_id)
-        live_trip = self._stream_trips.pop(span_id, None)
+        live_trip = self._stream_trips.pop(key, None)
         if classification.kind is SpanKind.AGENT:
-            if agent.scope_run_id == span_id:
+            if agent.scope_run == key:
                 self._agents.run_ended(agent)
             return Judged(classification, agent)
         return self._judge(source, classification, agent, live_trip, timed_out_ms)
 
-    def report_stream_trip(self, span_id: int, verdict: Verdict) -> None:
+    def report_stream_trip(self, trace_id: int, span_id: int, verdict: Verdict) -> None:
         """A stream watched live tripped inside this open model span: the engine shows the verdict
         when the span ends, and does not judge the cut call as a thinking step."""
-        self._stream_trips.put(span_id, verdict)
+        self._stream_trips.put((trace_id, span_id), verdict)
 
-    def agent_of(self, span_id: int) -> AgentRef | None:
+    def agent_of(self, trace_id: int, span_id: int) -> AgentRef | None:
         """The agent of an open span inside an agent run, if any."""
-        return self._open.get(span_id)
+        return self._open.get((trace_id, span_id))
 
     @property
     def stream_guard(self) -> ThinkingLoopGuard | None:
@@ -203,7 +209,7 @@ class GuardEngine:
         run = conventions.read(_as_started(source), classification)
         assert isinstance(run, AgentRun)
         agent = agent_of_run(run, source.trace_id, source.span_id, enclosing)
-        self._open.put(source.span_id, agent)
+        self._open.put((source.trace_id, source.span_id), agent)
         state = self._agents.run_started(agent)
         with state.lock:
             for guard, guard_state in zip(self.guards, state.guard_states):
@@ -240,7 +246,7 @@ class GuardEngine:
     def _agent_by_parent(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """The agent of a span the engine did not hold: its parent's, else its trace's."""
         if parent_span_id is not None:
-            parent = self._open.get(parent_span_id)
+            parent = self._open.get((trace_id, parent_span_id))
             if parent is not None:
                 return parent
         return trace_agent(trace_id)

@@ -134,7 +134,7 @@ class GuardMetrics:
         labels = {
             "otelguard.guard": verdict.guard,
             "otelguard.rule": verdict.rule,
-            "otelguard.action": verdict.action,
+            "otelguard.action": str(verdict.action),
             "gen_ai.agent.name": self._agent_label(agent_name),
             "gen_ai.tool.name": self._tool_label(verdict.tool),
         }

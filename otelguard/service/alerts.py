@@ -18,8 +18,8 @@ from ..analyzer.results import is_counting
 from ..engine import Judged
 from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
-from ..semconv import GEN_AI_CONVERSATION_ID
-from ..terminal import printable
+from ..terminal import TextReport, action_style, printable
+from .sessions import session_of_judged
 
 DEFAULT_MAX_LINES = 1000
 _STOP = object()
@@ -30,7 +30,7 @@ class AlertLines:
     other line of the command's output. Neither waits for `out`."""
 
     def __init__(self, out: TextIO, max_lines: int = DEFAULT_MAX_LINES):
-        self._out = out
+        self._report = TextReport(out)  # wrapped to the terminal's width, coloured on a terminal
         self._queue: queue.Queue[object] = queue.Queue(max_lines)
         self.printed = 0
         self.dropped = 0
@@ -40,12 +40,12 @@ class AlertLines:
 
     def __call__(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
         if not is_counting(verdict):
-            self.line(alert_line(service, judged, verdict))
+            self.line(alert_line(service, judged, verdict), action_style(verdict.action))
 
-    def line(self, text: str) -> None:
-        """Queue one line; dropped (and counted) when the queue is full."""
+    def line(self, text: str, style: str | None = None) -> None:
+        """Queue one line (in `style` on a terminal); dropped (and counted) when the queue is full."""
         try:
-            self._queue.put_nowait(text)
+            self._queue.put_nowait((text, style))
         except queue.Full:
             self._drop()
 
@@ -55,7 +55,7 @@ class AlertLines:
         deadline = time.monotonic() + timeout_s
         done = threading.Event()
         try:
-            self._queue.put((done,), timeout=timeout_s)
+            self._queue.put(done, timeout=timeout_s)
         except queue.Full:
             return False
         return done.wait(max(0.0, deadline - time.monotonic()))
@@ -72,11 +72,12 @@ class AlertLines:
             item = self._queue.get()
             if item is _STOP:
                 return
-            if isinstance(item, tuple):
-                item[0].set()
+            if isinstance(item, threading.Event):
+                item.set()
                 continue
+            text, style = item  # type: ignore[misc]  # (the queue holds lines, events and _STOP)
             try:
-                print(item, file=self._out, flush=True)
+                self._report.line(text, style)
                 self.printed += 1
             except (OSError, ValueError):  # a closed pipe or file: the line is lost, counted
                 self._drop()
@@ -87,9 +88,9 @@ class AlertLines:
 
 
 def alert_line(service: str | None, judged: Judged, verdict: Verdict) -> str:
-    session = judged.span.attributes.get(GEN_AI_CONVERSATION_ID) if judged.span is not None else None
+    session = session_of_judged(judged)
     who = (f"agent={_shown(judged.agent.name)}" if judged.agent.name else
-           f"session={_shown(session)}" if isinstance(session, str) else f"agent={_shown(judged.agent.key)}")
+           f"session={_shown(session)}" if session else f"agent={_shown(judged.agent.key)}")
     tool = f"  tool={_shown(verdict.tool)}" if verdict.tool else ""
     count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
     return (f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "

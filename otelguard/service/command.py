@@ -32,6 +32,7 @@ from .connections import DEFAULT_MAX_CONNECTIONS, raise_descriptor_limit
 from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .judge import DEFAULT_QUEUE, JudgeOptions
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
+from .sessions import session_of_judged
 from .webhook import SECRET_ENV
 
 OFF = "off"

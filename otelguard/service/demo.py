@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..terminal import BOLD, counted
 from .alerts import AlertLines
 from .judge import JudgeOptions
 from .server import GuardService, ServiceOptions
@@ -86,8 +87,9 @@ def run(captures: Path | None, speed: float, out: TextIO) -> int:
     service = GuardService(None, options, alerts=alerts)
     service.start()
     clis = sorted({request.cli for request in requests})
-    alerts.line(f"otelguard demo: replaying {len(requests)} OTLP requests of {', '.join(clis)} to otelguard serve "
-                f"at {service.http_url} ({requests[-1].at_s / speed:.0f} s at {speed:g}x the recorded pace)")
+    alerts.line(f"otelguard demo: replaying {counted(len(requests), 'OTLP request')} of {', '.join(clis)} to "
+                f"otelguard serve at {service.http_url} ({requests[-1].at_s / speed:.0f} s at {speed:g}x the "
+                "recorded pace)", BOLD)
     alerts.line("  (each CLI repeats one tool call six times, then alternates two calls)")
     started = time.monotonic()
     try:
@@ -97,7 +99,8 @@ def run(captures: Path | None, speed: float, out: TextIO) -> int:
                 time.sleep(wait)
             _post(f"{service.http_url}/v1/{request.signal}", request.body)
         service.flush()  # judge what waits for more of its trace or call
-        alerts.line(f"verdicts with an action, by sender (otelguard_verdicts_total at {service.metrics_url}):")
+        alerts.line(f"verdicts with an action, by sender (otelguard_verdicts_total at {service.metrics_url}):",
+                    BOLD)
         for line in _verdict_lines(service):
             alerts.line(f"  {line}")
     finally:

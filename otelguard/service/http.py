@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING
 from google.protobuf.json_format import MessageToJson
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
+from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 
 from ..hooks import CLIS as HOOK_CLIS
 from ..hooks.decision import answer as answer_hook
@@ -127,10 +128,14 @@ def receiver_app(service: GuardService) -> Starlette:
 
 def metrics_app(registry: CollectorRegistry, token: str | None = None,
                 refused: Callable[[str], None] | None = None) -> Starlette:
-    """Prometheus text at `/metrics` (prometheus_client's own ASGI app over the service's registry)."""
-    from prometheus_client import make_asgi_app
+    """The service's registry at `/metrics` itself, in the format the scraper's Accept header asks
+    for (Prometheus text or OpenMetrics, prometheus_client's encoders). A route, not a mount: a mount
+    answers `/metrics` with a redirect to `/metrics/`, which scrapers and plain curl do not follow."""
+    async def metrics(request: Request) -> Response:
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encode(registry), headers={"Content-Type": content_type})
 
-    return _guarded(Starlette(routes=[Mount("/metrics", make_asgi_app(registry))]), token, refused)
+    return _guarded(Starlette(routes=[Route("/metrics", metrics, methods=["GET"])]), token, refused)
 
 
 def _guarded(app: Starlette, token: str | None, refused: Callable[[str], None] | None) -> Starlette:

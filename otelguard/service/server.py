@@ -23,7 +23,9 @@ from typing import Any
 
 from collections.abc import Callable, Iterable
 
+import uvicorn
 from google.protobuf.message import Message
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import Observation
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -35,6 +37,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry
 
 from ..config import GuardConfig
 from ..containment import Containment
@@ -56,6 +60,7 @@ from .connections import (
 )
 from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .forward import Forwarder
+from .http import JSON, metrics_app, receiver_app
 from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
 from .sessions import RecentVerdicts, verdict_event
@@ -107,10 +112,6 @@ class ServiceOptions:
 class GuardService:
     def __init__(self, config: GuardConfig | dict | str | None = None, options: ServiceOptions = ServiceOptions(),
                  *, on_verdict: OnVerdict | None = None, alerts: AlertLines | None = None):
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from opentelemetry.sdk.metrics import MeterProvider
-        from prometheus_client import CollectorRegistry
-
         self.options = options
         self.registry = CollectorRegistry()
         self.meter_provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=self.registry)])
@@ -177,8 +178,6 @@ class GuardService:
     def accept(self, signal: str, body: bytes, encoding: str) -> Message:
         """Decode one OTLP/HTTP body of `signal` and accept it; raises `MalformedRequest`
         (nothing kept) or `QueueFull`."""
-        from .http import JSON
-
         kind = REQUESTS[signal]
         if signal == "traces":
             return self.accept_spans(json_spans_of(body) if encoding == JSON else spans_of(parse_protobuf(body, kind)))
@@ -273,10 +272,6 @@ class GuardService:
 
     def start(self) -> None:
         """Bind every listener (raises OSError when one cannot be bound) and serve on a thread."""
-        import uvicorn
-
-        from .http import metrics_app, receiver_app
-
         tls = self.options.tls
         if tls is not None:
             tls.check()

@@ -40,6 +40,13 @@ def session_of(attributes: Mapping[str, Any]) -> str | None:
     return None
 
 
+def session_of_judged(judged: Judged) -> str | None:
+    """The session of a judged span: its own session attribute, else that of the agent run the engine
+    tied it to (an integration's tool spans carry none: the id is on the `invoke_agent` span)."""
+    own = session_of(judged.span.attributes) if judged.span is not None else None
+    return own or judged.agent.session
+
+
 def verdict_event(service: str | None, judged: Judged, verdict: Verdict) -> dict[str, Any]:
     """One verdict as the JSON object the webhook posts and the decision API answers: the verdict's
     fields, its agent, session, trace and span ids (hex, as OTLP/JSON writes them), and the time."""
@@ -48,7 +55,7 @@ def verdict_event(service: str | None, judged: Judged, verdict: Verdict) -> dict
     event["action"] = str(verdict.action)
     event.update(
         agent=judged.agent.name, agent_key=judged.agent.key, service=service,
-        session=session_of(span.attributes) if span is not None else None,
+        session=session_of_judged(judged),
         trace_id=f"{span.trace_id:032x}" if span is not None else None,
         span_id=f"{span.span_id:016x}" if span is not None else None,
         time=round(time.time(), 3))
