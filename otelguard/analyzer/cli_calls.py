@@ -8,6 +8,11 @@ that has them, and is judged alone if none comes (its arguments then count as no
 call is handed to the engine as the GenAI tool span `as_tool_span` makes, started and ended, in the
 CLI session's own chain (one agent per session). Memory is bounded: at most `max_held` records wait,
 and the `max_joined` most recent keys are remembered.
+
+A record that tells what a model call spent (`CliModelCall`) goes to the engine at once, as the
+session's model usage (`GuardEngine.model_usage`): the tool calls judged after it stand after it in
+the session's spend. (opencode runs a tool inside the model call's span, which ends, with the usage,
+after the tool: its tool calls stand after the model call before, one call early.)
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from ..containment import Containment
 from ..conventions.agent_clis import (
     ARGUMENT_SETTINGS,
     SPAN_NAMES,
+    CliModelCall,
     CliToolCall,
     as_tool_span,
+    session_trace_id,
     from_span,
     joined,
     model_span,
@@ -59,10 +66,16 @@ class CliCalls:
         self.model_calls = 0  # model calls judged
         self.joined = 0  # records merged into a call judged from another record
         self.by_cli: Counter[str] = Counter()  # CLI -> calls judged
+        self.usage_by_cli: Counter[str] = Counter()  # CLI -> model calls whose usage was read
         self.without_arguments: Counter[str] = Counter()  # CLI -> calls judged without arguments
 
-    def add(self, call: CliToolCall, origin: Any, now: float) -> None:
-        """One CLI tool record, at `now`."""
+    def add(self, call: CliToolCall | CliModelCall, origin: Any, now: float) -> None:
+        """One CLI tool record (or what a model call spent), at `now`."""
+        if isinstance(call, CliModelCall):
+            self.usage_by_cli[call.cli] += 1
+            with self.contain.contained("cli_call"):
+                self.engine.model_usage(session_trace_id(call.cli, call.session), call.usage)
+            return
         self.records += 1
         key = call.join_key
         if key in self._judged:
