@@ -50,6 +50,13 @@ def test_a_known_model_is_priced_from_the_bundled_table_without_the_network(monk
     assert price_usd(PRICED_MODEL, 1200, 700) == pytest.approx(expected)
 
 
+def test_a_provider_prefixed_model_is_priced_as_the_model():
+    """LiteLLM and routers name a model `provider/model` (the real runs' `deepseek/deepseek-chat`)."""
+    assert price_usd("deepseek/deepseek-chat", 1200, 700) == price_usd("deepseek-chat", 1200, 700) > 0
+    assert price_usd("openai/gpt-4o", 1200, 700) == price_usd(PRICED_MODEL, 1200, 700)
+    assert price_usd("nowhere/scripted-planner", 1200, 700) is None
+
+
 def test_an_unknown_model_has_no_price():
     assert price_usd("scripted-planner", 1200, 700) is None
     assert price_usd(None, 1200, 700) is None

@@ -125,3 +125,32 @@ def test_a_cli_s_hook_records_alone_give_tool_loops_whose_spend_is_unknown(tmp_p
     assert main(["analyze", str(only_tools)]) == 0
     assert "cost unknown (2 not priced: no token usage reported)" in capsys.readouterr().out
 
+
+
+def test_opencode_s_tool_calls_stand_after_the_request_that_asked_for_them(tmp_path: Path):
+    """opencode runs a tool inside its step's span: the step's request (`ai.streamText.doStream`, with
+    the usage) ends after the tool. Each request of the capture given its own token count, a loop's
+    tokens are those of the requests that asked for its repeated calls (the request in each call's
+    step), not the requests before them."""
+    requests: dict[str, int] = {}  # step span id -> the input tokens given to its request
+    steps: list[tuple[int, str]] = []  # (start, step span id) of each tool call
+    rewritten = tmp_path / "traces.jsonl"
+    with gzip.open(CAPTURES / "opencode" / "traces.jsonl.gz", "rt") as lines, open(rewritten, "w") as out:
+        for line in lines:
+            request = json.loads(line)
+            for resource in request["resourceSpans"]:
+                for scope in resource["scopeSpans"]:
+                    for span in scope["spans"]:
+                        if span["name"] == "ai.streamText.doStream":
+                            tokens = requests[span["parentSpanId"]] = 1000 * (len(requests) + 1)
+                            for attribute in span["attributes"]:
+                                if attribute["key"] == "ai.usage.inputTokens":
+                                    attribute["value"] = {"intValue": str(tokens)}
+                        elif span["name"] == "ai.toolCall":
+                            steps.append((int(span["startTimeUnixNano"]), span["parentSpanId"]))
+            out.write(json.dumps(request) + "\n")
+    asked = [requests[step] for _, step in sorted(steps)]  # each tool call's request's tokens, in call order
+    (agent,) = [agent for agent in analyze([rewritten]).findings.agents() if agent.acted_loops]
+    assert [loop.spend.input_tokens for loop in agent.acted_loops] == [
+        sum(asked[1:6]),  # the ladder: calls 2 to 6
+        sum(asked[8:12])]  # the cycle: calls 9 to 12

@@ -52,6 +52,9 @@ class CliToolCall:
     result: str | None
     end_ns: int
     signal: str  # LOG | SPAN
+    # The model call that asked for it, when that call's usage record comes after the tool's (opencode
+    # runs a tool inside the model call's span): the key of that record (`CliModelCall.key`).
+    asked_by: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,6 +64,7 @@ class CliModelCall:
     cli: str
     session: str
     usage: ModelUsage
+    key: str | None = None  # what a tool call it asked for names it by (`CliToolCall.asked_by`)
 
 
 def from_log(attributes: Mapping[str, Any], time_ns: int, observed_ns: int, trace_id: int, span_id: int,
@@ -99,9 +103,10 @@ def from_span(name: str, attributes: Mapping[str, Any], trace_id: int, parent_sp
     """A CLI's tool-call span, or its model-call span that tells the usage, or None."""
     failed = None if status is Status.UNSET else status is Status.ERROR
     if name == "ai.streamText.doStream":  # opencode (the Vercel AI SDK): one request to the model
-        return _model_call(OPENCODE, attributes.get("session.id") or attributes.get("ai.telemetry.metadata.sessionId"),
-                           attributes.get("ai.model.id"), attributes.get("ai.usage.inputTokens"),
-                           attributes.get("ai.usage.outputTokens"))
+        model_call = _model_call(OPENCODE, attributes.get("session.id")
+                                 or attributes.get("ai.telemetry.metadata.sessionId"), attributes.get("ai.model.id"),
+                                 attributes.get("ai.usage.inputTokens"), attributes.get("ai.usage.outputTokens"))
+        return replace(model_call, key=_step_key(trace_id, parent_span_id)) if model_call is not None else None
     if name == "claude_code.tool":
         return _call(CLAUDE_CODE, attributes.get("session.id"), attributes.get("tool_use_id"),
                      attributes.get("tool_name"), None, None if failed is None else not failed, None, end_ns, SPAN)
@@ -115,9 +120,12 @@ def from_span(name: str, attributes: Mapping[str, Any], trace_id: int, parent_sp
                      json.dumps(arguments) if isinstance(arguments, dict) else None,
                      None if outcome is None else outcome == "success", None, end_ns, SPAN)
     if name == "ai.toolCall" and "ai.toolCall.id" in attributes:
-        return _call(OPENCODE, attributes.get("session.id"), attributes.get("ai.toolCall.id"),
+        # It runs inside its step's span (`ai.streamText`), beside the step's request (`doStream`),
+        # which ends with the usage after it: the step's span names that request.
+        call = _call(OPENCODE, attributes.get("session.id"), attributes.get("ai.toolCall.id"),
                      attributes.get("ai.toolCall.name"), attributes.get("ai.toolCall.args"),
                      None if failed is None else not failed, attributes.get("ai.toolCall.result"), end_ns, SPAN)
+        return replace(call, asked_by=_step_key(trace_id, parent_span_id)) if call is not None else None
     if name == "Tool.execute" and "tool.call_id" in attributes:
         return _call(OPENCODE, attributes.get("session.id"), attributes.get("tool.call_id"),
                      attributes.get("tool.name"), None, None if failed is None else not failed, None, end_ns, SPAN)
@@ -132,6 +140,7 @@ def joined(first: CliToolCall, second: CliToolCall) -> CliToolCall:
         succeeded=first.succeeded if first.succeeded is not None else second.succeeded,
         result=first.result if first.result is not None else second.result,
         end_ns=max(first.end_ns, second.end_ns),
+        asked_by=first.asked_by or second.asked_by,
     )
 
 
@@ -220,6 +229,10 @@ def _model_call(cli: str, session: Any, model: Any, input_tokens: Any, output_to
         output_count += as_int(more_output_tokens) or 0
     return CliModelCall(cli, session, ModelUsage(model if isinstance(model, str) and model else None,
                                                  output_tokens=output_count, input_tokens=input_count))
+
+
+def _step_key(trace_id: int, step_span_id: int | None) -> str | None:
+    return f"{trace_id:032x}/{step_span_id:016x}" if step_span_id else None
 
 
 def _boolean(value: Any) -> bool | None:

@@ -308,7 +308,7 @@ class ProgressDetector:
         if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
             recent = window.idents[max(0, count - self.window):]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
-                if recent.count(ident) >= min_repeats else ()
+                if recent.count(ident) >= min_repeats else []
             if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
                 return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1,
                                since=window.tokens_before(same[1]))
