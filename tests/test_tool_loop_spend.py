@@ -6,6 +6,8 @@ guard acted, through `otelguard serve` alike, and said to be unknown where the s
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from types import SimpleNamespace
 from typing import Any, Iterator
 
@@ -13,9 +15,13 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
+from opentelemetry._logs import LogRecord
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from pydantic_ai import Agent
@@ -229,6 +235,30 @@ def test_the_service_forwards_a_tool_loop_with_the_live_processor_s_spend():
                        key=lambda span: span.start_time_unix_nano)
     assert [loop_attributes({entry.key: getattr(entry.value, entry.value.WhichOneof("value"))
                              for entry in span.attributes}) for span in forwarded] == live == [spend(4000, 200)]
+
+
+def test_the_service_answers_a_cli_session_s_verdicts_with_the_spend_its_telemetry_told():
+    """A Codex session told as log records (a request's usage, then the tool result, per turn): the
+    decision API's verdicts carry what their loop spent, from the request that asked for the first
+    repeat."""
+    with running_service() as service:
+        provider = LoggerProvider(resource=Resource.create({"service.name": "codex_exec"}))
+        provider.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(endpoint=service.http_url + "/v1/logs")))
+        logger = provider.get_logger("codex_otel.log_only")
+        for turn in range(1, 4):
+            logger.emit(LogRecord(attributes={
+                "event.name": "codex.sse_event", "event.kind": "response.completed", "conversation.id": "c-1",
+                "model": PRICED_MODEL, "input_token_count": str(1000 * turn), "output_token_count": "30"}))
+            logger.emit(LogRecord(attributes={
+                "event.name": "codex.tool_result", "conversation.id": "c-1", "tool_name": "exec_command",
+                "call_id": f"call-{turn}", "arguments": '{"cmd": "ls -la"}', "success": "true"}))
+        provider.shutdown()
+        assert service.flush()
+        with urllib.request.urlopen(f"{service.http_url}/v1/verdicts?session=c-1", timeout=5) as answer:
+            verdicts = json.loads(answer.read())["verdicts"]
+    assert [(verdict["repeat_count"], verdict["loop"]) for verdict in verdicts] == [
+        (2, {"input_tokens": 2000, "output_tokens": 30, "cost_usd": pytest.approx(price_usd(PRICED_MODEL, 2000, 30))}),
+        (3, {"input_tokens": 5000, "output_tokens": 60, "cost_usd": pytest.approx(price_usd(PRICED_MODEL, 5000, 60))})]
 
 
 # --- a coding-agent CLI's hooks ------------------------------------------------------------------------
