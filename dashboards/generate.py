@@ -269,13 +269,15 @@ def overview() -> dashboard.Dashboard:
         ),
         stat_panel(
             "Tokens spent in loops",
-            "Output tokens of model calls judged stalled or repetitive (all agents of the service).",
+            "Output tokens spent in the loops a guard acted on (all agents of the service): model calls judged "
+            "stalled or repetitive, and the model calls that asked for repeated tool calls.",
             f"sum({counted(RANGE, 'otelguard_loop_tokens_total')})",
         ),
         stat_panel(
             "Spent in loops",
-            "Price in USD (genai-prices' table) of the model calls judged stalled or repetitive, for the chosen "
-            "agents: what the loops cost. Models the table does not know count their tokens only.",
+            "Price in USD (genai-prices' table) of the loops a guard acted on, for the chosen agents: model calls "
+            "judged stalled or repetitive, and for a tool-call loop the model calls that asked for its repeated "
+            "calls. Models the table does not know count their tokens only.",
             f"sum({counted(RANGE, 'otelguard_loop_cost_usd_total', AGENT)})",
             unit="currencyUSD",
         ),
@@ -397,8 +399,9 @@ def overview() -> dashboard.Dashboard:
     d = d.with_panel(
         events_panel(
             "Tokens spent in loops by model",
-            "Output tokens of model calls that a guard judged stalled or repetitive, by requested model and guard: "
-            "what the loops cost. Per service (this metric has no agent label).",
+            "Output tokens spent in the loops a guard acted on (model calls judged stalled or repetitive, the model "
+            "calls that asked for repeated tool calls), by requested model and guard. Per service (this metric has "
+            "no agent label).",
             query(
                 "sum by (gen_ai_request_model, otelguard_guard) "
                 f"({counted(RATE, 'otelguard_loop_tokens_total')})",
@@ -410,9 +413,10 @@ def overview() -> dashboard.Dashboard:
     d = d.with_panel(
         events_panel(
             "Spent in loops by agent and model (USD)",
-            "Price in USD of the model calls a guard judged stalled or repetitive, by agent and model: each "
-            "loop's cost from its first stalled step. Priced from genai-prices' bundled table; a model it does "
-            "not know shows in the token panel only.",
+            "Price in USD of the loops a guard acted on, by agent and model: a loop of model calls from its first "
+            "stalled step, a loop of tool calls from the model call that asked for its first repeated call, each "
+            "counted from the guard's first reaction to it. Priced from genai-prices' bundled table; a model it "
+            "does not know shows in the token panel only.",
             query(
                 "sum by (gen_ai_agent_name, gen_ai_request_model) "
                 f"({counted(RATE, 'otelguard_loop_cost_usd_total', AGENT)})",

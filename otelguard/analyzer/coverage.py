@@ -50,6 +50,7 @@ class FileCoverage:
     log_records: int = 0
     log_records_genai_not_read: int = 0  # log records not read that carry gen_ai content (in log_records)
     cli_tool_records: int = 0  # log records read as a coding-agent CLI's tool call (in log_records)
+    cli_model_records: int = 0  # log records read as what a coding-agent CLI's model call spent (in log_records)
     genai_event_records: int = 0  # log records read as GenAI events (in log_records)
     evaluation_records: int = 0  # log records read as gen_ai.evaluation.result events (in log_records)
     metrics_lines: int = 0
@@ -61,7 +62,7 @@ class FileCoverage:
 
     @property
     def log_records_read(self) -> int:
-        return self.cli_tool_records + self.genai_event_records + self.evaluation_records
+        return self.cli_tool_records + self.cli_model_records + self.genai_event_records + self.evaluation_records
 
     @property
     def otlp_records(self) -> int:
@@ -149,7 +150,9 @@ class Coverage:
     def logs_read(self, file: FileCoverage, logs: LogsRead) -> None:
         """What one logs request held."""
         file.log_records += logs.records
-        file.cli_tool_records += len(logs.calls)
+        model_calls = logs.model_calls
+        file.cli_tool_records += len(logs.calls) - model_calls
+        file.cli_model_records += model_calls
         file.genai_event_records += len(logs.events)
         file.evaluation_records += len(logs.evaluations)
         file.log_records_genai_not_read += logs.genai_not_read
@@ -240,12 +243,14 @@ class Coverage:
         return dict(skipped)
 
     def _cli_tool_calls(self) -> dict[str, dict[str, int]]:
-        """Per coding-agent CLI: tool calls judged, those without arguments, and records joined into them."""
+        """Per coding-agent CLI: tool calls judged, those without arguments, and the model calls whose
+        usage its telemetry told."""
         calls = self.cli_calls
         if calls is None:
             return {}
-        return {cli: {"calls": count, "without_arguments": calls.without_arguments[cli]}
-                for cli, count in sorted(calls.by_cli.items())}
+        return {cli: {"calls": calls.by_cli[cli], "without_arguments": calls.without_arguments[cli],
+                      "model_calls_with_usage": calls.usage_by_cli[cli]}
+                for cli in sorted(calls.by_cli.keys() | calls.usage_by_cli.keys())}
 
     def nothing_judged(self) -> str | None:
         """Why no model or tool step was judged; None when at least one was."""

@@ -88,21 +88,26 @@ def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
 
 
 def _looping(findings: Any) -> list[Any]:
-    """The agents with a loop of model calls (few: each loop is a step with a verdict)."""
+    """The agents with a loop the guard acted on (few: each loop has a verdict with an action)."""
     return [agent for agent in findings.agents() if agent.acted_loops]
 
 
 def loop_totals(agents: Any) -> dict[str, Any]:
-    """The loops of model calls the guard acted on over `agents`: how many, their tokens, and their
-    price where known."""
+    """The loops the guard acted on over `agents` (of model calls and of tool calls): how many, their
+    tokens and their price where known; those without a price, by why (`loop_spend`)."""
     loops = [loop for agent in agents for loop in agent.acted_loops]
     priced = [loop.spend.cost_usd for loop in loops if loop.spend.cost_usd is not None]
+    unpriced = Counter(loop.spend.unpriced for loop in loops if loop.spend.cost_usd is None)
+    tool_call_loops = sum(loop.of_tool_calls for loop in loops)
     return {
         "count": len(loops),
-        "input_tokens": sum(loop.spend.input_tokens for loop in loops),
-        "output_tokens": sum(loop.spend.output_tokens for loop in loops),
+        "model_call_loops": len(loops) - tool_call_loops,
+        "tool_call_loops": tool_call_loops,
+        "input_tokens": sum(loop.spend.input_tokens or 0 for loop in loops),
+        "output_tokens": sum(loop.spend.output_tokens or 0 for loop in loops),
         "cost_usd": round(sum(priced), 6) if priced else None,
-        "unpriced": len(loops) - len(priced),  # model not in genai-prices' table (or it is not installed)
+        "unpriced": len(loops) - len(priced),
+        "unpriced_by_reason": dict(sorted(unpriced.items())),
     }
 
 
@@ -282,17 +287,19 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str | _Line]:
 
 
 def _loop_lines(agents: Any) -> list[str | _Line]:
-    """What the loops of model calls cost, in total and per agent (from their first stalled step up to
-    the step that broke them or the end of the input)."""
+    """What the loops the guard acted on cost, in total and per agent (from their first repeated step
+    up to the step that broke them or the end of the input)."""
     totals = loop_totals(agents)
     if not totals["count"]:
         return []
     def cost(value: float | None) -> str:
         return "cost unknown" if value is None else f"${value:,.2f}"
-    line = (f"  loops: {counted(totals['count'], 'loop')} of model calls, {number(totals['input_tokens'])} tokens "
-            f"in, {number(totals['output_tokens'])} out, {cost(totals['cost_usd'])}")
-    if totals["unpriced"]:
-        line += f" ({number(totals['unpriced'])} not priced: model not in genai-prices' table)"
+    line = (f"  loops: {_loop_kinds(totals)}, {number(totals['input_tokens'])} tokens in, "
+            f"{number(totals['output_tokens'])} out, {cost(totals['cost_usd'])}")
+    reasons = totals["unpriced_by_reason"]
+    if reasons:
+        why = next(iter(reasons)) if len(reasons) == 1 else ", ".join(f"{number(n)} {reason}" for reason, n in reasons.items())
+        line += f" ({number(totals['unpriced'])} not priced: {why})"
     lines: list[str | _Line] = [line]
     for agent in agents:
         if agent.acted_loops:
@@ -300,6 +307,16 @@ def _loop_lines(agents: Any) -> list[str | _Line]:
             lines.append(f"    {agent.label}: {counted(mine['count'], 'loop')}, {number(mine['input_tokens'])} in, "
                          f"{number(mine['output_tokens'])} out, {cost(mine['cost_usd'])}")
     return lines
+
+
+def _loop_kinds(totals: dict[str, Any]) -> str:
+    """"2 loops of model calls", "3 loops of tool calls", or "5 loops (2 of model calls, 3 of tool calls)"."""
+    model, tool = totals["model_call_loops"], totals["tool_call_loops"]
+    if not tool:
+        return f"{counted(model, 'loop')} of model calls"
+    if not model:
+        return f"{counted(tool, 'loop')} of tool calls"
+    return f"{counted(totals['count'], 'loop')} ({number(model)} of model calls, {number(tool)} of tool calls)"
 
 
 def _coverage(analysis: Analysis) -> list[str | _Line]:
@@ -316,11 +333,13 @@ def _coverage(analysis: Analysis) -> list[str | _Line]:
     parts = [f"{counted(span_records, 'record')} with spans"]
     if log_lines:
         cli, events = sum(f.cli_tool_records for f in files), sum(f.genai_event_records for f in files)
+        cli_models = sum(f.cli_model_records for f in files)
         evaluations = sum(f.evaluation_records for f in files)
         read = ([f"{number(cli)} read as CLI tool calls"] * bool(cli)
+                + [f"{number(cli_models)} as CLI model calls"] * bool(cli_models)
                 + [f"{number(events)} as GenAI events"] * bool(events)
                 + [f"{number(evaluations)} as evaluation events"] * bool(evaluations))
-        how = ", ".join([*read, f"{number(logs - cli - events - evaluations)} not read"]) if read else "not read"
+        how = ", ".join([*read, f"{number(logs - cli - cli_models - events - evaluations)} not read"]) if read else "not read"
         parts.append(f"{number(log_lines)} of OTLP logs ({counted(logs, 'log record')}, {how})")
     if metrics:
         parts.append(f"{number(metrics)} of OTLP metrics (not read)")

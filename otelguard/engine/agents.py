@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable, NamedTuple
 
 from ..guards import Guard
+from ..loop_spend import AgentSpend
 from ..records import AgentRun
 from .bounded import BoundedMap, OnEvict, OpenSpans
 
@@ -81,13 +82,15 @@ def trace_agent(trace_id: int) -> AgentRef:
 
 
 class AgentState:
-    """One agent's lock and its guards' states (one per guard, in the engine's order), made with the agent."""
+    """One agent's lock and its guards' states (one per guard, in the engine's order), made with the
+    agent; and what it has spent (`loop_spend.AgentSpend`), made when first needed."""
 
-    __slots__ = ("lock", "guard_states")
+    __slots__ = ("lock", "guard_states", "spend")
 
     def __init__(self, guard_states: list[Any]):
         self.lock = threading.Lock()
         self.guard_states = guard_states
+        self.spend: AgentSpend | None = None
 
 
 class Agents:

@@ -9,7 +9,9 @@ span's life is the driver's business. Per span the engine:
 2. classifies the rest by convention;
 3. at start: finds the span's agent (a new run resets that agent's repeat chain) and asks the guards
    about a tool call before it runs (budget, pre-emptive block);
-4. at end: reads the span into a record and runs the guards on it, under the agent's lock.
+4. at end: reads the span into a record and runs the guards on it, under the agent's lock; counts a
+   model call's usage into the agent's spend, and steps the agent's loop of each loop verdict
+   (`loop_spend`): what the loop has spent so far comes back with the verdicts.
 
 It imports nothing from OpenTelemetry, so every driver reaches the same verdict on the same spans.
 """
@@ -23,10 +25,12 @@ from .. import conventions
 from ..conventions import classify
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
+from ..loop_spend import AgentSpend, LoopStep, loop_step
 from ..records import (
     AgentRun,
     Classification,
     ModelCall,
+    ModelUsage,
     Record,
     SpanKind,
     SpanView,
@@ -34,7 +38,7 @@ from ..records import (
     Verdict,
 )
 from ..settings import GuardSettings
-from .agents import AgentRef, Agents, agent_of_run, trace_agent
+from .agents import AgentRef, Agents, AgentState, agent_of_run, trace_agent
 from .bounded import OpenSpans
 from .source import SpanSource
 
@@ -72,6 +76,7 @@ class Judged(NamedTuple):
     verdicts: tuple[Verdict, ...] = ()
     # A stream trip reported live (`report_stream_trip`): shown on the span, not reported again.
     stream_verdict: Verdict | None = None
+    loop_steps: tuple[LoopStep, ...] = ()  # each loop verdict's step of its loop, with the spend so far
 
     @property
     def shown(self) -> tuple[Verdict, ...]:
@@ -106,8 +111,12 @@ class GuardEngine:
         max_open_spans: int = DEFAULT_MAX_OPEN_SPANS,
         clock: Callable[[], float] = time.monotonic,
         on_evict: Callable[[str, str, int], None] | None = None,
+        price_wait_s: float = 0.0,
     ):
+        """`price_wait_s`: how long pricing a loop may wait for the price table to load (a report may
+        wait; on an agent's thread nothing does: 0, and a loop is priced once the table is in)."""
         self.settings = _settings(config)
+        self._price_wait_s = price_wait_s
         self.guards: list[Guard] = build_guards(self.settings)
         # A tool's start attributes are read into a ToolCall only for a guard that judges them there.
         self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
@@ -186,6 +195,13 @@ class GuardEngine:
             return Judged(classification, agent)
         return self._judge(source, classification, agent, live_trip, timed_out_ms)
 
+    def model_usage(self, trace_id: int, usage: ModelUsage) -> None:
+        """A model call known only by what it spent (a coding-agent CLI's request log record, in its
+        session's trace): counted into the trace's agent's spend; no guard judges it."""
+        state = self._agents.state(trace_agent(trace_id))
+        with state.lock:
+            _spend_of(state).model_ended(usage)
+
     def report_stream_trip(self, trace_id: int, span_id: int, verdict: Verdict) -> None:
         """A stream watched live tripped inside this open model span: the engine shows the verdict
         when the span ends, and does not judge the cut call as a thinking step."""
@@ -232,16 +248,33 @@ class GuardEngine:
         span = source.view()
         record = conventions.read(span, classification, source.parent_view())
         verdicts: list[Verdict] = []
+        usage = None
         state = self._agents.state(agent)
         with state.lock:
             if isinstance(record, ToolCall):
+                if state.spend is not None:
+                    record.tokens_before = state.spend.asked_before
                 for guard, guard_state in zip(self.guards, state.guard_states):
                     verdicts += guard.on_tool_end(guard_state, record, span, timed_out_ms)
             elif isinstance(record, ModelCall):
+                usage = conventions.model_usage(span, classification)
+                if usage.input_tokens is not None or usage.output_tokens is not None:
+                    parent = self._classified.get(source.parent_span_id) if source.parent_span_id else None
+                    _spend_of(state).model_ended(usage, top_level=parent is None or parent.kind is not SpanKind.TOOL)
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
                 for guard, guard_state in zip(self.guards, state.guard_states):
                     verdicts += guard.on_model_end(guard_state, record, span, facts)
-        return Judged(classification, agent, span, record, tuple(verdicts), live_trip)
+            steps = self._loop_steps(state, verdicts, record, usage) if verdicts else ()
+        return Judged(classification, agent, span, record, tuple(verdicts), live_trip, steps)
+
+    def _loop_steps(self, state: AgentState, verdicts: list[Verdict], record: Record,
+                    usage: ModelUsage | None) -> tuple[LoopStep, ...]:
+        steps = []
+        for verdict in verdicts:
+            step = loop_step(_spend_of(state), verdict, record, usage, self._price_wait_s)
+            if step is not None:
+                steps.append(step)
+        return tuple(steps)
 
     def _agent_by_parent(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """The agent of a span the engine did not hold: its parent's, else its trace's."""
@@ -251,3 +284,10 @@ class GuardEngine:
                 return parent
         return trace_agent(trace_id)
 
+
+def _spend_of(state: AgentState) -> AgentSpend:
+    """The agent's spend, made on first use (under the agent's lock)."""
+    spend = state.spend
+    if spend is None:
+        spend = state.spend = AgentSpend()
+    return spend

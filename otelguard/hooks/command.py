@@ -25,6 +25,7 @@ from . import log, paths
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
+    from ..loop_spend import LoopStep
     from ..records import Verdict
 
 DEFAULT_SERVICE_TIMEOUT_MS = 50.0
@@ -45,13 +46,14 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     stderr, sys.stderr = sys.stderr, io.StringIO()
     event = None
     verdicts: tuple[Verdict, ...] = ()
+    loop_steps: tuple[LoopStep, ...] = ()
     try:
         data = stdin.read()
         answer = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
         if answer is None:
             from .decision import answer_with_call
 
-            answer, event, verdicts = answer_with_call(cli, data, log_path)
+            answer, event, verdicts, loop_steps = answer_with_call(cli, data, log_path)
     finally:
         written, sys.stderr = sys.stderr.getvalue(), stderr
     if written:
@@ -65,7 +67,7 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
         try:
             from .export import send_later
 
-            send_later(event, verdicts)
+            send_later(event, verdicts, loop_steps)
         except Exception as error:  # the call is answered already: telemetry is no reason to fail it
             log.write(log_path, "ERROR", f"could not start the OTLP sender: {type(error).__name__}: {error}")
     if os.environ.get("OTELGUARD_DEBUG"):

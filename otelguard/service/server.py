@@ -197,7 +197,8 @@ class GuardService:
         if signal == "logs":
             logs = log_calls_of(request)
             self.judge.submit_logs(logs.calls, logs.events)
-            self.log_records.add(len(logs.calls), {"read": "cli_tool_call"})
+            self.log_records.add(len(logs.calls) - logs.model_calls, {"read": "cli_tool_call"})
+            self.log_records.add(logs.model_calls, {"read": "cli_model_call"})
             self.log_records.add(len(logs.events), {"read": "genai_event"})
             self.log_records.add(len(logs.evaluations), {"read": "evaluation_event"})  # forwarded, not judged
             self.log_records.add(logs.not_read, {"read": "not_read"})

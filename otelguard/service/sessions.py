@@ -49,10 +49,16 @@ def session_of_judged(judged: Judged) -> str | None:
 
 def verdict_event(service: str | None, judged: Judged, verdict: Verdict) -> dict[str, Any]:
     """One verdict as the JSON object the webhook posts and the decision API answers: the verdict's
-    fields, its agent, session, trace and span ids (hex, as OTLP/JSON writes them), and the time."""
+    fields, its agent, session, trace and span ids (hex, as OTLP/JSON writes them), what its loop has
+    spent (`loop`: the span's `otelguard.loop.*` without the prefix; None for a verdict on no loop),
+    and the time."""
     span = judged.span
-    event: dict[str, Any] = {field.name: getattr(verdict, field.name) for field in fields(verdict)}
+    # What the verdict says (`loop_since` is the engine's bookkeeping: the spend is under "loop").
+    event: dict[str, Any] = {field.name: getattr(verdict, field.name) for field in fields(verdict) if field.compare}
     event["action"] = str(verdict.action)
+    step = next((step for step in judged.loop_steps if step.verdict is verdict), None)
+    event["loop"] = ({key.removeprefix("otelguard.loop."): value for key, value in step.spend.attributes().items()}
+                     if step is not None else None)
     event.update(
         agent=judged.agent.name, agent_key=judged.agent.key, service=service,
         session=session_of_judged(judged),
