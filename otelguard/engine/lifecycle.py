@@ -259,7 +259,7 @@ class GuardEngine:
             elif isinstance(record, ModelCall):
                 usage = conventions.model_usage(span, classification)
                 if usage.input_tokens is not None or usage.output_tokens is not None:
-                    parent = self._classified.get(source.parent_span_id) if source.parent_span_id else None
+                    parent = self._classified.get((source.trace_id, source.parent_span_id)) if source.parent_span_id else None
                     _spend_of(state).model_ended(usage, top_level=parent is None or parent.kind is not SpanKind.TOOL)
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
                 for guard, guard_state in zip(self.guards, state.guard_states):

@@ -75,9 +75,9 @@ class AlertLines:
             if isinstance(item, threading.Event):
                 item.set()
                 continue
-            text, style = item  # type: ignore[misc]  # (the queue holds lines, events and _STOP)
+            assert isinstance(item, tuple)  # a line: (text, style); the queue also holds events and _STOP
             try:
-                self._report.line(text, style)
+                self._report.line(*item)
                 self.printed += 1
             except (OSError, ValueError):  # a closed pipe or file: the line is lost, counted
                 self._drop()
