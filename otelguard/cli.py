@@ -321,14 +321,20 @@ def _add_demo_parser(subparsers: Any) -> None:
     The demo module (which pulls in an agent framework) is imported only when the command runs, so
     `otelguard analyze` never pays for it; without it, the command fails with a clear message.
     """
+    _add_passthrough_parser(subparsers, "demo", _run_demo,
+                            "run a scripted agent that falls into each loop, guarded (needs otelguard[demo])")
+
+
+def _add_passthrough_parser(subparsers: Any, name: str, run: Callable[[argparse.Namespace], int], help: str) -> None:
+    """A command whose arguments its own module parses when it runs (`args.passed`): building the
+    other commands' parsers imports nothing of it."""
     parser = subparsers.add_parser(
-        "demo",
-        help="run a scripted agent that falls into each loop, guarded (needs otelguard[demo])",
-        add_help=False,  # --help goes to the demo itself
+        name, help=help,
+        add_help=False,  # --help goes to the command's own parser
         prefix_chars="\0",  # take every argument as-is, options included
     )
-    parser.add_argument("demo_args", nargs="*", metavar="ARGS")
-    parser.set_defaults(run=_run_demo, parser=parser)
+    parser.add_argument("passed", nargs="*", metavar="ARGS")
+    parser.set_defaults(run=run, parser=parser)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -338,7 +344,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         if error.name == "otelguard.demo":
             raise UsageError("this installation of otelguard has no demo (otelguard.demo is missing)") from None
         raise UsageError(_missing_extra("demo", error)) from None
-    status = demo.main([*args.demo_args, *args.extra])
+    status = demo.main([*args.passed, *args.extra])
     return int(status or 0)
 
 
@@ -353,22 +359,10 @@ def _missing_extra(extra: str, error: ModuleNotFoundError) -> str:
 
 
 def _add_serve_parser(subparsers: Any) -> None:
-    """`otelguard serve`: the guard as an OTLP service (`otelguard.service`, needs otelguard[serve])."""
-    add_arguments: Callable[[argparse.ArgumentParser], None] | None
-    try:
-        from .service.command import add_arguments
-    except ModuleNotFoundError:  # the extra is missing: the command says so when run
-        add_arguments = None
-    parser = subparsers.add_parser(
-        "serve",
-        help="receive OTLP from agents in any language, judge it, serve the verdicts (needs otelguard[serve])",
-        description=_SERVE_DESCRIPTION if add_arguments is not None else
-        _SERVE_DESCRIPTION + "\n\nThe otelguard[serve] extra is not installed: pip install 'otelguard[serve]'.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the endpoints' table
-    )
-    if add_arguments is not None:
-        add_arguments(parser)
-    parser.set_defaults(run=_run_serve, parser=parser)
+    """`otelguard serve`: the guard as an OTLP service (`otelguard.service`, needs otelguard[serve]); its
+    options are the service's own parser's."""
+    _add_passthrough_parser(subparsers, "serve", _run_serve, "receive OTLP from agents in any language, judge it, "
+                            "serve the verdicts (needs otelguard[serve])")
 
 
 _SERVE_DESCRIPTION = """\
@@ -385,14 +379,20 @@ endpoints:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    parser = argparse.ArgumentParser(prog=f"{PROG} serve", description=_SERVE_DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # keeps the endpoints' table
+    argv = [*args.passed, *args.extra]
     try:
-        from .service.command import ServeError, run
+        from .service.command import ServeError, add_arguments, run
     except ModuleNotFoundError as error:
+        if "-h" in argv or "--help" in argv:
+            parser.epilog = "The otelguard[serve] extra is not installed: pip install 'otelguard[serve]'."
+            parser.print_help()
+            return EXIT_OK
         raise UsageError(_missing_extra("serve", error)) from None
-    if args.extra:
-        args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    add_arguments(parser)
     try:
-        return run(args)
+        return run(parser.parse_args(argv))
     except ServeError as error:
         raise UsageError(str(error)) from None
 
