@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections import Counter, OrderedDict
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ..containment import Containment
@@ -50,28 +51,29 @@ DEFAULT_MAX_JOINED = 65_536
 OnCallJudged = Callable[[SpanView, Judged, Any], None]
 
 
+@dataclass(eq=False)
 class CliCalls:
-    def __init__(self, engine: GuardEngine, on_judged: OnCallJudged, clock: ReplayClock, *, wait: float,
-                 contain: Containment, max_held: int = DEFAULT_MAX_HELD, max_joined: int = DEFAULT_MAX_JOINED):
-        self.engine = engine
-        self.on_judged = on_judged
-        self.clock = clock
-        self.wait = wait
-        self.contain = contain
-        self.max_held = max_held
-        self.max_joined = max_joined
-        self._held: OrderedDict[str, tuple[CliToolCall, Any, float]] = OrderedDict()  # key -> (call, origin, since)
-        self._judged: OrderedDict[str, None] = OrderedDict()  # keys of calls judged already
-        # Calls waiting for the usage of the model call that asked for them, by its key (a few at once).
-        self._asking: OrderedDict[str, list[tuple[CliToolCall, Any, float]]] = OrderedDict()
-        self._told: OrderedDict[str, None] = OrderedDict()  # keys of model calls whose usage came
-        self.records = 0  # CLI tool records read
-        self.calls = 0  # tool calls judged
-        self.model_calls = 0  # model calls judged
-        self.joined = 0  # records merged into a call judged from another record
-        self.by_cli: Counter[str] = Counter()  # CLI -> calls judged
-        self.usage_by_cli: Counter[str] = Counter()  # CLI -> model calls whose usage was read
-        self.without_arguments: Counter[str] = Counter()  # CLI -> calls judged without arguments
+    engine: GuardEngine
+    on_judged: OnCallJudged
+    clock: ReplayClock
+    _: KW_ONLY
+    wait: float
+    contain: Containment
+    max_held: int = DEFAULT_MAX_HELD
+    max_joined: int = DEFAULT_MAX_JOINED
+    # key -> (call, origin, since)
+    _held: OrderedDict[str, tuple[CliToolCall, Any, float]] = field(default_factory=OrderedDict, init=False)
+    _judged: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False)  # keys of calls judged already
+    # Calls waiting for the usage of the model call that asked for them, by its key (a few at once).
+    _asking: OrderedDict[str, list[tuple[CliToolCall, Any, float]]] = field(default_factory=OrderedDict, init=False)
+    _told: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False)  # model calls whose usage came
+    records: int = field(default=0, init=False)  # CLI tool records read
+    calls: int = field(default=0, init=False)  # tool calls judged
+    model_calls: int = field(default=0, init=False)  # model calls judged
+    joined: int = field(default=0, init=False)  # records merged into a call judged from another record
+    by_cli: Counter[str] = field(default_factory=Counter, init=False)  # CLI -> calls judged
+    usage_by_cli: Counter[str] = field(default_factory=Counter, init=False)  # CLI -> model calls whose usage was read
+    without_arguments: Counter[str] = field(default_factory=Counter, init=False)  # CLI -> calls judged without arguments
 
     def add(self, call: CliToolCall | CliModelCall, origin: Any, now: float) -> None:
         """One CLI tool record (or what a model call spent), at `now`."""
