@@ -45,13 +45,23 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     stderr, sys.stderr = sys.stderr, io.StringIO()
     event = None
     verdicts: tuple[Verdict, ...] = ()
+    answer = ""
     try:
         data = stdin.read()
-        answer = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
-        if answer is None:
+        told = _ask_service(cli, data, log_path) if os.environ.get("OTELGUARD_URL") else None
+        if told is None:
             from .decision import answer_with_call
 
-            answer, event, verdicts = answer_with_call(cli, data, log_path)
+            told, event, verdicts = answer_with_call(cli, data, log_path)
+        answer = told
+    except Exception:  # what the local path does not contain itself: the call is allowed all the same
+        import traceback
+
+        from ..containment import raise_internal_errors
+
+        if raise_internal_errors():  # the project's own tests: a bug fails them
+            raise
+        log.write(log_path, "ERROR", f"internal error, call allowed ({cli}):\n" + traceback.format_exc())
     finally:
         written, sys.stderr = sys.stderr.getvalue(), stderr
     if written:

@@ -8,7 +8,6 @@ any error of otelguard's own allows the call (nothing printed) and is written to
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 
@@ -19,7 +18,7 @@ from ..terminal import printable
 from . import hook_config, log, paths
 from .answers import Decision, render
 from .history import HookHistory, StoredEvent, is_corrupt, set_aside
-from .payload import POST, PRE, HookEvent, parse
+from .payload import MAX_DEPTH, POST, PRE, HookEvent, read
 from .replay import SessionReplay
 
 _REMIND_RANK = Action.REMIND.rank
@@ -33,10 +32,13 @@ def answer(cli: str, data: bytes) -> str:
 def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
     """(what to print, the call, its verdicts)."""
     try:
-        event = parse(cli, json.loads(data))
+        event, too_deep = read(cli, data)
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
         log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {printable(str(error))}")
         return "", None, ()
+    if too_deep:
+        log.write(log_path, "WARNING", f"{cli} session {printable(event.session)}: hook input nested deeper than "
+                  f"{MAX_DEPTH} levels; its deeper values are judged as their JSON text")
     try:
         decision, verdicts = decide(event)
     except hook_config.HookConfigError as error:
