@@ -63,7 +63,7 @@ def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEve
                   f"{printable(event.tool)}: " + "; ".join(
                       f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
                       for v in acted))
-    return render(event, decision), event, verdicts
+    return render(event.cli, event.hook_event_name, decision), event, verdicts
 
 
 def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:

@@ -27,8 +27,8 @@ from typing import Any
 
 from ..canonical import canonical_arguments
 from ..detectors.signatures import MASKED_CHARS
+from . import POST, PRE, TOOL_EVENTS
 
-PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
 MAX_RESULT_CHARS = 8192
 _MAX_ID_CHARS = 256
@@ -103,11 +103,7 @@ def parse(cli: str, data: Any) -> HookEvent:
     if cli == "opencode":
         return _opencode(data)
     event_name = _text(data.get("hook_event_name"), "hook_event_name")
-    if cli == "gemini-cli":
-        phases = {"BeforeTool": PRE, "AfterTool": POST}
-    else:
-        phases = {"PreToolUse": PRE, "PostToolUse": POST, "PostToolUseFailure": POST}
-    phase = phases.get(event_name)
+    phase = TOOL_EVENTS[cli].get(event_name)
     if phase is None:
         raise PayloadError(f"{cli} hook event {event_name!r} is not a tool hook")
     result, failed = None, False
@@ -154,7 +150,7 @@ def _opencode(data: dict[str, Any]) -> HookEvent:
         cli="opencode", phase=phase, session=_text(inputs.get("sessionID"), "input.sessionID"),
         tool=_text(inputs.get("tool"), "input.tool"), arguments=arguments_of(arguments),
         call_id=_optional_text(inputs.get("callID")), result=result, failed=failed, duration_ms=duration_ms,
-        hook_event_name=f"tool.execute.{data['event']}",
+        hook_event_name=f"tool.execute.{event}",
     )
 
 
