@@ -208,8 +208,8 @@ def test_context_shown_in_a_system_level_role_quotes_no_arguments(cli, tmp_path,
 
 @pytest.mark.parametrize("cli", ["codex", "claude-code"])
 def test_no_guard_quotes_arguments_where_context_is_a_system_level_message(cli, tmp_path, monkeypatch):
-    """The same for no-progress: its cycle reminder names the calls, with their arguments only where the
-    CLI shows the context in the user's turn."""
+    """The same for no-progress: its cycle reminder names the calls, with their arguments, only where the
+    CLI shows the context in the user's turn (see test_hook_system_level_messages.py)."""
     config = tmp_path / "config.yaml"
     config.write_text("guards:\n  - id: no-progress\n    config: {include_arguments: true}\n")
     monkeypatch.setenv("OTELGUARD_CONFIG", str(config))
@@ -217,8 +217,8 @@ def test_no_guard_quotes_arguments_where_context_is_a_system_level_message(cli, 
     told = [after.context for _ in range(3) for before, after in
             (session.call("Read", {"file_path": "a.txt"}, "alpha"), session.call("Read", {"file_path": "b.txt"}, "beta"))
             if after.context]
-    assert told and "- call 1: Read" in told[0]
-    assert ("a.txt" in told[0]) is (cli != "codex")
+    assert told and told[0].startswith("No progress: the same 2 tool calls keep repeating in a cycle")
+    assert ("- call 1: Read" in told[0]) is ("a.txt" in told[0]) is (cli != "codex")
 
 
 def test_tool_durations_are_recorded_and_never_judged():
