@@ -122,6 +122,43 @@ def test_a_pretty_printed_document_still_reads_and_the_lines_after_it_keep_their
     assert [e["line"] for e in document["coverage"]["unparsable_examples"]] == [bad_line]
 
 
+DIGITS = "9" * 5000  # more than Python converts to an int (4,300 by default)
+
+
+@pytest.mark.parametrize("written", ["number", "string"])
+@pytest.mark.parametrize("layout", ["json lines", "pretty-printed"])
+def test_an_integer_of_thousands_of_digits_costs_its_attribute_not_the_report(tmp_path, capsys, written, layout):
+    """A 5,000-digit `intValue` (a JSON number, or digits in a string) on a tool span: out of range
+    like any integer past 64 bits, the attribute is dropped and counted; the span, its line and the
+    report are kept."""
+    first, second = hostile.one_run_per_line(2)
+    huge = '"attributes":[{"key":"app.count","value":{"intValue":"@huge@"}},'
+    first = first.replace('"attributes":[', huge, 2).replace(huge, '"attributes":[', 1)  # the first tool span's
+    if layout == "pretty-printed":
+        first = json.dumps(json.loads(first), indent=2)
+    first = first.replace('"@huge@"', DIGITS if written == "number" else json.dumps(DIGITS))
+    assert first.count(DIGITS) == 1
+    path = tmp_path / "huge-integer.json"
+    path.write_text(first + "\n" + second + "\n")
+    code, document = analyze_json(capsys, path)
+    coverage = document["coverage"]
+    assert (code, reminders(document), coverage["dropped_attributes_spans"]) == (0, 2, 1)
+    assert coverage["unparsable_lines"] == 0 and coverage["verdict_scope_incomplete"] is True
+    assert any(warning["code"] == "dropped-attributes" for warning in coverage["warnings"])
+
+
+def test_a_span_time_of_thousands_of_digits_makes_that_span_unreadable(tmp_path, capsys):
+    """A span field that cannot be read costs the span (counted), and only it: the second run still
+    gets its reminder (the first one, a call short, none)."""
+    first, second = hostile.one_run_per_line(2)
+    start = first.index('"startTimeUnixNano":"') + len('"startTimeUnixNano":')
+    first = first[:start] + DIGITS + first[first.index(",", start):]  # the first span's start, as a number
+    path = tmp_path / "huge-time.jsonl"
+    path.write_text(first + "\n" + second + "\n")
+    code, document = analyze_json(capsys, path)
+    assert (code, document["coverage"]["unreadable_spans"], reminders(document)) == (0, 1, 1)
+
+
 def test_a_key_given_twice_is_counted_as_skipped(tmp_path, capsys):
     """`resourceSpans` twice in one record: the copy JSON keeps is judged, the record is counted as
     holding a duplicated key, and the verdict scope is incomplete."""

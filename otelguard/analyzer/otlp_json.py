@@ -7,7 +7,7 @@ service's request decoder uses too: ids in hex, enums as integers, 64-bit intege
 or numbers; lowerCamelCase or snake_case field names.
 
 Nothing on a line is fatal: whatever is skipped comes out as a `ReadProblem`, in order, so a reader can
-count it. A span that is not OTLP/JSON (a base64 id, an enum name, a time that is no integer) is a
+count it (a number of more digits than Python converts included: `otlp_json_values.loads`). A span that is not OTLP/JSON (a base64 id, an enum name, a time that is no integer) is a
 `BAD_SPAN` problem; an attribute value that is not is dropped and counted in the span's
 `dropped_attributes`. Only an unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from ..otlp_json_values import (
     field,
     hex_id,
     integer,
+    loads,
 )
 from ..otlp_json_values import attributes as read_attributes
 from ..otlp_logs import LogRecordFields
@@ -191,7 +191,7 @@ def _read_lines(lines: Iterable[Numbered], label: str, *, limit: int = DEFAULT_M
             yield document.cut_off(number)  # a record on its own: the document before it ended early
             document = None
         try:
-            parsed = json.loads(line)
+            parsed = loads(line)
         except (ValueError, RecursionError):
             if not json_lines and _opens_multiline_document(line):
                 document = _Document(label, number, line, limit)
@@ -207,7 +207,7 @@ def _read_lines(lines: Iterable[Numbered], label: str, *, limit: int = DEFAULT_M
 
 def _is_object(line: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(loads(line), dict)
     except (ValueError, RecursionError):
         return False
 
@@ -260,7 +260,7 @@ class _Document:
         before its end), the problem that its lines are not JSON."""
         text = "".join((*self.parts, *self.recent))
         try:
-            document = json.loads(text)
+            document = loads(text)
         except (ValueError, RecursionError) as error:
             position = getattr(error, "pos", None)
             broken = isinstance(position, int) and not text[position:].isspace() and position < len(text)
@@ -329,7 +329,7 @@ def _duplicated_keys(text: str) -> list[str]:
         return mapping
 
     try:
-        json.loads(text, object_pairs_hook=pairs)
+        loads(text, object_pairs_hook=pairs)
     except (ValueError, RecursionError):
         return []
     return duplicated
