@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import threading
 from typing import Iterator
@@ -240,7 +241,11 @@ def test_unreadable_input_is_allowed_and_logged(hook_state):
 
 def test_an_internal_error_allows_the_call_and_is_logged(tmp_path):
     state = tmp_path / "broken"
-    (state / "hooks.sqlite3").mkdir(parents=True)  # a directory where the history should be
+    state.mkdir(mode=0o700)
+    with sqlite3.connect(state / "hooks.sqlite3") as db:  # this schema's version, with tables it does not know
+        db.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY)")
+        db.execute("CREATE TABLE config_cache (key TEXT PRIMARY KEY)")
+        db.execute("PRAGMA user_version = 1")
     env = {**os.environ, "OTELGUARD_HOOK_DB": str(state / "hooks.sqlite3")}
     env.pop("OTELGUARD_RAISE_INTERNAL_ERRORS", None)  # as a user runs it
     done = hook_process("gemini-cli", CliSession("gemini-cli").pre("run_shell_command", LS), env=env)

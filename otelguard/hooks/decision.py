@@ -17,7 +17,7 @@ from ..records import Verdict
 from ..terminal import printable
 from . import hook_config, log, paths
 from .answers import Decision, render
-from .history import HookHistory, StoredEvent, is_corrupt, set_aside
+from .history import HistoryError, HookHistory, StoredEvent, is_corrupt, set_aside
 from .payload import MAX_DEPTH, POST, PRE, HookEvent, read
 from .replay import SessionReplay
 
@@ -43,6 +43,9 @@ def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEve
         decision, verdicts = decide(event)
     except hook_config.HookConfigError as error:
         log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
+        return "", event, ()
+    except HistoryError as error:
+        log.write(log_path, "ERROR", f"no history, every call is allowed until it is fixed: {printable(str(error))}")
         return "", event, ()
     except Exception as error:
         if isinstance(error, sqlite3.DatabaseError) and is_corrupt(error):
