@@ -300,6 +300,19 @@ def test_yaml_aliases_in_a_config_are_refused_fast_in_one_line(tmp_path, capsys)
     assert "alias" in message and len(message) < 1000
 
 
+@pytest.mark.parametrize("nested", ["guards: " + "[" * 2000 + "]" * 2000,
+                                    "guards:\n" + "".join("  " * depth + "- \n" for depth in range(1, 1500))],
+                         ids=["flow", "block"])
+def test_a_config_nested_thousands_deep_is_a_config_error(tmp_path, capsys, nested):
+    """Not "internal error, please report it": a config error, in one short line (exit 2)."""
+    config = tmp_path / "deep.yaml"
+    config.write_text(nested)
+    records = tmp_path / "one.jsonl"
+    records.write_text(hostile.one_run_per_line(1)[0] + "\n")
+    message = refused(capsys, str(records), "--config", str(config))
+    assert "not valid YAML: values nested deeper than 32 levels" in message and len(message) < 1000
+
+
 def test_a_config_error_quotes_a_huge_value_briefly(tmp_path, capsys):
     """A config value of a megabyte, invalid: the error line quotes a few dozen characters of it."""
     config = tmp_path / "huge.yaml"

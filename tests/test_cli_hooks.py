@@ -177,6 +177,15 @@ def test_an_invalid_config_allows_every_call_and_says_why_until_it_is_fixed(tmp_
     assert session.call("Bash", {"command": "pwd"})[1].context == SHORT_TEXT
 
 
+def test_a_config_nested_thousands_deep_is_an_invalid_config_not_an_internal_error(tmp_path, monkeypatch, hook_state):
+    config = tmp_path / "config.yaml"
+    config.write_text("guards: " + "[" * 2000 + "]" * 2000)
+    monkeypatch.setenv("OTELGUARD_CONFIG", str(config))
+    assert all(not after.context for _, before, after in loop(CliSession("claude-code"), 3))
+    assert "invalid config, every call is allowed until it is fixed" in log_text(hook_state)
+    assert "nested deeper than 32 levels" in log_text(hook_state)
+
+
 def test_a_missing_config_named_by_the_environment_is_an_error_not_the_defaults(tmp_path, monkeypatch, hook_state):
     monkeypatch.setenv("OTELGUARD_CONFIG", str(tmp_path / "nowhere.yaml"))
     assert all(not after.context for _, before, after in loop(CliSession("opencode"), 3))
