@@ -159,6 +159,56 @@ def test_a_span_time_of_thousands_of_digits_makes_that_span_unreadable(tmp_path,
     assert (code, document["coverage"]["unreadable_spans"], reminders(document)) == (0, 1, 1)
 
 
+class EndlessInput(io.RawIOBase):
+    """Standard input that does not end soon: `line` over and over (up to 48 MiB, so that a reader
+    that reads to the end still ends); counts what was read of it."""
+
+    def __init__(self, line: bytes):
+        self.line, self.read_bytes = line, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        size = min(len(buffer), 48 * MiB - self.read_bytes)
+        data = (self.line * (size // len(self.line) + 1))[:size]
+        buffer[:size] = data
+        self.read_bytes += size
+        return size
+
+
+@pytest.mark.parametrize(("line", "says", "bound"), [
+    (b"2024-01-01 12:00:00 INFO request served in 12 ms\n", "not JSON: 2024-01-01", 4 * MiB),  # 1,000 records
+    (b'{"level": "info", "msg": "served"}\n', "JSON, but not an OTLP request: keys: level, msg", 4 * MiB),
+    (b"x" * (100 * 1024) + b"\n", "not JSON: xxx", 20 * MiB),  # 16 MiB
+], ids=["text", "json", "long-lines"])
+def test_input_with_no_otlp_is_refused_after_its_beginning_not_its_end(monkeypatch, capsys, line, says, bound):
+    """A log of something else (here one that never ends) is refused after its first 1,000 records
+    or 16 MiB, whichever comes first, with the usual line naming its first record."""
+    endless = EndlessInput(line)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(endless)))
+    started = time.perf_counter()
+    message = refused(capsys, "-")
+    assert time.perf_counter() - started < 10
+    assert endless.read_bytes < bound
+    assert f"-: line 1: not OTLP JSON: {says}" in message
+
+
+def test_a_pretty_printed_document_that_is_not_otlp_is_refused(tmp_path, capsys):
+    """Its lines are one record that is no OTLP request, not that record and thousands of empty ones."""
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"items": [{"n": n} for n in range(500)]}, indent=2))
+    assert "not OTLP JSON: JSON, but not an OTLP request: keys: items" in refused(capsys, str(path))
+
+
+def test_records_of_something_else_before_the_otlp_cost_only_themselves(tmp_path, capsys):
+    """Below the bound, lines of something else are counted and the rest is read."""
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("starting exporter\n" * 999 + "\n".join(hostile.one_run_per_line(2)) + "\n")
+    code, document = analyze_json(capsys, path)
+    assert (code, reminders(document), document["coverage"]["unparsable_lines"]) == (0, 2, 999)
+
+
 def test_a_key_given_twice_is_counted_as_skipped(tmp_path, capsys):
     """`resourceSpans` twice in one record: the copy JSON keeps is judged, the record is counted as
     holding a duplicated key, and the verdict scope is incomplete."""

@@ -7,9 +7,10 @@ service's request decoder uses too: ids in hex, enums as integers, 64-bit intege
 or numbers; lowerCamelCase or snake_case field names.
 
 Nothing on a line is fatal: whatever is skipped comes out as a `ReadProblem`, in order, so a reader can
-count it (a number of more digits than Python converts included: `otlp_json_values.loads`). A span that is not OTLP/JSON (a base64 id, an enum name, a time that is no integer) is a
-`BAD_SPAN` problem; an attribute value that is not is dropped and counted in the span's
-`dropped_attributes`. Only an unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
+count it (a number of more digits than Python converts included: `otlp_json_values.loads`). A span
+that is not OTLP/JSON (a base64 id, an enum name, a time that is no integer) is a `BAD_SPAN` problem;
+an attribute value that is not is dropped and counted in the span's `dropped_attributes`. Only an
+unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
 """
 
 from __future__ import annotations
@@ -271,7 +272,7 @@ class _Document:
             return
         self.done = True
         yield from _duplicate_key_problems(text, _containers(document), self.label, self.first)
-        yield from _read_document(document, self.label, self.first)
+        yield from _read_document(document, self.label, self.first, self.last - self.first + 1)
 
     def _unreadable(self, detail: str) -> ReadProblem:
         self.parts.clear()
@@ -279,21 +280,24 @@ class _Document:
         return ReadProblem(self.label, self.first, NOT_JSON, detail, lines=self.last - self.first + 1)
 
 
-def _read_document(document: Any, label: str, line: int) -> Iterator[Any]:
+def _read_document(document: Any, label: str, line: int, lines: int = 1) -> Iterator[Any]:
+    """The items of one parsed record, from `line` on over `lines` lines (a document's problem covers
+    them all: its lines are not empty records)."""
     if not isinstance(document, Mapping):
-        yield ReadProblem(label, line, NOT_A_REQUEST, f"a JSON {type(document).__name__}")
+        yield ReadProblem(label, line, NOT_A_REQUEST, f"a JSON {type(document).__name__}", lines)
         return
     resource_spans = field(document, "resourceSpans", "resource_spans")
     if resource_spans is not None:
         yield from _read_resource_spans(resource_spans, label, line)
         return
     if field(document, "resourceLogs", "resource_logs") is not None:
-        yield ReadProblem(label, line, LOG_RECORDS, document=document)
+        yield ReadProblem(label, line, LOG_RECORDS, lines=lines, document=document)
     elif field(document, "resourceMetrics", "resource_metrics") is not None:
-        yield ReadProblem(label, line, METRICS)
+        yield ReadProblem(label, line, METRICS, lines=lines)
     elif document:  # `{}` is an empty request, which holds nothing
         yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(_excerpt(key, 40)
-                                                                           for key in sorted(map(str, document))[:5]))
+                                                                           for key in sorted(map(str, document))[:5]),
+                          lines)
 
 
 # Every container key (resourceSpans, scopeSpans, spans, and their snake_case forms) ends so: a line
