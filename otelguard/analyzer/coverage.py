@@ -389,8 +389,8 @@ class Coverage:
         if self.judged_in_part:
             found.append(Warning_(
                 "judged-in-part",
-                f"{self.judged_in_part} model span(s) have reasoning or text longer than "
-                f"{READ_LIMITS.judged_chars:,} characters: each was judged by its last {READ_LIMITS.judged_chars:,}",
+                f"{self.judged_in_part} model span(s) have reasoning or text (whole, or in recorded chunks) longer "
+                f"than {READ_LIMITS.judged_chars:,} characters: each was judged by its last {READ_LIMITS.judged_chars:,}",
                 False,
             ))
         if self.tool_arguments_not_captured:
