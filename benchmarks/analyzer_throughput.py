@@ -216,7 +216,7 @@ class _StubEngine:
         classification = self.classify(source.name, source.attributes)
         return None if classification is None else self.judged(classification, self.agent)
 
-    def report_stream_trip(self, span_id, verdict):
+    def report_stream_trip(self, trace_id, span_id, verdict):
         return None
 
 

@@ -10,8 +10,10 @@ Prometheus exporter (SDK or collector) produces them: `otelguard.verdicts` ->
 
 Template variables:
   datasource  any Prometheus data source;
-  service     the `job` label: the agent's `service.name` (set by the collector's prometheus
-              exporter; for a direct scrape, name the scrape job after the service);
+  service     the agent's `service.name`: the `service_name` label where present (`otelguard serve`
+              labels each sender's verdicts and spans so), else the `job` label (set by the
+              collector's prometheus exporter; for a direct scrape, name the scrape job after the
+              service);
   agent       the `gen_ai_agent_name` label of the verdicts (only the verdict panels carry agent
               names: the other guard metrics are per process, by design).
 """
@@ -40,9 +42,14 @@ JSON_DIR = HERE / "json"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 ALL = VariableOption(selected=True, text=["All"], value=["$__all"])
 
-# Label matchers every query starts from: the service variable, and the agent variable where the
-# metric carries agent names (only the verdicts do).
-SERVICE = 'job=~"$service"'
+# A series' service is its `service_name` where present (the senders behind one `otelguard serve`),
+# else its `job`: every query reads the metric in both forms, each filtered on the service variable
+# (a series has one form or the other, so their union holds each series once).
+SERVICE_FORMS = ('service_name=~"$service"', 'service_name="", job=~"$service"')
+# The service variable's values: each series' service, as above.
+SERVICE_LABEL = ('label_replace(label_replace({metrics}, "service", "$1", "job", "(.*)"), '
+                 '"service", "$1", "service_name", "(.+)")')
+# The agent variable filters on $agent where the metric carries agent names (only the verdicts do).
 AGENT = 'gen_ai_agent_name=~"$agent"'
 LOOP_GUARDS = 'otelguard_guard=~"repeat-tool-reminder|thinking-loop-guard|no-progress"'
 REPEATS = 'otelguard_guard="repeat-tool-reminder"'
@@ -55,23 +62,31 @@ THINKING_RULES = 'otelguard_rule=~"reasoning-only|repeated-material|low-entropy|
 STREAM_RULES = 'otelguard_rule=~"identical-chunks|repeating-cycle|long-cycle|low-novelty"'
 
 
-def verdicts(*matchers: str) -> str:
-    """Selector of the verdict counter for the chosen service and agents, plus `matchers`."""
-    return "otelguard_verdicts_total{" + ", ".join((SERVICE, AGENT, *matchers)) + "}"
+def verdicts(*matchers: str) -> tuple[str, ...]:
+    """The verdict counter for the chosen agents, plus `matchers` (for `counted`)."""
+    return ("otelguard_verdicts_total", AGENT, *matchers)
 
 
-def per_service(metric: str, *matchers: str) -> str:
-    return metric + "{" + ", ".join((SERVICE, *matchers)) + "}"
+def selectors(metric: str, *matchers: str) -> list[str]:
+    """`metric` with `matchers`, for the chosen services: one selector for each of `SERVICE_FORMS`."""
+    return [metric + "{" + ", ".join((form, *matchers)) + "}" for form in SERVICE_FORMS]
 
 
-def counted(selector: str, window: str) -> str:
-    """Increments of the counter `selector` within `window`, a new series counted from zero.
+def counted(window: str, metric: str, *matchers: str) -> str:
+    """Increments of the counter `metric` (for the chosen services) within `window`, a new series
+    counted from zero.
 
     `increase()` needs a sample before an increment to see it, so the first count of a new label
     set (a new agent, tool or rule) would be lost; a series that did not exist `window` ago counts
     whole instead. Same construction as the alert rules (dashboards/alerts/otelguard-rules.yaml).
     """
-    return f"({selector} unless {selector} offset {window}) or increase({selector}[{window}])"
+    return " or ".join(f"({s} unless {s} offset {window}) or increase({s}[{window}])"
+                       for s in selectors(metric, *matchers))
+
+
+def rate(metric: str, *matchers: str) -> str:
+    """Per-second rate of `metric` (for the chosen services) over Grafana's rate interval."""
+    return " or ".join(f"rate({s}[$__rate_interval])" for s in selectors(metric, *matchers))
 
 
 def query(expr: str, legend: str = "__auto", *, ref: str = "A", instant: bool = False) -> prometheus.Dataquery:
@@ -199,9 +214,15 @@ def overview() -> dashboard.Dashboard:
         .with_variable(
             dashboard.QueryVariable("service")
             .label("Service")
-            .description("The agent's service.name, as the Prometheus `job` label.")
+            .description("The agent's service.name: the service_name label where present (the senders of "
+                         "otelguard serve), else the Prometheus job label.")
             .datasource(DATASOURCE)
-            .query("label_values(otelguard_spans_total, job)")
+            # Every guarded process has its internal-error counters (at 0 from the start), the senders
+            # of otelguard serve their judged spans.
+            .query("query_result(count by (service) ("
+                   + SERVICE_LABEL.format(metrics="otelguard_internal_errors_total or otelguard_spans_total")
+                   + "))")
+            .regex('/service="(.*)"/')
             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(VariableSort.ALPHABETICAL_ASC)
             .multi(True)
@@ -214,7 +235,9 @@ def overview() -> dashboard.Dashboard:
             .label("Agent")
             .description("gen_ai.agent.name of the judged agents (verdict panels only).")
             .datasource(DATASOURCE)
-            .query('label_values(otelguard_verdicts_total{job=~"$service"}, gen_ai_agent_name)')
+            .query("query_result(count by (gen_ai_agent_name) ("
+                   + " or ".join(selectors("otelguard_verdicts_total")) + "))")
+            .regex('/gen_ai_agent_name="(.*)"/')
             .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(VariableSort.ALPHABETICAL_ASC)
             .multi(True)
@@ -231,41 +254,43 @@ def overview() -> dashboard.Dashboard:
             "Loop alerts",
             "Times a loop guard (repeat-tool-reminder, thinking-loop-guard, no-progress) acted on an agent: "
             "reminded, warned, steered, blocked, cut a stream or cancelled.",
-            f"sum({counted(verdicts(LOOP_GUARDS, ACTED), RANGE)})",
+            f"sum({counted(RANGE, *verdicts(LOOP_GUARDS, ACTED))})",
         ),
         stat_panel(
             "Thinking loops",
             "Reactions of thinking-loop-guard: stalled reasoning (warn/steer/cancel) and streams cut mid-way (break).",
-            f'sum({counted(verdicts(THINKING, ACTED), RANGE)})',
+            f'sum({counted(RANGE, *verdicts(THINKING, ACTED))})',
         ),
         stat_panel(
             "Tool timeouts",
             "Tool calls that overran their declared budget (tool-timeout) or that the framework reported as "
             "timed out (framework-timeout).",
-            f'sum({counted(verdicts(TIMEOUTS), RANGE)})',
+            f'sum({counted(RANGE, *verdicts(TIMEOUTS))})',
         ),
         stat_panel(
             "Tokens spent in loops",
-            "Output tokens of model calls judged stalled or repetitive (all agents of the service).",
-            f"sum({counted(per_service('otelguard_loop_tokens_total'), RANGE)})",
+            "Output tokens spent in the loops a guard acted on (all agents of the service): model calls judged "
+            "stalled or repetitive, and the model calls that asked for repeated tool calls.",
+            f"sum({counted(RANGE, 'otelguard_loop_tokens_total')})",
         ),
         stat_panel(
             "Spent in loops",
-            "Price in USD (genai-prices' table) of the model calls judged stalled or repetitive, for the chosen "
-            "agents: what the loops cost. Models the table does not know count their tokens only.",
-            f"sum({counted(per_service('otelguard_loop_cost_usd_total', AGENT), RANGE)})",
+            "Price in USD (genai-prices' table) of the loops a guard acted on, for the chosen agents: model calls "
+            "judged stalled or repetitive, and for a tool-call loop the model calls that asked for its repeated "
+            "calls. Models the table does not know count their tokens only.",
+            f"sum({counted(RANGE, 'otelguard_loop_cost_usd_total', AGENT)})",
             unit="currencyUSD",
         ),
         stat_panel(
             "Guard internal errors",
             "Exceptions the guard contained. Each one means a span went unjudged; should stay 0.",
-            f"sum({counted(per_service('otelguard_internal_errors_total'), RANGE)})",
+            f"sum({counted(RANGE, 'otelguard_internal_errors_total')})",
         ),
         stat_panel(
             "Control calls that failed",
             "Reactions that did not reach the agent: the control hook raised (error) or no control was bound "
             "(unbound).",
-            f"sum({counted(per_service('otelguard_control_calls_total', CONTROL_FAILED), RANGE)})",
+            f"sum({counted(RANGE, 'otelguard_control_calls_total', CONTROL_FAILED)})",
         ),
     ):
         d = d.with_panel(panel)
@@ -281,7 +306,7 @@ def overview() -> dashboard.Dashboard:
             "that repeated itself.",
             query(
                 "sum by (otelguard_guard, otelguard_rule, gen_ai_agent_name) "
-                f"({counted(verdicts(LOOP_GUARDS, ACTED), RATE)})",
+                f"({counted(RATE, *verdicts(LOOP_GUARDS, ACTED))})",
                 "{{gen_ai_agent_name}} {{otelguard_guard}}/{{otelguard_rule}}",
             ),
             width=16,
@@ -293,7 +318,7 @@ def overview() -> dashboard.Dashboard:
             "Tools whose identical calls were repeated the most (repeat-tool-reminder verdicts, any action) over "
             "the selected range.",
             "topk(10, sum by (gen_ai_tool_name) "
-            f'({counted(verdicts(REPEATS), RANGE)}))',
+            f'({counted(RANGE, *verdicts(REPEATS))}))',
             "{{gen_ai_tool_name}}",
         )
     )
@@ -305,12 +330,12 @@ def overview() -> dashboard.Dashboard:
             "short",
             query(
                 "histogram_quantile(0.5, sum by (le) "
-                f"(rate({per_service('otelguard_repeat_run_length_bucket')}[$__rate_interval])))",
+                f"({rate('otelguard_repeat_run_length_bucket')}))",
                 "p50",
             ),
             query(
                 "histogram_quantile(0.95, sum by (le) "
-                f"(rate({per_service('otelguard_repeat_run_length_bucket')}[$__rate_interval])))",
+                f"({rate('otelguard_repeat_run_length_bucket')}))",
                 "p95",
                 ref="B",
             ),
@@ -322,7 +347,7 @@ def overview() -> dashboard.Dashboard:
             "Every verdict by what the guard did: none (recorded only), remind, warn, steer, block, break, "
             "cancel, abort.",
             query(
-                f"sum by (otelguard_action) ({counted(verdicts(), RATE)})",
+                f"sum by (otelguard_action) ({counted(RATE, *verdicts())})",
                 "{{otelguard_action}}",
             ),
         )
@@ -337,7 +362,7 @@ def overview() -> dashboard.Dashboard:
             "itself), text-loop (short text-only answers restating each other, no tool called). Action none = a stall below max_thinking_steps; warn/steer/cancel = the guard reacted.",
             query(
                 "sum by (gen_ai_agent_name, otelguard_rule, otelguard_action) "
-                f'({counted(verdicts(THINKING, THINKING_RULES), RATE)})',
+                f'({counted(RATE, *verdicts(THINKING, THINKING_RULES))})',
                 "{{gen_ai_agent_name}} {{otelguard_rule}} ({{otelguard_action}})",
             ),
         )
@@ -351,7 +376,7 @@ def overview() -> dashboard.Dashboard:
             "flagged at span end only.",
             query(
                 "sum by (gen_ai_agent_name, otelguard_rule, otelguard_action) "
-                f"({counted(verdicts(STREAM_RULES), RATE)})",
+                f"({counted(RATE, *verdicts(STREAM_RULES))})",
                 "{{gen_ai_agent_name}} {{otelguard_rule}} ({{otelguard_action}})",
             ),
         )
@@ -366,7 +391,7 @@ def overview() -> dashboard.Dashboard:
             "the timeout.",
             query(
                 "sum by (gen_ai_tool_name, otelguard_rule) "
-                f'({counted(verdicts(TIMEOUTS), RATE)})',
+                f'({counted(RATE, *verdicts(TIMEOUTS))})',
                 "{{gen_ai_tool_name}} ({{otelguard_rule}})",
             ),
         )
@@ -374,11 +399,12 @@ def overview() -> dashboard.Dashboard:
     d = d.with_panel(
         events_panel(
             "Tokens spent in loops by model",
-            "Output tokens of model calls that a guard judged stalled or repetitive, by requested model and guard: "
-            "what the loops cost. Per service (this metric has no agent label).",
+            "Output tokens spent in the loops a guard acted on (model calls judged stalled or repetitive, the model "
+            "calls that asked for repeated tool calls), by requested model and guard. Per service (this metric has "
+            "no agent label).",
             query(
                 "sum by (gen_ai_request_model, otelguard_guard) "
-                f"({counted(per_service('otelguard_loop_tokens_total'), RATE)})",
+                f"({counted(RATE, 'otelguard_loop_tokens_total')})",
                 "{{gen_ai_request_model}} ({{otelguard_guard}})",
             ),
         )
@@ -387,12 +413,13 @@ def overview() -> dashboard.Dashboard:
     d = d.with_panel(
         events_panel(
             "Spent in loops by agent and model (USD)",
-            "Price in USD of the model calls a guard judged stalled or repetitive, by agent and model: each "
-            "loop's cost from its first stalled step. Priced from genai-prices' bundled table; a model it does "
-            "not know shows in the token panel only.",
+            "Price in USD of the loops a guard acted on, by agent and model: a loop of model calls from its first "
+            "stalled step, a loop of tool calls from the model call that asked for its first repeated call, each "
+            "counted from the guard's first reaction to it. Priced from genai-prices' bundled table; a model it "
+            "does not know shows in the token panel only.",
             query(
                 "sum by (gen_ai_agent_name, gen_ai_request_model) "
-                f"({counted(per_service('otelguard_loop_cost_usd_total', AGENT), RATE)})",
+                f"({counted(RATE, 'otelguard_loop_cost_usd_total', AGENT)})",
                 "{{gen_ai_agent_name}} ({{gen_ai_request_model}})",
             ),
             width=24,
@@ -410,7 +437,7 @@ def overview() -> dashboard.Dashboard:
             "never heard about its loop).",
             query(
                 "sum by (otelguard_action, outcome) "
-                f"({counted(per_service('otelguard_control_calls_total'), RATE)})",
+                f"({counted(RATE, 'otelguard_control_calls_total')})",
                 "{{otelguard_action}}: {{outcome}}",
             ),
             width=24,
@@ -426,7 +453,7 @@ def overview() -> dashboard.Dashboard:
             "short",
             query(
                 "sum by (otelguard_span_kind, otelguard_convention) "
-                f"(rate({per_service('otelguard_spans_total')}[$__rate_interval]))",
+                f"({rate('otelguard_spans_total')})",
                 "{{otelguard_span_kind}} ({{otelguard_convention}})",
             ),
             width=8,
@@ -438,7 +465,7 @@ def overview() -> dashboard.Dashboard:
             "Exceptions the guard contained, by where they happened. The agent is never affected, but the span "
             "went unjudged.",
             query(
-                f"sum by (where) ({counted(per_service('otelguard_internal_errors_total'), RATE)})",
+                f"sum by (where) ({counted(RATE, 'otelguard_internal_errors_total')})",
                 "{{where}}",
             ),
             width=8,
@@ -450,7 +477,7 @@ def overview() -> dashboard.Dashboard:
             "Per-agent guard state dropped from the bounded map (LRU capacity or idle TTL). A steady high rate "
             "while agents are still active means their loop history is being forgotten.",
             query(
-                f"sum by (job) ({counted(per_service('otelguard_state_evictions_total'), RATE)})",
+                f"sum by (job) ({counted(RATE, 'otelguard_state_evictions_total')})",
                 "{{job}}",
             ),
             width=8,
@@ -464,7 +491,7 @@ def overview() -> dashboard.Dashboard:
             *(
                 query(
                     f"histogram_quantile({q}, sum by (le) "
-                    f"(rate({per_service('otelguard_processing_duration_seconds_bucket')}[$__rate_interval])))",
+                    f"({rate('otelguard_processing_duration_seconds_bucket')}))",
                     f"p{int(q * 100)}",
                     ref=ref,
                 )

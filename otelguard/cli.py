@@ -84,7 +84,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._version import __version__
 
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry."
+        prog=PROG, description="Loop guard for LLM agents instrumented with OpenTelemetry.",
+        epilog="analyze, hook and install-hook need otelguard alone; demo needs otelguard[demo] and serve "
+               "otelguard[serve] (pip install 'otelguard[serve]').",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND")
@@ -108,14 +110,28 @@ def _exit_code(exit_: SystemExit) -> int:
 # knob flag -> (guard id, config field). They override the rows of --config.
 _KNOBS = {
     "similarity": ("thinking-loop-guard", "similarity_threshold"),
-    "threshold": ("thinking-loop-guard", "max_thinking_steps"),
+    "thinking_threshold": ("thinking-loop-guard", "max_thinking_steps"),
     "min_chars": ("thinking-loop-guard", "min_reasoning_chars"),
     "max_fires": ("thinking-loop-guard", "max_fires"),
     "max_repeated_text": ("thinking-loop-guard", "max_repeated_text"),
     "max_repeated_cycle": ("thinking-loop-guard", "max_repeated_cycle_chars"),
     "min_repeated_cycle": ("thinking-loop-guard", "min_repeated_cycle_chars"),
-    "thresholds": ("repeat-tool-reminder", "thresholds"),
+    "repeat_thresholds": ("repeat-tool-reminder", "thresholds"),
 }
+
+
+class _OldSpelling(argparse.Action):
+    """A flag's old spelling, kept hidden: sets the new flag's value and says its new name on stderr."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str, **kwargs: Any):
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"{parser.prog}: warning: {option_string} is now {self.new}; the old spelling will go",
+              file=sys.stderr)
+        setattr(namespace, self.dest, values)
 
 
 def _add_analyze_parser(subparsers: Any) -> None:
@@ -155,12 +171,13 @@ def _add_analyze_parser(subparsers: Any) -> None:
     parser.add_argument("--require-complete", action="store_true",
                         help="exit 4 when nothing was judged or the verdict scope is incomplete (a CI gate must "
                              "not pass on nothing); checked after --fail-on")
-    knobs = parser.add_argument_group("guard knobs (override the rows of --config; --threshold is the "
-                                      "thinking-loop guard's, --thresholds the repeat reminder's)")
+    knobs = parser.add_argument_group("guard knobs (override the rows of --config)")
     knobs.add_argument("--similarity", type=float, metavar="X",
                        help="thinking-loop-guard similarity_threshold (0..1)")
-    knobs.add_argument("--threshold", type=int, metavar="N",
+    knobs.add_argument("--thinking-threshold", type=int, metavar="N",
                        help="thinking-loop-guard max_thinking_steps (stalled calls before it reacts)")
+    knobs.add_argument("--threshold", type=int, dest="thinking_threshold", action=_OldSpelling,
+                       new="--thinking-threshold")
     knobs.add_argument("--min-chars", type=int, metavar="N",
                        help="thinking-loop-guard min_reasoning_chars (the config's minimum, 256, applies)")
     knobs.add_argument("--max-fires", type=int, metavar="N", help="thinking-loop-guard max_fires")
@@ -169,8 +186,10 @@ def _add_analyze_parser(subparsers: Any) -> None:
     knobs.add_argument("--max-repeated-cycle", type=int, metavar="N",
                        help="breaker: longest cycle period in chars (0 disables)")
     knobs.add_argument("--min-repeated-cycle", type=int, metavar="N", help="breaker: shortest periodic tail in chars")
-    knobs.add_argument("--thresholds", type=_int_list, metavar="N,N,...",
+    knobs.add_argument("--repeat-thresholds", type=_int_list, metavar="N,N,...",
                        help="repeat-tool-reminder thresholds (identical calls that get a reminder), e.g. 3,5,8")
+    knobs.add_argument("--thresholds", type=_int_list, dest="repeat_thresholds", action=_OldSpelling,
+                       new="--repeat-thresholds")
     limits = parser.add_argument_group("memory bounds (the defaults suit any file size)")
     limits.add_argument("--flush-after", type=_positive_int, default=DEFAULT_FLUSH_AFTER_RECORDS, metavar="N",
                         help="replay a trace whose root never arrives after N records without a span of it "
@@ -318,9 +337,16 @@ def _run_demo(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as error:
         if error.name == "otelguard.demo":
             raise UsageError("this installation of otelguard has no demo (otelguard.demo is missing)") from None
-        raise UsageError(f"the demo needs {error.name!r}: install otelguard[demo]") from None
+        raise UsageError(_missing_extra("demo", error)) from None
     status = demo.main([*args.demo_args, *args.extra])
     return int(status or 0)
+
+
+def _missing_extra(extra: str, error: ModuleNotFoundError) -> str:
+    """What to install when a command's extra is missing (a missing module of otelguard's own is a bug)."""
+    if (error.name or "").split(".")[0] == "otelguard":
+        raise error
+    return f"needs otelguard[{extra}] (no module named {error.name!r}): pip install 'otelguard[{extra}]'"
 
 
 # --- serve ---------------------------------------------------------------------------------------
@@ -335,20 +361,34 @@ def _add_serve_parser(subparsers: Any) -> None:
         add_arguments = None
     parser = subparsers.add_parser(
         "serve",
-        help="receive OTLP traces and logs from agents in any language, judge them, serve the verdicts as metrics",
-        description="Receive OTLP (HTTP and gRPC) from any agent, judge its spans with the same guards as the "
-                    "live processor, serve the verdicts as Prometheus metrics, and optionally forward everything.",
+        help="receive OTLP from agents in any language, judge it, serve the verdicts (needs otelguard[serve])",
+        description=_SERVE_DESCRIPTION if add_arguments is not None else
+        _SERVE_DESCRIPTION + "\n\nThe otelguard[serve] extra is not installed: pip install 'otelguard[serve]'.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # keeps the endpoints' table
     )
     if add_arguments is not None:
         add_arguments(parser)
     parser.set_defaults(run=_run_serve, parser=parser)
 
 
+_SERVE_DESCRIPTION = """\
+Receive OTLP (HTTP and gRPC) from any agent, judge its spans with the same guards as the live
+processor, serve the verdicts as Prometheus metrics, and optionally forward everything.
+Needs otelguard[serve].
+
+endpoints:
+  --http     POST /v1/traces, /v1/logs, /v1/metrics   OTLP/HTTP, protobuf or JSON
+             GET  /v1/verdicts?session=ID            a session's recent verdicts, as JSON
+             POST /v1/hook/<cli>                     a coding-agent CLI's hook, answered
+  --grpc     the OTLP/gRPC trace, logs and metrics services
+  --metrics  GET  /metrics                           the verdicts as Prometheus metrics"""
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     try:
         from .service.command import ServeError, run
     except ModuleNotFoundError as error:
-        raise UsageError(f"serve needs {error.name!r}: install otelguard[serve]") from None
+        raise UsageError(_missing_extra("serve", error)) from None
     if args.extra:
         args.parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
     try:

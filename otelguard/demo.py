@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import re
 import signal
 import socket
 import sys
@@ -37,6 +36,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from . import pricing
 from .config import GuardConfig
 from .errors import ConfigError
+from .terminal import BOLD, TextReport, action_style, counted, number
 
 DEFAULT_SERVE = "127.0.0.1:9464"
 SERVICE_NAME = "otelguard-demo"
@@ -131,7 +131,7 @@ class AlertPrinter(SpanProcessor):
     `otelguard.verdict` events. Called on the thread that ends the span; only prints.
     """
 
-    def __init__(self, write: Callable[[str], None]):
+    def __init__(self, write: Callable[[str, str | None], None]):
         self._write = write
         self._agent_of: dict[int, str] = {}  # open span id -> agent name
         self._lock = threading.Lock()
@@ -166,7 +166,7 @@ class AlertPrinter(SpanProcessor):
             )
             self.alerts.append(alert)
             self._write(f"  ALERT  {alert.guard}  rule={alert.rule}  action={alert.action}  "
-                        f"agent={alert.agent}{alert.detail}")
+                        f"agent={alert.agent}{alert.detail}", action_style(alert.action))
 
 
 def _detail(verdict: Any, span_attributes: Any) -> str:
@@ -192,10 +192,10 @@ def clip(text: str, limit: int = _CLIP) -> str:
 class _Demo:
     def __init__(self, args: argparse.Namespace, out: TextIO):
         self.args = args
-        self.out = out
+        self.report = TextReport(out)
 
-    def write(self, line: str = "") -> None:
-        print(line, file=self.out, flush=True)
+    def write(self, line: str = "", style: str | None = None) -> None:
+        self.report.line(line, style)
 
     def run(self) -> int:
         serve = _parse_serve(self.args.serve) if self.args.serve is not None else None
@@ -254,11 +254,12 @@ class _Demo:
         from .demo_scenarios import SCENARIOS, Scenarios
 
         scenarios = Scenarios(tracer_provider, notify=self._told)
-        self.write("otelguard demo: a pydantic-ai agent with a scripted model falls into each loop kind, guarded.")
+        self.write("otelguard demo: a pydantic-ai agent with a scripted model falls into each loop kind, guarded.",
+                   BOLD)
         results = []
-        for number, info in enumerate(SCENARIOS, 1):
+        for index, info in enumerate(SCENARIOS, 1):
             self.write()
-            self.write(f"[{number}/{len(SCENARIOS)}] {info.title}")
+            self.write(f"[{index}/{len(SCENARIOS)}] {info.title}", BOLD)
             before = len(printer.alerts)
             outcome = await info.run(scenarios)
             self.write(f"  -> {outcome.ended}")
@@ -272,32 +273,48 @@ class _Demo:
 
     def _summary(self, results: list[tuple[Any, Any, int]], printer: AlertPrinter, elapsed: float) -> None:
         self.write()
-        self.write("summary")
+        self.write("summary", BOLD)
         for info, outcome, alerts in results:
             told = "told the model" if outcome.received else "nothing reached the model"
-            self.write(f"  {info.name:<19} {alerts} alert{'s' if alerts != 1 else ''}, {told}; {outcome.ended}")
+            self.write(f"  {info.name:<19} {counted(alerts, 'alert')}, {told}; {outcome.ended}")
         actions = Counter(alert.action for alert in printer.alerts)
-        by_action = ", ".join(f"{action} {count}" for action, count in sorted(actions.items())) or "none"
-        spans = ", ".join(f"{kind} {printer.spans[kind]}" for kind in ("invoke_agent", "chat", "execute_tool"))
-        self.write(f"  {len(results)} scenarios, {len(printer.alerts)} alerts ({by_action}); "
+        by_action = ", ".join(f"{action} {number(count)}" for action, count in sorted(actions.items())) or "none"
+        spans = ", ".join(f"{kind} {number(printer.spans[kind])}" for kind in ("invoke_agent", "chat", "execute_tool"))
+        self.write(f"  {counted(len(results), 'scenario')}, {counted(len(printer.alerts), 'alert')} ({by_action}); "
                    f"spans judged: {spans}; {elapsed:.1f} s")
 
 
     def _metrics(self, registry: Any, *, serving: bool) -> None:
+        """The counters Prometheus scrapes, one table each: its series' label values (`-` for an empty
+        one) and value, under a line naming the labels in column order."""
         from prometheus_client import generate_latest
+        from prometheus_client.parser import text_string_to_metric_families
 
         shown = ("otelguard_verdicts_total", "otelguard_loop_tokens_total", "otelguard_loop_cost_usd_total",
                  "otelguard_control_calls_total", "otelguard_spans_total")
-        samples = [line for line in generate_latest(registry).decode().splitlines()
-                   if line.startswith(shown) and not line.endswith(" 0.0")]
+        series: dict[str, list[tuple[dict[str, str], float]]] = {name: [] for name in shown}
+        for family in text_string_to_metric_families(generate_latest(registry).decode()):
+            for sample in family.samples:
+                if sample.name in series and sample.value:
+                    labels = {k: v for k, v in sample.labels.items() if not k.startswith("otel_scope_")}
+                    series[sample.name].append((labels, sample.value))
         self.write()
         where = "served below" if serving else "add --serve 127.0.0.1:9464 to serve them"
-        self.write(f"metrics (what Prometheus scrapes; {where})")
-        for line in samples:
-            self.write(f"  {_SCOPE_LABELS.sub('', line).replace(',}', '}')}")
+        self.write(f"metrics (what Prometheus scrapes; {where})", BOLD)
+        for name, samples in series.items():
+            if not samples:
+                continue
+            names = list(samples[0][0])
+            self.write(f"  {name}, by {', '.join(names)}:")
+            rows = [[labels.get(label) or "-" for label in names] + [_value(value)] for labels, value in samples]
+            widths = [max(len(row[column]) for row in rows) for column in range(len(names))]
+            for row in rows:
+                cells = "  ".join(cell.ljust(width) for cell, width in zip(row, widths))
+                self.write(f"    {cells}  {row[-1]}")
 
 
-_SCOPE_LABELS = re.compile(r'otel_scope_[a-z_]+="[^"]*",?')  # the same on every line: noise when printed
+def _value(value: float) -> str:
+    return number(int(value)) if value.is_integer() else f"{value:g}"
 
 
 # --- options -----------------------------------------------------------------------------------------

@@ -156,10 +156,15 @@ class Scenarios:
         instrumentation = Instrumentation(settings=InstrumentationSettings(tracer_provider=self.tracer_provider))
         return Agent(model, name=name, capabilities=[instrumentation, OtelGuard()], **kwargs)
 
-    def _received(self, outcome: Outcome, texts: list[str]) -> None:
-        for text in texts:
+    def _model_turn(self, outcome: Outcome, messages: list[Any], marker: str) -> list[str]:
+        """A model call of the scenario: counted, and the guard texts (those containing `marker`) in
+        its newest request kept and shown; returns them."""
+        outcome.model_calls += 1
+        told = _guard_texts(messages, marker)
+        for text in told:
             outcome.received.append(text)
             self.notify(text)
+        return told
 
     # 1 -----------------------------------------------------------------------------------------------
     async def repeated_tool_call(self) -> Outcome:
@@ -171,9 +176,7 @@ class Scenarios:
         outcome = Outcome("repeated-tool-call")
 
         def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
-            outcome.model_calls += 1
-            told = _guard_texts(messages, "tool call")
-            self._received(outcome, told)
+            told = self._model_turn(outcome, messages, "tool call")
             if told or outcome.model_calls > MAX_LOOP_CALLS:
                 return ModelResponse(parts=[TextPart("It is sunny in Paris.")], usage=RequestUsage(input_tokens=10, output_tokens=6))
             return ModelResponse(parts=[ToolCallPart("get_weather", {"city": "Paris"})], usage=RequestUsage(input_tokens=10, output_tokens=12))
@@ -196,9 +199,7 @@ class Scenarios:
         outcome = Outcome("thinking-loop")
 
         def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
-            outcome.model_calls += 1
-            told = _guard_texts(messages, "reasoning")
-            self._received(outcome, told)
+            told = self._model_turn(outcome, messages, "reasoning")
             if told or outcome.model_calls > MAX_LOOP_CALLS:
                 return ModelResponse(parts=[TextPart("The flaky test comes from the cache TTL.")],
                                      usage=RequestUsage(input_tokens=10, output_tokens=12))
@@ -228,8 +229,7 @@ class Scenarios:
                 yield line
 
         def answer(messages: list[Any], info: AgentInfo) -> ModelResponse:
-            outcome.model_calls += 1
-            self._received(outcome, _guard_texts(messages, "repeated itself"))
+            self._model_turn(outcome, messages, "repeated itself")
             return ModelResponse(parts=[TextPart("The tests pass.")], usage=RequestUsage(input_tokens=10, output_tokens=4))
 
         agent = self.agent(FunctionModel(answer, stream_function=stream, model_name="scripted-reporter"),
@@ -259,9 +259,7 @@ class Scenarios:
         outcome = Outcome("tool-timeout")
 
         def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
-            outcome.model_calls += 1
-            told = _guard_texts(messages, "timed out")
-            self._received(outcome, told)
+            self._model_turn(outcome, messages, "timed out")
             if outcome.model_calls > 1:
                 return ModelResponse(parts=[TextPart("The test run timed out; try a smaller suite.")],
                                      usage=RequestUsage(input_tokens=10, output_tokens=9))
@@ -292,9 +290,7 @@ class Scenarios:
         outcome = Outcome("tool-cycle")
 
         def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
-            outcome.model_calls += 1
-            told = _guard_texts(messages, "No progress")
-            self._received(outcome, told)
+            told = self._model_turn(outcome, messages, "No progress")
             if any("still repeating" in text for text in told) or outcome.model_calls > MAX_CYCLE_CALLS:
                 return ModelResponse(parts=[TextPart("The changelog has no entry for 2.4; it ends at 2.3.")],
                                      usage=RequestUsage(input_tokens=10, output_tokens=14))

@@ -8,7 +8,9 @@ docs/specification.md, "JSON Protobuf Encoding"):
 
 - trace and span ids are case-insensitive hex, "not base64-encoded as is defined in the standard
   Protobuf JSON Mapping" (`hex_id`);
-- enum fields are integers: "the enum name strings MUST NOT be used" (`enum`);
+- enum fields are integers: "the enum name strings MUST NOT be used" (`enum`). A reader takes the
+  names all the same, as the Collector's does: protobuf's JSON printer writes them by default, and a
+  name cannot be mistaken for anything else (`SPAN_KINDS`, `STATUS_CODE_NAMES`);
 - 64-bit integers are decimal strings, and "either numbers or strings are accepted" (`integer`);
 - unknown fields are ignored.
 
@@ -34,9 +36,10 @@ from typing import Any, NamedTuple
 
 from .records import Status
 
-__all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "STATUS_CODES", "TRACE_ID_BYTES", "UINT32", "UINT64", "Event", "Link",
-           "NotOtlpJson", "Span", "TooManyDigits", "any_value", "attribute_values", "attributes", "enum", "field", "hex_id", "integer",
-           "items", "key_value", "key_values", "link", "loads", "span", "status", "text"]
+__all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "SPAN_KINDS", "STATUS_CODES", "STATUS_CODE_NAMES", "TRACE_ID_BYTES",
+           "UINT32", "UINT64", "Event", "Link", "NotOtlpJson", "Span", "TooManyDigits", "any_value", "attribute_values",
+           "attributes", "enum", "field", "hex_id", "integer", "items", "key_value", "key_values", "link", "loads", "span",
+           "status", "text"]
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
@@ -45,6 +48,10 @@ INT64 = (-(2**63), 2**63 - 1)  # intValue
 UINT32 = (0, 2**32 - 1)  # counts, flags
 UINT64 = (0, 2**64 - 1)  # times
 STATUS_CODES = {0: Status.UNSET, 1: Status.OK, 2: Status.ERROR}  # another code reads as unset
+# The enums' names as opentelemetry-proto defines them (trace/v1/trace.proto), read as their numbers.
+SPAN_KINDS = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3,
+              "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
+STATUS_CODE_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 
 _MAX_INTEGER_DIGITS = 20  # of 2**64 - 1, the longest integer OTLP/JSON writes
 _DOUBLE_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -165,10 +172,13 @@ def integer(value: Any, bounds: tuple[int, int], what: str) -> int:
     return number
 
 
-def enum(value: Any, what: str) -> int:
-    """An enum field: its number (OTLP/JSON does not use the names); 0 when absent."""
+def enum(value: Any, names: Mapping[str, int], what: str) -> int:
+    """An enum field: its number, or one of its `names` (exactly as the .proto spells it); 0 when absent."""
     if type(value) is str:
-        raise NotOtlpJson(f"{_named(what, value)} is a string: OTLP/JSON writes enums as numbers, not names")
+        number = names.get(value)
+        if number is None:
+            raise NotOtlpJson(f"{_named(what, value)} is neither a number nor one of the enum's names")
+        return number
     return integer(value, INT32, what)
 
 
@@ -231,7 +241,7 @@ def status(raw: Any) -> tuple[int, str]:
         return 0, ""
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise NotOtlpJson(f"status is a {type(raw).__name__}, not an object")
-    return enum(raw.get("code"), "status code"), text(raw.get("message"), "status message")
+    return enum(raw.get("code"), STATUS_CODE_NAMES, "status code"), text(raw.get("message"), "status message")
 
 
 class Link(NamedTuple):
@@ -306,7 +316,7 @@ def span(raw: Any) -> Span:
         span_id=span_id,
         parent_span_id=parent_span_id,
         trace_state=text(field(raw, "traceState", "trace_state"), "traceState"),
-        kind=enum(raw.get("kind"), "kind"),
+        kind=enum(raw.get("kind"), SPAN_KINDS, "kind"),
         flags=integer(raw.get("flags"), UINT32, "flags"),
         start_ns=integer(field(raw, "startTimeUnixNano", "start_time_unix_nano"), UINT64, "startTimeUnixNano"),
         end_ns=integer(field(raw, "endTimeUnixNano", "end_time_unix_nano"), UINT64, "endTimeUnixNano"),

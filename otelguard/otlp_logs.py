@@ -1,6 +1,7 @@
 """OTLP log records read for the guard, one pass over a decoded request, for the analyzer and the service.
 
-Each record is one of: a coding-agent CLI's tool call (`conventions.agent_clis`), a GenAI event that
+Each record is one of: a coding-agent CLI's tool call or what one of its model calls spent
+(`conventions.agent_clis`), a GenAI event that
 tells of a model call's output (`conventions.genai_events`), an evaluation event
 (`gen_ai.evaluation.result`, otelguard's or another evaluator's: `live.evaluation_events`), or none
 of these (not read). The decoders hand records over as `LogRecordFields`, already decoded: the
@@ -14,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .conventions.agent_clis import CliToolCall, from_log
+from .conventions.agent_clis import CliModelCall, CliToolCall, from_log
 from .conventions.genai_events import EventOutput, RecordedEvaluation, event_name, read_evaluation, read_event
 
 _GENAI = "gen_ai."
@@ -38,11 +39,18 @@ class LogRecordFields(NamedTuple):
 class LogsRead:
     """What a request's log records held for the guard, and how many were not read."""
 
-    calls: list[tuple[CliToolCall, str | None]] = field(default_factory=list)  # with the sender's service.name
+    # CLI tool calls and model calls, in record order (a model call's usage counts for the tool calls it
+    # asked for, which come after it), each with the sender's service.name.
+    calls: list[tuple[CliToolCall | CliModelCall, str | None]] = field(default_factory=list)
     events: list[tuple[int, int, EventOutput]] = field(default_factory=list)  # (trace id, span id, output)
     evaluations: list[RecordedEvaluation] = field(default_factory=list)
     records: int = 0
     genai_not_read: int = 0  # records not read that carry gen_ai content (an event name or an attribute)
+
+    @property
+    def model_calls(self) -> int:
+        """Of `calls`, the CLI model calls (told by their usage)."""
+        return sum(isinstance(call, CliModelCall) for call, _ in self.calls)
 
     @property
     def not_read(self) -> int:

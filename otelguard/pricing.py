@@ -13,14 +13,13 @@ has prices from the first loop on; `wait_until_loaded()` is for tools that may w
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any, Callable
 
 _loaded = threading.Event()
 _start_lock = threading.Lock()
 _started = False
-_calculate: Callable[[str, int, int], Any] | None = None
+_calculate: Callable[..., Any] | None = None
 
 
 def _load() -> None:
@@ -28,14 +27,17 @@ def _load() -> None:
     try:
         from genai_prices import Usage, calc_price
 
-        def calculate(model: str, input_tokens: int, output_tokens: int) -> Any:
-            return calc_price(Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=model)
+        def calculate(model: str, input_tokens: int, output_tokens: int, provider: str | None = None) -> Any:
+            return calc_price(Usage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref=model,
+                              provider_id=provider)
 
         calculate("gpt-4o", 1, 1)  # the first calculation reads the table in: done here, off the agent's threads
         _calculate = calculate
     except ImportError:  # the `pricing` extra is not installed: tokens only, as documented
         _calculate = None
     except Exception:  # a broken install: no prices, said once
+        import logging  # only then: a CLI hook's process starts without it
+
         _calculate = None
         logging.getLogger("otelguard").warning("otelguard could not load genai-prices' table: loops are "
                                                "reported in tokens only", exc_info=True)
@@ -72,6 +74,15 @@ def price_usd(model: str | None, input_tokens: int, output_tokens: int) -> float
     try:
         return float(calculate(model, input_tokens, output_tokens).total_price)
     except LookupError:  # genai-prices: no provider or model matches
+        pass
+    # A model named `provider/model` (LiteLLM's and many routers' way, e.g. `deepseek/deepseek-chat`):
+    # the table knows the model by its own name.
+    provider, _, name = model.partition("/")
+    if not name:
+        return None
+    try:
+        return float(calculate(name, input_tokens, output_tokens, provider).total_price)
+    except LookupError:
         return None
 
 

@@ -110,6 +110,10 @@ class ToolCall:
     error_message: str | None = None
     call_id: str | None = None
     denied: bool = False
+    # The agent's input and output tokens before the model call that asked for this call: where the
+    # call stands in the agent's spend (`otelguard.loop_spend`). Set by the engine; None while no model
+    # call of the agent has reported its usage.
+    tokens_before: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -184,6 +188,11 @@ class Verdict:
     thinking_stalled: int | None = None
     stream_chars: int | None = None
     error_code: str | None = None
+    # A tool loop's start: the agent's tokens before the model call that asked for the pattern's first
+    # repeat (`ToolCall.tokens_before`), where the loop's spend counts from. Not part of what the verdict
+    # says (never compared): no-progress finds a pattern after several repeats, the repeat ladder at
+    # its first repeat (None: the loop starts at the judged call).
+    loop_since: tuple[int, int] | None = field(default=None, compare=False)
 
     def attributes(self) -> dict[str, Any]:
         """The otelguard.* span attributes of design §5."""
@@ -191,7 +200,7 @@ class Verdict:
             "otelguard.verdict": self.verdict,
             "otelguard.guard": self.guard,
             "otelguard.rule": self.rule,
-            "otelguard.action": self.action,
+            "otelguard.action": str(self.action),  # the plain string an exporter writes, not the enum
         }
         if self.repeat_count is not None:
             attrs["otelguard.repeat.count"] = self.repeat_count

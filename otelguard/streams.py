@@ -141,7 +141,9 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
     `conventions.READ_LIMITS.judged_chars` characters; this watch's verdict stands for the rest).
     """
     watch = _Watch(record_chunks, text_of, processor)
-    if hasattr(stream, "__aiter__"):
+    # Instrumentations wrap a client's stream in a proxy that offers both protocols (OpenInference's
+    # wrapt `_Stream`), only one of which works: the stream it wraps tells which.
+    if hasattr(getattr(stream, "__wrapped__", stream), "__aiter__"):
         return _watch_async(stream, watch)
     return _watch_sync(stream, watch)
 

@@ -9,5 +9,7 @@ if [[ -x .venv/bin/python && -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]]; t
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[$extra]"
+# -W: pip shows the build backend's warnings, and setuptools warns "Editable installation" on every
+# editable install (information only: the package is found through an import hook). Nothing to act on.
+.venv/bin/python -W "ignore:Editable installation:UserWarning" -m pip install -q -e ".[$extra]"
 echo "$wanted" > "$stamp"

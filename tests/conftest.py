@@ -22,10 +22,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 # The guard re-raises its internal errors only when asked: this suite asks (and its subprocesses inherit it).
 os.environ.setdefault("OTELGUARD_RAISE_INTERNAL_ERRORS", "1")
+# Text reports are written at their full width (100 columns) in every test: pytest-xdist's workers set
+# COLUMNS=80. Tests of other widths set COLUMNS themselves.
+os.environ["COLUMNS"] = "100"
 
 import otelguard  # noqa: E402
 from external_support import COMPONENT_FIXTURES, COMPONENTS, require
-from hypothesis_support import load_profile, register_profiles
+from hypothesis_support import THOROUGH, load_profile, register_profiles
 from otel_support import Guarded
 
 register_profiles()
@@ -49,10 +52,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Skip a test whose external component is missing, with the command that installs it (fail under CI)."""
+    """Skip a test whose external component is missing, with the command that installs it (fail under CI),
+    and a `thorough` test outside the thorough profile (it would push the default run past its budget)."""
     for marker in COMPONENTS:
         if item.get_closest_marker(marker) is not None:
             require(marker)
+    if item.get_closest_marker("thorough") is not None and settings.get_current_profile_name() != THOROUGH:
+        pytest.skip("runs in the thorough profile only: HYPOTHESIS_PROFILE=thorough ./scripts/test")
 
 
 @pytest.fixture

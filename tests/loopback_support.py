@@ -11,16 +11,18 @@ OnPost = Callable[[str, bytes], tuple[int, str, bytes]]
 
 
 class LoopbackServer:
-    """Answers POSTs on 127.0.0.1, on a free port, from a daemon thread; `base` is its URL. Closed by
-    `close()` (joins the thread) or as a context manager."""
+    """Answers POSTs on 127.0.0.1, on a free port, from a daemon thread, with `headers` besides the
+    content type; `base` is its URL. Closed by `close()` (joins the thread) or as a context manager."""
 
-    def __init__(self, on_post: OnPost):
+    def __init__(self, on_post: OnPost, headers: dict[str, str] | None = None):
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, content_type, reply = on_post(self.path, body)
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(reply)
 
@@ -61,3 +63,16 @@ class Recorder(LoopbackServer):
     def wait_for(self, *paths: str, timeout_s: float = 10.0) -> bool:
         with self.got:
             return self.got.wait_for(lambda: all(path in self.bodies for path in paths), timeout_s)
+
+
+class Redirect(LoopbackServer):
+    """Answers every POST with a redirect (`status`) to `location`, counting them in `posts`."""
+
+    def __init__(self, status: int, location: str) -> None:
+        self.posts = 0
+        self.status = status
+        super().__init__(self._posted, {"Location": location, "Content-Length": "0"})
+
+    def _posted(self, path: str, body: bytes) -> tuple[int, str, bytes]:
+        self.posts += 1
+        return self.status, "text/plain", b""

@@ -106,7 +106,8 @@ def test_analyze_reads_cli_log_and_span_files_through_the_same_conventions(case:
     capture, order = CASES[case]
     counts, coverage = analyzed(*(CAPTURES / capture / f"{signal}.jsonl.gz" for signal in order))
     assert counts == SIX_SAME_CALLS_THEN_A_CYCLE
-    assert coverage["cli_tool_calls"] == {CLIS[capture]: {"calls": 12, "without_arguments": 0}}
+    assert coverage["cli_tool_calls"] == {CLIS[capture]: {"calls": 12, "without_arguments": 0,
+                                                          "model_calls_with_usage": 13}}
 
 
 def test_analyze_says_which_setting_exports_claude_codes_arguments(tmp_path) -> None:
@@ -114,7 +115,8 @@ def test_analyze_says_which_setting_exports_claude_codes_arguments(tmp_path) -> 
     stripped.write_bytes(b"\n".join(_without_tool_details(body) for body in requests("claude", "logs")))
     counts, coverage = analyzed(stripped)
     assert counts == Counter()
-    assert coverage["cli_tool_calls"] == {"claude-code": {"calls": 12, "without_arguments": 12}}
+    assert coverage["cli_tool_calls"] == {"claude-code": {"calls": 12, "without_arguments": 12,
+                                                          "model_calls_with_usage": 13}}
     warning = next(w for w in coverage["warnings"] if w["code"] == "cli-tool-arguments-not-exported")
     assert "OTEL_LOG_TOOL_DETAILS=1" in warning["message"] and warning["incomplete"]
 

@@ -176,10 +176,10 @@ def test_no_model_or_tool_spans_says_nothing_was_judged_and_why(tmp_path, capsys
     assert code == 0
     assert document["verdicts"] == []
     reason = document["coverage"]["nothing_judged"]
-    assert "3 span(s) read, none of them a model or tool span" in reason
-    assert "1 agent span(s)" in reason
+    assert "3 spans read, none of them a model or tool span" in reason
+    assert "1 agent span but no model or tool call" in reason
     code, out, _ = run(capsys, "analyze", str(path))
-    assert "nothing was judged: 3 span(s) read" in out
+    assert "nothing was judged: 3 spans read" in out
 
 
 def test_three_hundred_identical_chunk_events_flag_identical_chunks(tmp_path, capsys) -> None:
@@ -393,7 +393,7 @@ def test_dropped_events_and_uncaptured_output_mark_the_scope_incomplete(tmp_path
     assert coverage["dropped_span_events"] == {"spans": 1, "events": 36}
     assert coverage["verdict_scope_incomplete"] is True
     _, out, _ = run(capsys, "analyze", str(path))
-    assert "⚠ 1 model/tool span(s) lost 36 span event(s)" in out
+    assert "⚠ 1 model or tool span lost 36 span events" in out
     assert "verdict scope: INCOMPLETE" in out
 
 
@@ -407,7 +407,7 @@ def test_log_records_are_counted_and_warned_about(tmp_path, capsys) -> None:
     assert code == 0
     coverage = document["coverage"]
     assert (coverage["log_records_not_read"], coverage["log_records_with_genai_content"]) == (2, 1)
-    assert "only 2 OTLP log record(s) on 1 line(s)" in coverage["nothing_judged"]
+    assert "only 2 OTLP log records on 1 line" in coverage["nothing_judged"]
     assert coverage["verdict_scope_incomplete"] is True
 
 
@@ -416,11 +416,12 @@ def test_text_report_lists_every_step_with_its_verdict(tmp_path, capsys) -> None
     path = write(tmp_path / "loop.jsonl", request(*tool_loop(3)))
     code, out, _ = run(capsys, "analyze", str(path))
     assert code == 0
-    rows = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    lines = out.splitlines()
+    rows = [index for index, line in enumerate(lines) if line.strip()[:1].isdigit()]
     assert len(rows) == 6
-    assert "get_weather {\"city\":\"Paris\"}" in rows[5]
-    assert rows[5].split()[-5:] == ["repeated_tool_call", "repeat-threshold", "remind", "count", "3"]
-    assert rows[3].split()[-5:] == ["repeated_tool_call", "repeat-threshold", "none", "count", "2"]
+    assert "get_weather {\"city\":\"Paris\"}" in lines[rows[5]]
+    assert lines[rows[5] + 1].split() == ["↳", "remind", "repeated_tool_call", "repeat-threshold", "count", "3"]
+    assert lines[rows[3] + 1].split() == ["↳", "none", "repeated_tool_call", "repeat-threshold", "count", "2"]
     assert "verdicts with an action: 1 (remind 1)" in out
     assert "verdict scope: complete" in out
 
@@ -451,7 +452,7 @@ def test_empty_file_is_not_an_error_but_says_it_is_empty(tmp_path, capsys) -> No
     path.write_bytes(b"")
     code, document = run_json(capsys, str(path))
     assert code == 0
-    assert document["coverage"]["nothing_judged"] == "the input is empty: 0 lines in 1 file(s)"
+    assert document["coverage"]["nothing_judged"] == "the input is empty: 0 lines in 1 file"
 
 
 def test_truncated_last_line_is_counted_and_the_rest_judged(tmp_path, capsys) -> None:
@@ -595,9 +596,9 @@ def test_fail_on_exit_codes(tmp_path, capsys) -> None:
 
 
 def test_knob_flags_override_the_config(tmp_path, capsys) -> None:
-    """--thresholds 2 reminds at the second call; the knobs land in the reported config."""
+    """--repeat-thresholds 2 reminds at the second call; the knobs land in the reported config."""
     path = write(tmp_path / "loop.jsonl", request(*tool_loop(2)))
-    code, document = run_json(capsys, str(path), "--thresholds", "2,4", "--similarity", "0.6", "--threshold", "4",
+    code, document = run_json(capsys, str(path), "--repeat-thresholds", "2,4", "--similarity", "0.6", "--thinking-threshold", "4",
                               "--max-fires", "2", "--max-repeated-text", "10", "--max-repeated-cycle", "32",
                               "--min-repeated-cycle", "128", "--min-chars", "512")
     assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t1"))]
@@ -609,6 +610,22 @@ def test_knob_flags_override_the_config(tmp_path, capsys) -> None:
             thinking["min_repeated_cycle_chars"]) == (0.6, 4, 512, 2, 10, 32, 128)
 
 
+def test_the_old_knob_spellings_still_set_the_knobs_and_warn(tmp_path, capsys) -> None:
+    """--threshold and --thresholds (one letter apart, two guards) are now --thinking-threshold and
+    --repeat-thresholds: the old spellings still work, unlisted, each with a warning naming the new one."""
+    path = write(tmp_path / "loop.jsonl", request(*tool_loop(2)))
+    code, out, err = run(capsys, "analyze", "--json", str(path), "--thresholds", "2,4", "--threshold", "4")
+    assert code == 0 and err.splitlines() == [
+        "otelguard analyze: warning: --thresholds is now --repeat-thresholds; the old spelling will go",
+        "otelguard analyze: warning: --threshold is now --thinking-threshold; the old spelling will go"]
+    rows = {row["id"]: row["config"] for row in json.loads(out)["config"]["guards"]}
+    assert (rows["repeat-tool-reminder"]["thresholds"], rows["thinking-loop-guard"]["max_thinking_steps"]) == ([2, 4], 4)
+    assert main(["analyze", "--help"]) == 0
+    listed = capsys.readouterr().out
+    assert "--repeat-thresholds" in listed and "--thinking-threshold" in listed
+    assert "--thresholds" not in listed and "--threshold " not in listed
+
+
 def test_knob_over_a_config_file_row(tmp_path, capsys) -> None:
     """Knobs override the --config file's rows; a knob for a guard the file does not run is a usage error."""
     path = write(tmp_path / "loop.jsonl", request(*tool_loop(4)))
@@ -616,7 +633,7 @@ def test_knob_over_a_config_file_row(tmp_path, capsys) -> None:
     config.write_text("guards:\n  - id: repeat-tool-reminder\n    config:\n      thresholds: [4]\n", encoding="utf-8")
     _, document = run_json(capsys, str(path), "--config", str(config))
     assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t3"))]
-    _, document = run_json(capsys, str(path), "--config", str(config), "--thresholds", "3")
+    _, document = run_json(capsys, str(path), "--config", str(config), "--repeat-thresholds", "3")
     assert findings(document) == [("repeat-tool-reminder", "repeat-threshold", "remind", sid("t2"))]
     code, _, err = run(capsys, "analyze", str(path), "--config", str(config), "--similarity", "0.5")
     assert code == 2 and "--similarity sets thinking-loop-guard" in err
@@ -624,8 +641,8 @@ def test_knob_over_a_config_file_row(tmp_path, capsys) -> None:
 
 @pytest.mark.parametrize("argv, message", [
     (["--min-chars", "64"], "min_reasoning_chars"),
-    (["--thresholds", "1,3"], "thresholds"),
-    (["--thresholds", "3,x"], "expected integers separated by commas"),
+    (["--repeat-thresholds", "1,3"], "thresholds"),
+    (["--repeat-thresholds", "3,x"], "expected integers separated by commas"),
     (["--similarity", "2"], "similarity_threshold"),
     (["--flush-after", "0"], "must be >= 1"),
     (["--bogus"], "unrecognized arguments: --bogus"),

@@ -46,7 +46,7 @@ def analyzed(capsys, *paths: Path, json_out: bool = True) -> Any:
     status = main(["analyze", *map(str, paths), *(["--json"] if json_out else [])])
     out = capsys.readouterr().out
     assert status == 0, out
-    return json.loads(out) if json_out else out
+    return json.loads(out) if json_out else " ".join(out.split())  # the text's words (long lines are wrapped)
 
 
 def event_lines(logs: Path) -> list[dict[str, Any]]:

@@ -74,7 +74,7 @@ def test_fixture_spans_are_all_read(name: str, capsys) -> None:
     assert coverage["spans_read"] == entry["spans"]
     assert coverage["unparsable_lines"] == 0
     if entry["spans"] == 0:
-        assert coverage["nothing_judged"] == "the input is empty: 0 lines in 1 file(s)"
+        assert coverage["nothing_judged"] == "the input is empty: 0 lines in 1 file"
         assert document["verdicts"] == []
 
 

@@ -13,7 +13,7 @@ def test_model_step_keeps_lengths_not_text():
     summary = summarize(record, "m")
     assert max(len(item) for item in summary if isinstance(item, str)) < 100
     what, facts = describe(summary)
-    assert what == "reasoning 10,000 ch · text 4 ch · calls ?, search · error"
+    assert what == "reasoning 10,000 chars · text 4 chars · calls ?, search · error"
     assert facts["reasoning_chars"] == 10_000 and facts["tool_calls_requested"] == ["search", None]
     assert facts["has_output"] is True and facts["output_content"] == "ok" and facts["status"] == "error"
     assert facts["model"] == "m"

@@ -333,6 +333,7 @@ def test_verdicts_go_out_as_otlp_metrics_and_logs_when_an_endpoint_is_set(collec
     reminder = records[SHORT_TEXT]
     assert reminder["otelguard.action"] == "remind" and reminder["otelguard.repeat.count"] == 3
     assert reminder["otelguard.hook.cli"] == "claude-code" and reminder["session.id"] == session.session
+    assert reminder["otelguard.loop.unpriced"] == "no token usage reported"  # a hook sees no model call
     assert collector.wait_until(verdict_actions, lambda found: len(found) == 2) == ["none", "remind"]
     first = ExportMetricsServiceRequest.FromString(collector.received["/v1/metrics"][0])
     service = {a.key: a.value.string_value for a in first.resource_metrics[0].resource.attributes}

@@ -12,7 +12,7 @@ from otelguard import demo
 def test_demo_replays_cli_captures_to_a_service_and_prints_alerts() -> None:
     out, err = io.StringIO(), io.StringIO()
     assert demo.main(["--otlp-service", "--speed", "200"], out=out, err=err) == 0, err.getvalue()
-    text = out.getvalue()
+    text = out.getvalue().replace("\n      ", " ")  # an alert's line, wrapped to the report's width, rejoined
     for service, tool in (("claude-code", "Bash"), ("gemini-cli", "run_shell_command"), ("codex_exec", "exec_command"),
                           ("opencode", "bash")):
         alerts = [line for line in text.splitlines() if "ALERT" in line and f"service={service} " in line]

@@ -88,7 +88,7 @@ def test_spans_outside_any_run_belong_to_their_trace():
     engine = GuardEngine()
     ended = judged(engine, call(5, None))
     assert ended.agent.key == f"trace:{TRACE:032x}" and ended.agent.name is None
-    assert engine.agent_of(5) is None
+    assert engine.agent_of(TRACE, 5) is None
 
 
 def test_a_run_scoped_agents_state_and_its_nested_agents_go_when_the_run_ends():
@@ -148,14 +148,14 @@ def test_the_open_span_bound_trims_the_oldest_and_counts_them():
     for span_id in range(2, 8):
         engine.start(model(span_id, span_id - 1))  # each inside the last, none ended
     assert sum(n for what, reason, n in evicted if what == "span" and reason == "capacity") == 4
-    assert [span_id for span_id in range(1, 8) if engine.agent_of(span_id) is not None] == [5, 6, 7]
+    assert [span_id for span_id in range(1, 8) if engine.agent_of(TRACE, span_id) is not None] == [5, 6, 7]
 
 
 def test_a_live_stream_trip_is_shown_once_on_its_span():
     """A trip reported for an open model span comes back with that span's end, and with no other."""
     engine = GuardEngine({"guards": [{"id": "thinking-loop-guard"}]})
     verdict = Verdict("thinking-loop-guard", "repetitive_output", "cycle", "none", stream_chars=5)
-    engine.report_stream_trip(42, verdict)
+    engine.report_stream_trip(TRACE, 42, verdict)
     assert judged(engine, model(42, None)).stream_verdict is verdict
     assert judged(engine, model(42, None)).stream_verdict is None  # shown once
     assert judged(engine, model(43, None)).stream_verdict is None
@@ -164,7 +164,7 @@ def test_a_live_stream_trip_is_shown_once_on_its_span():
 def test_a_stream_trip_is_not_judged_again_as_a_thinking_step():
     engine = GuardEngine()
     trip = engine.stream_guard.break_verdict(Trip("identical-chunks", 240, run=60), cut=True)
-    engine.report_stream_trip(2, trip)
+    engine.report_stream_trip(TRACE, 2, trip)
     ended = judged(engine, model(2, None, text="tick" * 80))
     assert ended.stream_verdict is trip
     assert all(verdict.rule != trip.rule for verdict in ended.verdicts)

@@ -174,3 +174,34 @@ def test_reasoning_only_loop_cancel_stops_the_loop_before_the_fourth_call(instru
                     messages += [{"role": "assistant", "content": ""},
                                  {"role": "user", "content": "Answer the question or call a tool."}]
         assert len(server.bodies()) == 3
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_watch_stream_reads_an_instrumented_client_stream_in_its_own_protocol(instrumented, asynchronous):
+    """OpenInference wraps both the sync and the async client's stream in one proxy class offering both
+    iteration protocols; watch_stream iterates each the way the wrapped stream works, and cuts a chant."""
+    import asyncio
+
+    from openai import AsyncOpenAI
+
+    env = instrumented()
+    chant = Reply(chunks=("All tests pass. ",) * 200)
+    prompt = [{"role": "user", "content": "Report."}]
+    seen: list[str] = []
+    with FakeOpenAIServer(lambda path, body: chant) as server:
+        with env.tracer.start_as_current_span("invoke_agent reporter", attributes={"gen_ai.operation.name": "invoke_agent"}):
+            with pytest.raises(otelguard.RepetitiveOutputError):
+                if asynchronous:
+                    async def consume() -> None:
+                        client = AsyncOpenAI(base_url=server.base_url, api_key="test")
+                        stream = await client.chat.completions.create(model="fake-model", messages=prompt, stream=True)
+                        async for chunk in otelguard.watch_stream(stream):
+                            seen.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+
+                    asyncio.run(consume())
+                else:
+                    client = OpenAI(base_url=server.base_url, api_key="test")
+                    stream = client.chat.completions.create(model="fake-model", messages=prompt, stream=True)
+                    for chunk in otelguard.watch_stream(stream):
+                        seen.append(chunk.choices[0].delta.content or "" if chunk.choices else "")
+    assert 0 < "".join(seen).count("All tests pass.") < 200

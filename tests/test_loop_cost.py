@@ -25,9 +25,9 @@ import otelguard.loop_spend
 from otelguard.actions import Action
 from otelguard.analyzer import analyze
 from otelguard.cli import main
-from otelguard.loop_spend import LoopLedger
+from otelguard.loop_spend import AgentSpend, LoopStep, loop_step
 from otelguard.pricing import price_usd, wait_until_loaded
-from otelguard.records import ModelUsage, Verdict
+from otelguard.records import ModelCall, ModelUsage, Verdict
 
 THINKING = {"guards": [{"id": "thinking-loop-guard"}]}
 PRICED_MODEL = "gpt-4o"
@@ -48,6 +48,13 @@ def test_a_known_model_is_priced_from_the_bundled_table_without_the_network(monk
     expected = float(calc_price(Usage(input_tokens=1200, output_tokens=700), model_ref=PRICED_MODEL).total_price)
     assert expected > 0
     assert price_usd(PRICED_MODEL, 1200, 700) == pytest.approx(expected)
+
+
+def test_a_provider_prefixed_model_is_priced_as_the_model():
+    """LiteLLM and routers name a model `provider/model` (the real runs' `deepseek/deepseek-chat`)."""
+    assert price_usd("deepseek/deepseek-chat", 1200, 700) == price_usd("deepseek-chat", 1200, 700) > 0
+    assert price_usd("openai/gpt-4o", 1200, 700) == price_usd(PRICED_MODEL, 1200, 700)
+    assert price_usd("nowhere/scripted-planner", 1200, 700) is None
 
 
 def test_an_unknown_model_has_no_price():
@@ -142,7 +149,7 @@ def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path,
     assert summary["cost_usd"] == pytest.approx(steered.spend.cost_usd, abs=1e-6)
     assert [(loop["first_step"], loop["last_step"]) for loop in report["agents"][0]["loops"]] == [(1, 3)]
     assert main(["analyze", str(recorded)]) == 0
-    text = capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())  # (a long line is wrapped)
     assert f"loops: 1 loop of model calls, {summary['input_tokens']:,} tokens in" in text
     assert f"{agent.label}: 1 loop" in text
 
@@ -150,27 +157,36 @@ def test_analyze_reports_each_loop_and_its_cost_per_agent_and_in_total(tmp_path,
 def test_analyze_says_when_a_loop_has_no_price(capsys):
     """The captured model is in no price table: tokens only, said so."""
     assert main(["analyze", str(RECORDED_LOOP)]) == 0
-    assert "cost unknown (1 not priced: model not in genai-prices' table)" in capsys.readouterr().out
+    text = " ".join(capsys.readouterr().out.split())  # (a long line is wrapped)
+    assert "cost unknown (1 not priced: model not in genai-prices' table)" in text
+
+
+def model_loop_step(spend: AgentSpend, verdict: Verdict, usage: ModelUsage) -> LoopStep:
+    """What the engine does with a model call judged part of a loop: its usage counted, the loop stepped."""
+    spend.model_ended(usage)
+    step = loop_step(spend, verdict, ModelCall(), usage)
+    assert step is not None
+    return step
+
+
+def stalled(n: int, action: Action = Action.NONE) -> Verdict:
+    return Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", action, thinking_stalled=n)
 
 
 def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):
     """A loop whose first step came before the price table was in: the next step prices the whole
     loop, and what is newly counted covers the earlier step too."""
-    ledger = LoopLedger(10, on_evict=lambda reason, n: None)
+    spend = AgentSpend()
     usage = ModelUsage(PRICED_MODEL, output_tokens=700, input_tokens=1200)
-
-    def stalled(n: int) -> Verdict:
-        return Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE, thinking_stalled=n)
-
     # Before the table is in, `price_usd` answers None (its documented answer) for every model.
-    monkeypatch.setattr(otelguard.loop_spend, "price_usd", lambda model, input_tokens, output_tokens: None)
-    first = ledger.step("agent", stalled(1), usage)
+    monkeypatch.setattr(otelguard.pricing, "price_usd", lambda model, input_tokens, output_tokens: None)
+    first = model_loop_step(spend, stalled(1, Action.REMIND), usage)
     assert (first.spend.cost_usd, first.new_cost_usd) == (None, 0.0)
     monkeypatch.undo()  # the table is in
-    second = ledger.step("agent", stalled(2), usage)
+    second = model_loop_step(spend, stalled(2), usage)
     whole = price_usd(PRICED_MODEL, 2400, 1400)
     assert second.spend.cost_usd == pytest.approx(whole) == pytest.approx(second.new_cost_usd)
-    third = ledger.step("agent", stalled(3), usage)
+    third = model_loop_step(spend, stalled(3), usage)
     assert third.new_cost_usd == pytest.approx(price_usd(PRICED_MODEL, 1200, 700))
 
 
@@ -189,32 +205,30 @@ def test_without_a_downstream_the_run_s_verdict_events_carry_the_spend():
 def test_a_text_loop_is_a_loop_of_its_own_never_a_step_of_the_stalled_reasoning_one():
     """text-loop and the stalled-reasoning rule share the verdict name `thinking_loop`: a text-loop
     verdict starts its own loop, so the reasoning loop's tokens are not added to it, nor its to them."""
-    ledger = LoopLedger(10, on_evict=lambda reason, n: None)
+    spend = AgentSpend()
     usage = ModelUsage("unknown-model", output_tokens=50, input_tokens=100)
-    for stalled in (1, 2):
-        ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
-                                     thinking_stalled=stalled), usage)
+    for n in (1, 2):
+        model_loop_step(spend, stalled(n), usage)
     text_loop = Verdict("thinking-loop-guard", "thinking_loop", "text-loop", Action.STEER, "stop restating")
-    step = ledger.step("agent", text_loop, usage)
+    step = model_loop_step(spend, text_loop, usage)
     assert step.started and (step.spend.input_tokens, step.spend.output_tokens) == (100, 50)
-    resumed = ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
-                                           thinking_stalled=3), usage)
+    resumed = model_loop_step(spend, stalled(3), usage)
     assert not resumed.started and (resumed.spend.input_tokens, resumed.spend.output_tokens) == (300, 150)
 
 
 def test_a_loop_that_changes_model_sums_each_model_s_tokens_and_prices_each_at_its_own_rate():
     """A loop whose agent switched model midway: the totals count every step, and the price is each
     model's own tokens at that model's price (an unpriced model leaves the loop unpriced)."""
-    ledger = LoopLedger(10, on_evict=lambda reason, n: None)
+    spend = AgentSpend()
     steps = [("gpt-4o", 1000, 100), ("gpt-4o-mini", 2000, 200), ("gpt-4o", 500, 50)]
-    for stalled, (model, input_tokens, output_tokens) in enumerate(steps, start=1):
-        step = ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
-                                            thinking_stalled=stalled), ModelUsage(model, output_tokens=output_tokens, input_tokens=input_tokens))
+    for n, (model, input_tokens, output_tokens) in enumerate(steps, start=1):
+        step = model_loop_step(spend, stalled(n), ModelUsage(model, output_tokens=output_tokens,
+                                                             input_tokens=input_tokens))
     assert (step.spend.input_tokens, step.spend.output_tokens) == (3500, 350)
     assert step.spend.cost_usd == pytest.approx(price_usd("gpt-4o", 1500, 150) + price_usd("gpt-4o-mini", 2000, 200))
-    unpriced = ledger.step("agent", Verdict("thinking-loop-guard", "thinking_loop", "reasoning-only", Action.NONE,
-                                            thinking_stalled=4), ModelUsage("scripted-planner", output_tokens=10, input_tokens=10))
+    unpriced = model_loop_step(spend, stalled(4), ModelUsage("scripted-planner", output_tokens=10, input_tokens=10))
     assert (unpriced.spend.input_tokens, unpriced.spend.output_tokens, unpriced.spend.cost_usd) == (3510, 360, None)
+    assert unpriced.spend.unpriced == "model not in genai-prices' table"
 
 
 def test_the_service_forwards_each_stalled_step_with_the_live_processor_s_spend():

@@ -73,7 +73,8 @@ def pipeline() -> Iterator[Any]:
 
 
 REPEAT_2 = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}
-THINKING = {"guards": [{"id": "thinking-loop-guard", "config": {"min_reasoning_chars": 256}}]}
+# The guard steers at the second stalled call: a loop it acted on, whose tokens the loop metrics count.
+THINKING = {"guards": [{"id": "thinking-loop-guard", "config": {"min_reasoning_chars": 256, "max_thinking_steps": 2}}]}
 
 
 def test_500_distinct_tool_names_make_at_most_the_cap_plus_other(pipeline):
@@ -106,7 +107,8 @@ def test_500_distinct_model_names_make_at_most_the_cap_plus_other(pipeline):
     reasoning = "Let me think about the problem from another side. " * 8  # 400 chars, no output: a stall
     for index in range(500):
         with p.agent(f"agent_{index}"):
-            p.model(reasoning=reasoning, model=f"model-{index}")
+            for _ in range(2):
+                p.model(reasoning=reasoning, model=f"model-{index}")
     models = p.labels()[("otelguard.loop.tokens", "gen_ai.request.model")]
     assert OTHER in models
     assert len(models) <= MAX_LABEL_VALUES + 1
@@ -116,13 +118,15 @@ def test_every_label_of_every_metric_stays_bounded(pipeline):
     """Across all of otelguard's metrics, no label key takes more than MAX_LABEL_VALUES values plus `_other`
     (and the empty value that says "no tool" on verdicts that are not about a tool)."""
     p = pipeline({"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}},
-                             {"id": "thinking-loop-guard", "config": {"min_reasoning_chars": 256}}]})
+                             {"id": "thinking-loop-guard", "config": {"min_reasoning_chars": 256,
+                                                                      "max_thinking_steps": 2}}]})
     reasoning = "Maybe the cache is stale, or maybe the index is. " * 8
     for index in range(300):
         with p.agent(f"agent_{index}"):
             p.tool(f"tool_{index}", json.dumps({"n": index}))
             p.tool(f"tool_{index}", json.dumps({"n": index}))
-            p.model(reasoning=reasoning, model=f"model-{index}")
+            for _ in range(2):
+                p.model(reasoning=reasoning, model=f"model-{index}")
     assert p.processor.force_flush(10_000)
     labels = p.labels()
     assert {("otelguard.verdicts", "gen_ai.tool.name"), ("otelguard.verdicts", "gen_ai.agent.name"),

@@ -68,11 +68,21 @@ def test_usage_is_read_beside_the_output():
     assert model_usage(view, classification) == ModelUsage("m", 7, 3, ("tool_call",))
 
 
-def test_tokens_spent_in_a_loop_are_counted_by_model():
-    """A model call judged a repetitive-output loop live counts its output tokens under its model."""
+def test_tokens_spent_in_a_loop_are_counted_by_model_once_the_guard_acts():
+    """A model call only flagged as repetitive output (the guard did not act) is no loop the metric
+    counts; stalled calls the guard steered count all their output tokens under their model."""
     with Guarded() as g:
         with g.tracer.start_as_current_span("chat m", attributes={
                 "gen_ai.operation.name": "chat", "gen_ai.request.model": "m", "gen_ai.usage.output_tokens": 321}) as span:
             span.set_attribute("gen_ai.output.messages", output_messages(text="abc, " * 60))
+        assert metric_points(g.metric_reader, "otelguard.loop.tokens") == []
+        with g.tracer.start_as_current_span("invoke_agent planner", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}):
+            for index in range(3):  # long reasoning-only calls: the third brings the steer
+                reasoning = " ".join(f"angle {index} thought {i} about the bug" for i in range(120))
+                with g.tracer.start_as_current_span("chat m", attributes={
+                        "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
+                        "gen_ai.usage.output_tokens": 100, "gen_ai.output.messages": output_messages(reasoning=reasoning)}):
+                    pass
         points = metric_points(g.metric_reader, "otelguard.loop.tokens")
-    assert [(labels["gen_ai.request.model"], value) for labels, value in points] == [("m", 321)]
+    assert [(labels["gen_ai.request.model"], value) for labels, value in points] == [("m", 300)]

@@ -1,6 +1,8 @@
 """The decision API on the --http port: `GET /v1/verdicts?session=ID` answers a session's recent
 verdicts (here a Codex CLI session sent as log records by the SDK's OTLP/HTTP log exporter), behind
-the same token as the receivers, bounded in sessions and in verdicts per session."""
+the same token as the receivers, bounded in sessions, in verdicts per session and in bytes: names
+from the wire are kept cut, an id no query can name is not kept, a session and the whole store keep
+their latest verdicts within their bytes."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
-from otelguard.service.sessions import RecentVerdicts
+from otelguard.service.sessions import MAX_SESSION_BYTES, RecentVerdicts
 from service_support import running_service
 
 TOKEN = "api-token"
@@ -75,3 +77,64 @@ def test_recent_verdicts_are_bounded() -> None:
     recent.add({"session": "c", "repeat_count": 0})  # the least recently heard from (b) is forgotten
     assert recent.of("b") == [] and [v["repeat_count"] for v in recent.of("a")] == [3, 4, 5]
     assert len(recent.of("c")) == 1
+
+
+def test_a_session_id_longer_than_the_api_takes_is_not_kept() -> None:
+    """An id no query can name (over 256 characters) costs nothing: 50 verdicts of a 64 KiB id."""
+    recent = RecentVerdicts()
+    long_id = "s" * (64 * 1024)
+    for index in range(50):
+        recent.add({"session": long_id, "repeat_count": index, "tool": "lookup"})
+    assert recent.of(long_id) == [] and recent.bytes == 0
+
+
+def test_long_names_from_the_wire_are_kept_cut() -> None:
+    """A Codex session whose tool name is 64 KiB: the API answers its verdicts with the name cut to
+    256 characters (saying how much was left out), the whole answer within a session's bound."""
+    tool = "t" * (64 * 1024)
+    with running_service(token=TOKEN) as service:
+        provider = LoggerProvider(resource=Resource.create({"service.name": "s" * 1000}))
+        provider.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(
+            endpoint=service.http_url + "/v1/logs", headers={"Authorization": f"Bearer {TOKEN}"})))
+        logger = provider.get_logger("codex_otel.log_only")
+        for index in range(5):
+            logger.emit(LogRecord(attributes={
+                "event.name": "codex.tool_result", "conversation.id": "long-names", "tool_name": tool,
+                "call_id": f"call-{index}", "arguments": "{}", "success": "true"}))
+        provider.shutdown()
+        assert service.flush()
+        request = urllib.request.Request(f"{service.http_url}/v1/verdicts?session=long-names",
+                                         headers={"Authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            text = answer.read()
+    verdicts = json.loads(text)["verdicts"]
+    assert [v["repeat_count"] for v in verdicts] == [2, 3, 4, 5]
+    assert {v["tool"] for v in verdicts} == {"t" * 256 + f"… (+{64 * 1024 - 256:,} chars)"}
+    assert all(len(v["service"]) < 300 for v in verdicts)
+    assert len(text) < MAX_SESSION_BYTES
+
+
+def test_a_session_keeps_its_latest_verdicts_within_its_bytes_and_the_store_within_its_own() -> None:
+    recent = RecentVerdicts(session_bytes=4096, max_bytes=3 * 4096)
+    for index in range(100):
+        recent.add({"session": "a", "repeat_count": index, "message": "m" * 1000})
+    kept = recent.of("a")
+    assert [v["repeat_count"] for v in kept] == list(range(97, 100))  # three of ~1 KiB fit in 4 KiB
+    for session in "bcd":
+        for index in range(4):
+            recent.add({"session": session, "repeat_count": index, "message": "m" * 1000})
+    assert recent.bytes <= 3 * 4096
+    assert recent.of("a") == [] and len(recent.of("d")) == 3  # the least recently heard from went first
+
+
+def test_the_largest_verdict_fits_in_a_session() -> None:
+    """Every text field at 100,000 four-byte characters: cut, it still fits in a session's bytes."""
+    wide = "\U0001F600" * 100_000
+    recent = RecentVerdicts()
+    session = "s" * 256
+    recent.add({**{key: wide for key in ("guard", "verdict", "rule", "action", "message", "tool", "error_code",
+                                         "agent", "agent_key", "service", "trace_id", "span_id")},
+                "session": session, "repeat_count": 1, "time": 1.0})
+    [verdict] = recent.of(session)
+    assert verdict["message"].startswith(wide[:4096]) and verdict["tool"].startswith(wide[:256])
+    assert 0 < recent.bytes <= MAX_SESSION_BYTES

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from hypothesis_support import examples
 from otelguard.service import JudgeOptions
-from otelguard.service.command import AlertLine
+from otelguard.service.alerts import AlertLines
 from service_support import post, running_service, scrape, serve_command, stopped, verdict_counts
 
 REMIND = ("repeat-tool-reminder", "repeat-threshold", "remind")
@@ -106,10 +106,10 @@ def _tool_span(span_id: str, trace_id: str = "5b8efff798038103d269b633813fc60c")
 
 
 def test_invalid_spans_are_rejected_as_a_partial_success() -> None:
-    """A span that is not OTLP/JSON (ids that are not hex or all zero, an enum's name, an attribute
-    value of the wrong type) is rejected on its own, the first reason given; the others are judged."""
+    """A span that is not OTLP/JSON (ids that are not hex or all zero, a name that is no enum's, an
+    attribute value of the wrong type) is rejected on its own, the first reason given; the others are judged."""
     with running_service() as service:
-        named_status = {**_tool_span("eee19b7ec3c1b176"), "status": {"code": "STATUS_CODE_ERROR"}}
+        named_status = {**_tool_span("eee19b7ec3c1b176"), "status": {"code": "ERROR"}}
         bad_value = _tool_span("eee19b7ec3c1b177")
         bad_value["attributes"].append({"key": "retries", "value": {"intValue": "three"}})
         body = _request_json([_tool_span("eee19b7ec3c1b174"), _tool_span("not-hex"),
@@ -295,18 +295,22 @@ def test_serve_on_a_taken_port_says_so_in_one_line() -> None:
 
 
 def test_alert_lines_escape_what_senders_and_models_named() -> None:
-    """A tool name is the model's and service.name the sender's: neither reaches the terminal raw."""
+    """A tool name is the model's and service.name the sender's: neither reaches the terminal raw,
+    escape sequences, line breaks and bidirectional overrides alike (as analyze prints them)."""
     out = io.StringIO()
-    with running_service(on_verdict=AlertLine(out)) as service:
+    with running_service(alerts=AlertLines(out)) as service:
         spans = []
         for index in range(3):
             span = _tool_span(f"eee19b7ec3c1b17{index}")
             span["attributes"] = [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-                                  {"key": "gen_ai.tool.name", "value": {"stringValue": "look\x1b[2Jup\nALERT fake"}},
+                                  {"key": "gen_ai.tool.name",
+                                   "value": {"stringValue": "look\x1b[2Jup\nALERT fake\u202egnp.exe"}},
                                   {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{}"}}]
             spans.append(span)
         assert post(service, "/v1/traces", _request_json(spans), "application/json")[0] == 200
         assert service.flush()
-    lines = out.getvalue().splitlines()
-    assert len(lines) == 1 and "\x1b" not in lines[0]
-    assert "tool=look\\u001b[2Jup\\nALERT fake" in lines[0]
+    text = out.getvalue()
+    assert "\x1b" not in text and "\u202e" not in text
+    assert [line for line in text.splitlines() if line.startswith("  ALERT")] == [
+        text.splitlines()[0]]  # one alert (its line wrapped to the width: continued further indented)
+    assert "tool=look\\u001b[2Jup\\nALERT fake\\u202egnp.exe" in text.replace("\n      ", " ")

@@ -1,6 +1,7 @@
 """`otelguard serve` safe to expose: a bearer token on every route (HTTP and gRPC), TLS on every
 listener (a self-signed certificate made here), and requests bounded after decompression (a gzip
-bomb included). The OTel SDK's own exporters carry the token over TLS."""
+bomb included). The OTel SDK's own exporters carry the token over TLS. A token no header can carry
+is refused at start, and a listener beyond loopback without a token is warned about."""
 
 from __future__ import annotations
 
@@ -195,3 +196,33 @@ def test_serve_refuses_tls_files_that_do_not_match(certificate, tmp_path, capsys
                  "--tls-cert", str(certificate.cert), "--tls-key", str(other.key)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("otelguard serve: error: --tls-cert") and err.count("\n") == 1, err
+
+
+@pytest.mark.timeout(20)  # (a serve that took the token would run until stopped)
+@pytest.mark.parametrize("token", ["tökén", "token\x07bell"])
+def test_serve_refuses_a_token_no_request_can_carry(token: str, tmp_path, capsys) -> None:
+    """A header carries printable ASCII: a token with anything else could never authenticate."""
+    token_file = tmp_path / "token"
+    token_file.write_text(token + "\n", encoding="utf-8")
+    assert main(["serve", "--http", "127.0.0.1:0", "--grpc", "off", "--metrics", "off",
+                 "--token-file", str(token_file)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("otelguard serve: error: --token-file") and "printable ASCII" in err, err
+    assert err.count("\n") == 1
+
+
+UNROUTABLE = "192.0.2.1:4318"  # TEST-NET-1: not loopback, and no address of this machine (cannot be bound)
+
+
+@pytest.mark.parametrize("listener", ["--http", "--grpc", "--metrics"])
+def test_serve_warns_of_a_listener_beyond_loopback_without_a_token(listener: str, tmp_path, capsys) -> None:
+    addresses = {"--http": "127.0.0.1:0", "--grpc": "off", "--metrics": "off", listener: UNROUTABLE}
+    assert main(["serve", *(item for pair in addresses.items() for item in pair)]) == 2
+    warning, error = capsys.readouterr().err.splitlines()
+    assert warning.startswith(f"otelguard serve: warning: without --token-file, anyone who can reach {listener} "
+                              f"{UNROUTABLE} can send spans")
+    assert error.startswith("otelguard serve: error: cannot listen")
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    assert main(["serve", *(item for pair in addresses.items() for item in pair), "--token-file", str(token_file)]) == 2
+    assert "warning" not in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """`otelguard serve --webhook URL`: verdicts that ask the agent for something reach a local receiver
 as signed JSON; the receiver checks the HMAC and the timestamp on its own, and answers with errors
-first to see the retries; failures and drops are counted."""
+first to see the retries; failures and drops are counted; a redirect is not followed."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from loopback_support import Redirect
 from otelguard.service.webhook import Webhook
 from service_support import running_service, scrape, serving
 from test_service_otlp_http import send_with
@@ -134,3 +136,15 @@ def test_a_full_queue_drops_and_counts_without_waiting() -> None:
               for metric in reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics
               if metric.name == "otelguard.webhook.deliveries" for point in metric.data.data_points}
     assert counts == {"delivered": 3, "failed": 0, "dropped": 3}
+
+
+@pytest.mark.parametrize("status", [307, 308])  # the redirects that re-send a body
+def test_a_redirect_is_not_followed(status: int) -> None:
+    """A URL that answers with a redirect: the signed body goes nowhere else, and the delivery is
+    final (counted failed, not retried)."""
+    with receiving() as elsewhere, Redirect(status, elsewhere.url) as redirect, \
+            running_service(webhook=redirect.base + "/otelguard", webhook_secret=SECRET) as service:
+        send_with(OTLPSpanExporter(endpoint=service.http_url + "/v1/traces"), "redirected")
+        assert service.flush()
+        assert redirect.posts == 2 and elsewhere.attempts == 0
+        assert _webhook_counts(service) == {"delivered": 0, "failed": 2, "dropped": 0, "retries": 0}

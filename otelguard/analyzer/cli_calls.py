@@ -8,6 +8,12 @@ that has them, and is judged alone if none comes (its arguments then count as no
 call is handed to the engine as the GenAI tool span `as_tool_span` makes, started and ended, in the
 CLI session's own chain (one agent per session). Memory is bounded: at most `max_held` records wait,
 and the `max_joined` most recent keys are remembered.
+
+A record that tells what a model call spent (`CliModelCall`) goes to the engine at once, as the
+session's model usage (`GuardEngine.model_usage`): the tool calls judged after it stand after it in
+the session's spend. A call whose asking model call is told after it (opencode runs a tool inside
+the model call's span, which ends, with the usage, after the tool: `CliToolCall.asked_by`) waits for
+that record, up to `wait` too, so that it stands where it was asked for.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from ..containment import Containment
 from ..conventions.agent_clis import (
     ARGUMENT_SETTINGS,
     SPAN_NAMES,
+    CliModelCall,
     CliToolCall,
     as_tool_span,
+    session_trace_id,
     from_span,
     joined,
     model_span,
@@ -54,15 +62,28 @@ class CliCalls:
         self.max_joined = max_joined
         self._held: OrderedDict[str, tuple[CliToolCall, Any, float]] = OrderedDict()  # key -> (call, origin, since)
         self._judged: OrderedDict[str, None] = OrderedDict()  # keys of calls judged already
+        # Calls waiting for the usage of the model call that asked for them, by its key (a few at once).
+        self._asking: OrderedDict[str, list[tuple[CliToolCall, Any, float]]] = OrderedDict()
+        self._told: OrderedDict[str, None] = OrderedDict()  # keys of model calls whose usage came
         self.records = 0  # CLI tool records read
         self.calls = 0  # tool calls judged
         self.model_calls = 0  # model calls judged
         self.joined = 0  # records merged into a call judged from another record
         self.by_cli: Counter[str] = Counter()  # CLI -> calls judged
+        self.usage_by_cli: Counter[str] = Counter()  # CLI -> model calls whose usage was read
         self.without_arguments: Counter[str] = Counter()  # CLI -> calls judged without arguments
 
-    def add(self, call: CliToolCall, origin: Any, now: float) -> None:
-        """One CLI tool record, at `now`."""
+    def add(self, call: CliToolCall | CliModelCall, origin: Any, now: float) -> None:
+        """One CLI tool record (or what a model call spent), at `now`."""
+        if isinstance(call, CliModelCall):
+            self.usage_by_cli[call.cli] += 1
+            with self.contain.contained("cli_call"):
+                self.engine.model_usage(session_trace_id(call.cli, call.session), call.usage)
+            if call.key is not None:
+                _remember(self._told, call.key, self.max_joined)
+                for waiting, waiting_origin, _ in self._asking.pop(call.key, ()):
+                    self._run_call(waiting, waiting_origin)
+            return
         self.records += 1
         key = call.join_key
         if key in self._judged:
@@ -72,14 +93,14 @@ class CliCalls:
         if held is not None:
             self.joined += 1
             call = joined(call, held[0]) if call.arguments is not None else joined(held[0], call)
-            self._judge(call, origin)
+            self._judge(call, origin, now)
         elif call.arguments is None:
             self._held[key] = (call, origin, now)
             if len(self._held) > self.max_held:
                 _, (oldest, oldest_origin, _) = self._held.popitem(last=False)
-                self._judge(oldest, oldest_origin)
+                self._judge(oldest, oldest_origin, now)
         else:
-            self._judge(call, origin)
+            self._judge(call, origin, now)
 
     def add_span(self, span: ReadSpan, origin: Any, now: float) -> bool:
         """A span, if it is a CLI's tool or model span (it goes on to its trace all the same): whether it was."""
@@ -106,18 +127,41 @@ class CliCalls:
             if now - since < self.wait:
                 break
             del held[key]
-            self._judge(call, origin)
+            self._judge(call, origin, now)
+        asking = self._asking
+        while asking:
+            key, waiting = next(iter(asking.items()))
+            if now - waiting[0][2] < self.wait:
+                break
+            del asking[key]  # its model call's usage never came: judged where it is
+            for call, origin, _ in waiting:
+                self._run_call(call, origin)
 
     def drain(self) -> None:
         """Judge every waiting record (the input ended)."""
         while self._held:
             _, (call, origin, _) = self._held.popitem(last=False)
             self._judge(call, origin)
+        while self._asking:
+            _, waiting = self._asking.popitem(last=False)
+            for call, origin, _ in waiting:
+                self._run_call(call, origin)
 
-    def _judge(self, call: CliToolCall, origin: Any) -> None:
-        self._judged[call.join_key] = None
-        if len(self._judged) > self.max_joined:
-            self._judged.popitem(last=False)
+    def _judge(self, call: CliToolCall, origin: Any, now: float | None = None) -> None:
+        """Judge one call now, or (`now` given) once the usage of the model call that asked for it
+        came, if that is still to come."""
+        _remember(self._judged, call.join_key, self.max_joined)  # (its other record merges into it)
+        asked_by = call.asked_by
+        if asked_by is not None and now is not None and asked_by not in self._told:
+            self._asking.setdefault(asked_by, []).append((call, origin, now))
+            if len(self._asking) > self.max_held:
+                _, waiting = self._asking.popitem(last=False)
+                for waiting_call, waiting_origin, _ in waiting:
+                    self._run_call(waiting_call, waiting_origin)
+            return
+        self._run_call(call, origin)
+
+    def _run_call(self, call: CliToolCall, origin: Any) -> None:
         self.calls += 1
         self.by_cli[call.cli] += 1
         if call.arguments is None:
@@ -144,3 +188,10 @@ def missing_arguments_hint(cli: str) -> str:
     """How to make a CLI export its tool arguments."""
     setting = ARGUMENT_SETTINGS.get(cli)
     return f"set {setting}" if setting else "its telemetry does not carry them"
+
+
+def _remember(keys: OrderedDict[str, None], key: str, most: int) -> None:
+    """Note `key` among the `most` most recent."""
+    keys[key] = None
+    if len(keys) > most:
+        keys.popitem(last=False)

@@ -23,6 +23,7 @@ from .otlp_json import (
 from ..conventions import READ_LIMITS
 from ..otlp_logs import LogsRead
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
+from ..terminal import counted, number
 from .cli_calls import CliCalls, missing_arguments_hint
 from .evaluations import RecordedEvaluations
 from .event_outputs import EventOutputs
@@ -49,6 +50,7 @@ class FileCoverage:
     log_records: int = 0
     log_records_genai_not_read: int = 0  # log records not read that carry gen_ai content (in log_records)
     cli_tool_records: int = 0  # log records read as a coding-agent CLI's tool call (in log_records)
+    cli_model_records: int = 0  # log records read as what a coding-agent CLI's model call spent (in log_records)
     genai_event_records: int = 0  # log records read as GenAI events (in log_records)
     evaluation_records: int = 0  # log records read as gen_ai.evaluation.result events (in log_records)
     metrics_lines: int = 0
@@ -60,7 +62,7 @@ class FileCoverage:
 
     @property
     def log_records_read(self) -> int:
-        return self.cli_tool_records + self.genai_event_records + self.evaluation_records
+        return self.cli_tool_records + self.cli_model_records + self.genai_event_records + self.evaluation_records
 
     @property
     def otlp_records(self) -> int:
@@ -148,7 +150,9 @@ class Coverage:
     def logs_read(self, file: FileCoverage, logs: LogsRead) -> None:
         """What one logs request held."""
         file.log_records += logs.records
-        file.cli_tool_records += len(logs.calls)
+        model_calls = logs.model_calls
+        file.cli_tool_records += len(logs.calls) - model_calls
+        file.cli_model_records += model_calls
         file.genai_event_records += len(logs.events)
         file.evaluation_records += len(logs.evaluations)
         file.log_records_genai_not_read += logs.genai_not_read
@@ -239,12 +243,14 @@ class Coverage:
         return dict(skipped)
 
     def _cli_tool_calls(self) -> dict[str, dict[str, int]]:
-        """Per coding-agent CLI: tool calls judged, those without arguments, and records joined into them."""
+        """Per coding-agent CLI: tool calls judged, those without arguments, and the model calls whose
+        usage its telemetry told."""
         calls = self.cli_calls
         if calls is None:
             return {}
-        return {cli: {"calls": count, "without_arguments": calls.without_arguments[cli]}
-                for cli, count in sorted(calls.by_cli.items())}
+        return {cli: {"calls": calls.by_cli[cli], "without_arguments": calls.without_arguments[cli],
+                      "model_calls_with_usage": calls.usage_by_cli[cli]}
+                for cli in sorted(calls.by_cli.keys() | calls.usage_by_cli.keys())}
 
     def nothing_judged(self) -> str | None:
         """Why no model or tool step was judged; None when at least one was."""
@@ -252,28 +258,31 @@ class Coverage:
             return None
         files = len(self.files)
         if self.lines == 0:
-            return f"the input is empty: 0 lines in {files} file(s)"
+            return f"the input is empty: 0 lines in {counted(files, 'file')}"
         logs = sum(f.log_records for f in self.files)
         log_lines = sum(f.log_lines for f in self.files)
         metrics = sum(f.metrics_lines for f in self.files)
         if self.spans_read == 0:
+            bad = self.bad_spans()
+            if bad:  # the warning below names the first reason
+                return f"{counted(bad, 'span')} read, none readable"
             held = []
             if log_lines:
-                held.append(f"{logs} OTLP log record(s) on {log_lines} line(s), which the analyzer does not read")
+                held.append(f"{counted(logs, 'OTLP log record')} on {counted(log_lines, 'line')}, which the analyzer does not read")
             if metrics:
-                held.append(f"{metrics} line(s) of OTLP metrics")
+                held.append(f"{counted(metrics, 'line')} of OTLP metrics")
             unparsable = self.unparsable_total()
             if unparsable:
-                held.append(f"{unparsable} unparsable line(s)")
+                held.append(f"{counted(unparsable, 'unparsable line')}")
             blank = sum(f.blank_lines for f in self.files)
             if blank:
-                held.append(f"{blank} blank line(s)")
+                held.append(f"{counted(blank, 'blank line')}")
             return "no spans in the input" + (": only " + ", ".join(held) if held else " (only empty requests)")
         agents = self.kind_total(SpanKind.AGENT.value)
-        reason = (f"{self.spans_read} span(s) read, none of them a model or tool span of a known convention "
+        reason = (f"{counted(self.spans_read, 'span')} read, none of them a model or tool span of a known convention "
                   "(OTel GenAI gen_ai.operation.name, OpenInference openinference.span.kind, OpenLLMetry)")
         if agents:
-            reason += f"; {agents} agent span(s) but no model or tool call under them"
+            reason += f"; {counted(agents, 'agent span')} but no model or tool call under them"
         return reason
 
     def warnings(self) -> list[Warning_]:
@@ -282,7 +291,7 @@ class Coverage:
         if unparsable:
             found.append(Warning_(
                 "unparsable-lines",
-                f"{unparsable} line(s) could not be read as OTLP spans "
+                f"{counted(unparsable, 'line')} could not be read as OTLP spans "
                 f"({self._where(exclude=(BAD_SPAN, DUPLICATE_KEY))}): any "
                 "spans on them are NOT in the verdict",
                 True,
@@ -291,14 +300,14 @@ class Coverage:
         if bad:
             found.append(Warning_(
                 "unreadable-spans",
-                f"{bad} span(s) could not be read ({self._where(only=BAD_SPAN)}): they are NOT in the verdict",
+                f"{counted(bad, 'span')} could not be read ({self._where(only=BAD_SPAN)}): they are NOT in the verdict",
                 True,
             ))
         duplicated = self.duplicate_keys()
         if duplicated:
             found.append(Warning_(
                 "duplicate-keys",
-                f"{duplicated} record(s) give a key twice in one object ({self._where(only=DUPLICATE_KEY)}): JSON "
+                f"{counted(duplicated, 'record')} give{'s' if duplicated == 1 else ''} a key twice in one object ({self._where(only=DUPLICATE_KEY)}): JSON "
                 "keeps the last copy, so the spans of the earlier copies are NOT in the verdict",
                 True,
             ))
@@ -306,7 +315,7 @@ class Coverage:
         if agents.get("capacity"):
             found.append(Warning_(
                 "agents-evicted",
-                f"{agents['capacity']} agent(s) lost their guard state because more agents than "
+                f"{counted(agents['capacity'], 'agent')} lost their guard state because more agents than "
                 "--max-tracked-agents were open at once (the live guard's bound): their later steps were judged "
                 "without their earlier ones, so verdicts may be missing; raise --max-tracked-agents",
                 True,
@@ -314,7 +323,7 @@ class Coverage:
         if agents.get("idle"):
             found.append(Warning_(
                 "agents-idle",
-                f"{agents['idle']} agent(s) idle for an hour of trace time lost their guard state, as they would "
+                f"{counted(agents['idle'], 'agent')} idle for an hour of trace time lost their guard state, as they would "
                 "live: a later run of one starts afresh",
                 False,
             ))
@@ -322,7 +331,7 @@ class Coverage:
         if spans:
             found.append(Warning_(
                 "open-spans-evicted",
-                f"{spans} open span(s) inside agent runs were forgotten past the engine's bound on open spans: "
+                f"{counted(spans, 'open span')} inside agent runs were forgotten past the engine's bound on open spans: "
                 "spans under them were judged as their trace's, not their agent's",
                 True,
             ))
@@ -334,7 +343,7 @@ class Coverage:
         for cli, missing in sorted(calls.without_arguments.items()) if calls is not None else ():
             found.append(Warning_(
                 "cli-tool-arguments-not-exported",
-                f"{missing} of {by_cli[cli]} {cli} tool call(s) came without their arguments "
+                f"{number(missing)} of {counted(by_cli[cli], f'{cli} tool call')} came without their arguments "
                 f"({missing_arguments_hint(cli)}): repeated calls among them cannot be told apart",
                 True,
             ))
@@ -342,15 +351,15 @@ class Coverage:
         if outputs is not None and (outputs.unmatched or outputs.evicted):
             found.append(Warning_(
                 "genai-events-without-span",
-                f"{outputs.unmatched + outputs.evicted} span(s) named by GenAI output events were not found "
-                f"({outputs.evicted} held past the bound of {outputs.max_spans:,}): that output is NOT in the verdict",
+                f"{counted(outputs.unmatched + outputs.evicted, 'span')} named by GenAI output events were not found "
+                f"({number(outputs.evicted)} held past the bound of {outputs.max_spans:,}): that output is NOT in the verdict",
                 True,
             ))
         if genai_logs:
             names = ", ".join(_short(f.path) for f in self.files if f.log_records_genai_not_read)
             found.append(Warning_(
                 "log-records-not-read",
-                f"{genai_logs} of {logs} OTLP log record(s) carry gen_ai content ({names}) and are NOT in the "
+                f"{number(genai_logs)} of {counted(logs, 'OTLP log record')} carry gen_ai content ({names}) and are NOT in the "
                 "verdict: instrumentations that capture messages as log events (OpenLLMetry use_attributes=False, "
                 "openai-v2 event_only and legacy events) put model output and tool calls there",
                 True,
@@ -359,21 +368,21 @@ class Coverage:
         if evaluations is not None and evaluations.not_kept:
             found.append(Warning_(
                 "evaluation-events-not-compared",
-                f"{evaluations.not_kept} of {evaluations.read} evaluation event(s) came past the bound of "
+                f"{number(evaluations.not_kept)} of {counted(evaluations.read, 'evaluation event')} came past the bound of "
                 f"{evaluations.max_events:,} kept: they are not compared with the replay",
                 False,
             ))
         if self.model_output_not_captured:
             found.append(Warning_(
                 "model-output-not-captured",
-                f"{self.model_output_not_captured} model span(s) have no captured output (content capture off?): "
+                f"{counted(self.model_output_not_captured, 'model span')} ha{'s' if self.model_output_not_captured == 1 else 've'} no captured output (content capture off?): "
                 "they count as having output, so reasoning-only loops and repetitive text in them cannot be seen",
                 True,
             ))
         if self.model_output_unreadable:
             found.append(Warning_(
                 "model-output-unreadable",
-                f"{self.model_output_unreadable} model span(s) have output that could not be parsed: what it "
+                f"{counted(self.model_output_unreadable, 'model span')} ha{'s' if self.model_output_unreadable == 1 else 've'} output that could not be parsed: what it "
                 "held is NOT in the verdict",
                 True,
             ))
@@ -381,7 +390,7 @@ class Coverage:
             limits = READ_LIMITS
             found.append(Warning_(
                 "oversized-content",
-                f"{self.oversized_spans} span(s) carry model output or tool arguments longer than the guard decodes "
+                f"{counted(self.oversized_spans, 'span')} carr{'ies' if self.oversized_spans == 1 else 'y'} model output or tool arguments longer than the guard decodes "
                 f"({limits.json_chars:,} characters of JSON, {limits.scanned_chars:,} of a Python repr or cut JSON): "
                 "what they held is NOT in the verdict (their arguments are told apart by length and both ends)",
                 True,
@@ -389,14 +398,15 @@ class Coverage:
         if self.judged_in_part:
             found.append(Warning_(
                 "judged-in-part",
-                f"{self.judged_in_part} model span(s) have reasoning or text (whole, or in recorded chunks) longer "
-                f"than {READ_LIMITS.judged_chars:,} characters: each was judged by its last {READ_LIMITS.judged_chars:,}",
+                f"{counted(self.judged_in_part, 'model span')} ha{'s' if self.judged_in_part == 1 else 've'} reasoning or "
+                f"text (whole, or in recorded chunks) longer than {READ_LIMITS.judged_chars:,} characters: each was "
+                f"judged by its last {READ_LIMITS.judged_chars:,}",
                 False,
             ))
         if self.tool_arguments_not_captured:
             found.append(Warning_(
                 "tool-arguments-not-captured",
-                f"{self.tool_arguments_not_captured} tool span(s) carry no arguments (content capture off?): "
+                f"{counted(self.tool_arguments_not_captured, 'tool span')} carr{'ies' if self.tool_arguments_not_captured == 1 else 'y'} no arguments (content capture off?): "
                 "repeat-tool-reminder cannot tell their calls apart",
                 True,
             ))
@@ -404,18 +414,18 @@ class Coverage:
             textless = self.dropped_events_textless
             note = ""
             if textless:
-                note = (f"; on {textless} of them every kept event is a textless chunk event, so the lost ones most "
+                note = (f"; on {number(textless)} of them every kept event is a textless chunk event, so the lost ones most "
                         "likely carried no text either")
             found.append(Warning_(
                 "dropped-span-events",
-                f"{self.dropped_events_spans} model/tool span(s) lost {self.dropped_events} span event(s) to the "
+                f"{counted(self.dropped_events_spans, 'model or tool span')} lost {counted(self.dropped_events, 'span event')} to the "
                 f"SDK's event limit (droppedEventsCount): what they held is NOT in the verdict{note}",
                 textless < self.dropped_events_spans,
             ))
         if self.dropped_attributes_spans:
             found.append(Warning_(
                 "dropped-attributes",
-                f"{self.dropped_attributes_spans} model/tool span(s) lost attributes (droppedAttributesCount or "
+                f"{counted(self.dropped_attributes_spans, 'model or tool span')} lost attributes (droppedAttributesCount or "
                 "unreadable values): what they held is NOT in the verdict",
                 True,
             ))
@@ -423,7 +433,7 @@ class Coverage:
             total = sum(self.internal_errors.values())
             found.append(Warning_(
                 "internal-errors",
-                f"{total} span event(s) could not be judged because of an internal error in otelguard "
+                f"{counted(total, 'span event')} could not be judged because of an internal error in otelguard "
                 f"({', '.join(f'{w} {n}' for w, n in self.internal_errors.items())}; logged once each): please "
                 "report it",
                 True,
@@ -431,7 +441,7 @@ class Coverage:
         if self.verdicts_from_live_record:
             found.append(Warning_(
                 "from-live-record",
-                f"{self.verdicts_from_live_record} span(s) carry a fact only the live guard knew (its own tool "
+                f"{counted(self.verdicts_from_live_record, 'span')} carr{'ies' if self.verdicts_from_live_record == 1 else 'y'} a fact only the live guard knew (its own tool "
                 "deadline fired, or it cut a stream whose chunks were not recorded): replayed from the span's "
                 "otelguard verdict",
                 False,
@@ -440,9 +450,9 @@ class Coverage:
         if buffer is not None and buffer.late_spans:
             found.append(Warning_(
                 "late-spans",
-                f"{buffer.late_spans} span(s) of {buffer.late_traces} trace(s) arrived after their trace had been "
-                f"replayed ({buffer.flushed[IDLE]} trace(s) replayed after --flush-after records without a span, "
-                f"{buffer.flushed[MEMORY]} at --max-buffered-spans): {self.late_judged} model/tool span(s) among "
+                f"{counted(buffer.late_spans, 'span')} of {counted(buffer.late_traces, 'trace')} arrived after their trace had been "
+                f"replayed ({counted(buffer.flushed[IDLE], 'trace')} replayed after --flush-after records without a span, "
+                f"{number(buffer.flushed[MEMORY])} at --max-buffered-spans): {counted(self.late_judged, 'model or tool span')} among "
                 "them were judged without their trace's earlier spans; raise those limits",
                 self.late_judged > 0,
             ))

@@ -334,7 +334,7 @@ class Replayer:
         classification = classify(view.name, view.attributes)
         trip = recorded_stream_verdict(view, classification) if classification is not None else None
         if trip is not None:
-            self.engine.report_stream_trip(view.span_id, trip)
+            self.engine.report_stream_trip(view.trace_id, view.span_id, trip)
         if timed_out_ms is not None or trip is not None:
             self.recorded_used += 1
         return timed_out_ms

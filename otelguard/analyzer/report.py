@@ -10,23 +10,21 @@ import io
 import json
 from collections import Counter
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from ..records import Verdict
-from ..terminal import printable, printable_json
+from ..terminal import BOLD, RED, YELLOW, TextReport, action_style, counted, number, printable, printable_json
 from .evaluations import RecordedEvaluations
 from .results import AgentSummary, Step
 from .run import Analysis
 
-_SPAN_WIDTH = 28
-_WHAT_WIDTH = 60
+_SPAN_WIDTH = 22
 _VERDICT_WIDTH = 18
 _RULE_WIDTH = 17
-_ACTION_WIDTH = 7
+_ACTION_WIDTH = 6
 _NAME_CHARS = 200  # an agent's name or key shown, at most
-_SPAN_ID_WIDTH = 16
-_EVALUATION_WIDTH = 48
-_LABEL_WIDTH = 14
+_EVALUATION_WIDTH = 47  # otelguard.<guard>.<rule>, the longest of them
+_LABEL_WIDTH = 10
 _EVALUATIONS_LISTED = 50  # recorded evaluation events (and disagreements) shown in the text report
 
 
@@ -90,55 +88,76 @@ def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
 
 
 def _looping(findings: Any) -> list[Any]:
-    """The agents with a loop of model calls (few: each loop is a step with a verdict)."""
+    """The agents with a loop the guard acted on (few: each loop has a verdict with an action)."""
     return [agent for agent in findings.agents() if agent.acted_loops]
 
 
 def loop_totals(agents: Any) -> dict[str, Any]:
-    """The loops of model calls the guard acted on over `agents`: how many, their tokens, and their
-    price where known."""
+    """The loops the guard acted on over `agents` (of model calls and of tool calls): how many, their
+    tokens and their price where known; those without a price, by why (`loop_spend`)."""
     loops = [loop for agent in agents for loop in agent.acted_loops]
     priced = [loop.spend.cost_usd for loop in loops if loop.spend.cost_usd is not None]
+    unpriced = Counter(loop.spend.unpriced for loop in loops if loop.spend.cost_usd is None)
+    tool_call_loops = sum(loop.of_tool_calls for loop in loops)
     return {
         "count": len(loops),
-        "input_tokens": sum(loop.spend.input_tokens for loop in loops),
-        "output_tokens": sum(loop.spend.output_tokens for loop in loops),
+        "model_call_loops": len(loops) - tool_call_loops,
+        "tool_call_loops": tool_call_loops,
+        "input_tokens": sum(loop.spend.input_tokens or 0 for loop in loops),
+        "output_tokens": sum(loop.spend.output_tokens or 0 for loop in loops),
         "cost_usd": round(sum(priced), 6) if priced else None,
-        "unpriced": len(loops) - len(priced),  # model not in genai-prices' table (or it is not installed)
+        "unpriced": len(loops) - len(priced),
+        "unpriced_by_reason": dict(sorted(unpriced.items())),
     }
 
 
 # --- text --------------------------------------------------------------------------------------
+#
+# Every line fits the report's width (`terminal.TextReport`): a table's rows are cut, other lines
+# wrapped. A step's verdicts go on lines of their own under it, coloured by their action on a terminal.
 
 
-def to_text(analysis: Analysis, *, fail_on: str | None = None) -> str:
+class _Line(NamedTuple):
+    text: str
+    style: str | None = None
+    cut: bool = False  # a table's row: cut to the width, not wrapped
+
+
+def to_text(analysis: Analysis, *, fail_on: str | None = None, width: int = 100) -> str:
     out = io.StringIO()
-    write_text(analysis, out, fail_on=fail_on)
+    write_text(analysis, out, fail_on=fail_on, width=width)
     return out.getvalue()
 
 
-def write_text(analysis: Analysis, out: IO[str], *, fail_on: str | None = None) -> None:
+def write_text(analysis: Analysis, out: IO[str], *, fail_on: str | None = None, width: int | None = None,
+               colour: bool | None = None) -> None:
     """The tables, summary and coverage block, written a line at a time. Names, paths and problems
-    quoted from the input are shown, never obeyed by the terminal (`printable`)."""
-    for line in _text_lines(analysis, fail_on):
-        out.write(printable(line) + "\n")
+    quoted from the input are shown, never obeyed by the terminal (`printable`). `width` and
+    `colour`: the terminal's (`terminal.TextReport`) unless given."""
+    report = TextReport(out, width=width, colour=colour)
+    for line in _text_lines(analysis, fail_on, report.width):
+        if isinstance(line, str):
+            report.line(line)
+        else:
+            report.line(line.text, line.style, cut=line.cut)
 
 
-def _text_lines(analysis: Analysis, fail_on: str | None) -> Iterator[str]:
+def _text_lines(analysis: Analysis, fail_on: str | None, width: int) -> Iterator[str | _Line]:
     coverage = analysis.coverage
     findings = analysis.findings
     agents = findings.agents_listed + findings.quiet_agents_not_listed
     traces = coverage.buffer.traces_seen if coverage.buffer else 0
-    yield (f"otelguard analyze: {_n(len(analysis.files), 'file')}, {_n(coverage.spans_read, 'span')} in "
-           f"{_n(traces, 'trace')}, {_n(coverage.steps, 'step')} judged for {_n(agents, 'agent')}")
+    yield _Line(f"otelguard analyze: {counted(len(analysis.files), 'file')}, {counted(coverage.spans_read, 'span')} "
+                f"in {counted(traces, 'trace')}, {counted(coverage.steps, 'step')} judged for "
+                f"{counted(agents, 'agent')}", BOLD)
     for agent in findings.agents():
         if agent.steps_total:
             yield ""
-            yield from _agent_table(agent, findings.steps(agent.key))
+            yield from _agent_table(agent, findings.steps(agent.key), width)
     if findings.quiet_agents_not_listed:
         yield ""
-        yield (f"… {_n(findings.quiet_agents_not_listed, 'more agent')} without any verdict not listed "
-               f"({_n(findings.quiet_agents_not_listed_steps, 'step')}; --max-agents)")
+        yield (f"… {counted(findings.quiet_agents_not_listed, 'more agent')} without any verdict not listed "
+               f"({counted(findings.quiet_agents_not_listed_steps, 'step')}; --max-agents)")
     if analysis.evaluations.read:
         yield ""
         yield from _evaluation_lines(analysis.evaluations)
@@ -148,16 +167,18 @@ def _text_lines(analysis: Analysis, fail_on: str | None) -> Iterator[str]:
     yield from _coverage(analysis)
 
 
-def _evaluation_lines(evaluations: RecordedEvaluations) -> Iterator[str]:
+def _evaluation_lines(evaluations: RecordedEvaluations) -> Iterator[str | _Line]:
     """The recorded evaluation events, each beside the replayed verdict it matches, then the
     disagreements (each list cut at `_EVALUATIONS_LISTED`)."""
     summary = evaluations.summary_json()
     disagreeing = summary["disagreements"]
-    yield (f"recorded evaluations (gen_ai.evaluation.result): {_n(summary['read'], 'event')}: {summary['otelguard']} "
-           f"by otelguard ({summary['agreeing']} agree with the replay), {summary['other']} by other evaluators "
-           f"(listed, not compared); {_n(disagreeing, 'disagreement')}")
-    yield (f"  {'span':<{_SPAN_ID_WIDTH}}  {'evaluation':<{_EVALUATION_WIDTH}}  {'recorded':<{_LABEL_WIDTH}}  "
-           f"{'replayed':<{_LABEL_WIDTH}}  agent, step")
+    yield _Line(f"recorded evaluations (gen_ai.evaluation.result): {counted(summary['read'], 'event')}: "
+                f"{number(summary['otelguard'])} by otelguard ({number(summary['agreeing'])} agree with the replay), "
+                f"{number(summary['other'])} by other evaluators (listed, not compared); "
+                f"{counted(disagreeing, 'disagreement')}", BOLD)
+    # (each event's span id is in --json)
+    yield _Line(f"  {'evaluation':<{_EVALUATION_WIDTH}}  {'recorded':<{_LABEL_WIDTH}}  {'replayed':<{_LABEL_WIDTH}}  "
+                "agent, step", cut=True)
     for entry in evaluations.entries[:_EVALUATIONS_LISTED]:
         recorded, replayed = entry.recorded, entry.replayed
         label = recorded.label or "-"
@@ -168,73 +189,71 @@ def _evaluation_lines(evaluations: RecordedEvaluations) -> Iterator[str]:
         else:
             shown = replayed.action if replayed is not None else "(none)"
         where = f"{replayed.agent}, #{replayed.step}" if replayed is not None else ""
-        mark = "" if entry.agrees is not False else "  ⚠"
-        yield (f"  {recorded.span_id:0{_SPAN_ID_WIDTH}x}  {_cut(recorded.name, _EVALUATION_WIDTH):<{_EVALUATION_WIDTH}}  "
-               f"{_cut(label, _LABEL_WIDTH):<{_LABEL_WIDTH}}  {shown:<{_LABEL_WIDTH}}  {_cut(where, _NAME_CHARS)}"
-               f"{mark}").rstrip()
+        mark = "" if entry.agrees is not False else "⚠ "
+        yield _Line(f"  {_cut(recorded.name, _EVALUATION_WIDTH):<{_EVALUATION_WIDTH}}  "
+                    f"{_cut(label, _LABEL_WIDTH):<{_LABEL_WIDTH}}  {_cut(shown, _LABEL_WIDTH):<{_LABEL_WIDTH}}  "
+                    f"{mark}{_cut(where, _NAME_CHARS)}".rstrip(), YELLOW if mark else None, cut=True)
     if len(evaluations.entries) > _EVALUATIONS_LISTED:
-        yield f"  … {_n(len(evaluations.entries) - _EVALUATIONS_LISTED, 'more event')} (--json lists them all)"
+        yield f"  … {counted(len(evaluations.entries) - _EVALUATIONS_LISTED, 'more event')} (--json lists them all)"
     for item in evaluations.disagreements[:_EVALUATIONS_LISTED]:
-        yield f"  ⚠ disagreement: {_cut(item.describe(), _NAME_CHARS * 2)}"
+        yield _Line(f"  ⚠ disagreement: {_cut(item.describe(), _NAME_CHARS * 2)}", YELLOW)
     if disagreeing > _EVALUATIONS_LISTED:
-        yield f"  … {_n(disagreeing - _EVALUATIONS_LISTED, 'more disagreement')} (--json lists them)"
+        yield f"  … {counted(disagreeing - _EVALUATIONS_LISTED, 'more disagreement')} (--json lists them)"
 
 
-def _agent_table(agent: AgentSummary, steps: Iterator[Step]) -> Iterator[str]:
+def _agent_table(agent: AgentSummary, steps: Iterator[Step], width: int) -> Iterator[str | _Line]:
     head = f"agent {printable(agent.label, _NAME_CHARS)}"
-    details = [_n(agent.traces, "trace"), f"{_n(agent.model_calls, 'model call')}, {_n(agent.tool_calls, 'tool call')}"]
+    details = [counted(agent.traces, "trace"),
+               f"{counted(agent.model_calls, 'model call')}, {counted(agent.tool_calls, 'tool call')}"]
     if agent.runs:
-        details.insert(0, _n(agent.runs, "run"))
+        details.insert(0, counted(agent.runs, "run"))
     if agent.name and not agent.key.startswith("span:"):
         details.insert(0, f"key {printable(agent.key, _NAME_CHARS)}")
-    yield f"{head} · {' · '.join(details)}"
+    yield _Line(f"{head} · {' · '.join(details)}", BOLD)
     number_width = max(1, len(str(agent.steps_total)))
-    header = (f"  {'#':>{number_width}}  {'kind':<5}  {'span':<{_SPAN_WIDTH}}  {'what':<{_WHAT_WIDTH}}  "
-              f"{'verdict':<{_VERDICT_WIDTH}}  {'rule':<{_RULE_WIDTH}}  {'action':<{_ACTION_WIDTH}}  counts")
-    yield header.rstrip()
+    yield _Line(f"  {'#':>{number_width}}  {'kind':<5}  {'span':<{_SPAN_WIDTH}}  what", cut=True)
     for step in steps:
         yield from _step_rows(step, number_width)
     if agent.quiet_steps_not_listed:
-        yield (f"  {'':>{number_width}}  … {_n(agent.quiet_steps_not_listed, 'more step')} without a verdict "
+        yield (f"  {'':>{number_width}}  … {counted(agent.quiet_steps_not_listed, 'more step')} without a verdict "
                "not listed (--max-rows)")
 
 
-def _step_rows(step: Step, number_width: int) -> list[str]:
-    left = (f"  {step.number:>{number_width}}  {step.kind:<5}  {_cut(step.span_name, _SPAN_WIDTH):<{_SPAN_WIDTH}}  "
-            f"{_cut(step.what, _WHAT_WIDTH):<{_WHAT_WIDTH}}  ")
-    if not step.verdicts:
-        return [left.rstrip()]
-    blank = " " * len(left)
-    return [((left if index == 0 else blank) + _verdict_cells(verdict)).rstrip()
-            for index, verdict in enumerate(step.verdicts)]
+def _step_rows(step: Step, number_width: int) -> Iterator[_Line]:
+    """The step's row, then a line for each of its verdicts under its span column."""
+    yield _Line(f"  {step.number:>{number_width}}  {step.kind:<5}  {_cut(step.span_name, _SPAN_WIDTH):<{_SPAN_WIDTH}}  "
+                f"{_cut(step.what, 1000)}", cut=True)
+    indent = " " * (2 + number_width + 2 + 5 + 2)
+    for verdict in step.verdicts:
+        yield _Line(f"{indent}↳ {_verdict_cells(verdict)}".rstrip(), action_style(verdict.action))
 
 
 def _verdict_cells(verdict: Verdict) -> str:
-    return (f"{_cut(verdict.verdict, _VERDICT_WIDTH):<{_VERDICT_WIDTH}}  "
-            f"{_cut(verdict.rule, _RULE_WIDTH):<{_RULE_WIDTH}}  {verdict.action:<{_ACTION_WIDTH}}  {_counts(verdict)}")
+    return (f"{verdict.action:<{_ACTION_WIDTH}}  {_cut(verdict.verdict, _VERDICT_WIDTH):<{_VERDICT_WIDTH}}  "
+            f"{_cut(verdict.rule, _RULE_WIDTH):<{_RULE_WIDTH}}  {_counts(verdict)}")
 
 
 def _counts(verdict: Verdict) -> str:
     parts = []
     if verdict.repeat_count is not None:
-        parts.append(f"count {verdict.repeat_count}")
+        parts.append(f"count {number(verdict.repeat_count)}")
     if verdict.thinking_stalled is not None:
-        parts.append(f"stalled {verdict.thinking_stalled}")
+        parts.append(f"stalled {number(verdict.thinking_stalled)}")
     if verdict.stream_chars is not None:
-        parts.append(f"chars {verdict.stream_chars}")
+        parts.append(f"chars {number(verdict.stream_chars)}")
     if verdict.error_code is not None:
         parts.append(f"code {verdict.error_code}")
     return " · ".join(parts)
 
 
-def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
+def _summary(analysis: Analysis, fail_on: str | None) -> list[str | _Line]:
     coverage = analysis.coverage
     findings = analysis.findings
-    lines = ["summary"]
+    lines: list[str | _Line] = [_Line("summary", BOLD)]
     steps = coverage.steps
     nothing = coverage.nothing_judged()
     if nothing is not None:
-        lines.append(f"  nothing was judged: {nothing}")
+        lines.append(_Line(f"  nothing was judged: {nothing}", YELLOW))
         lines.append("  (no verdict here means the analyzer had nothing to judge, not that the agent was healthy)")
     else:
         model = coverage.kind_total("model")
@@ -242,54 +261,68 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str]:
         acting = {action: n for action, n in findings.findings_by_action.items() if action != "none"}
         flags = findings.flags
         counting = findings.counting
-        lines.append(f"  judged: {_n(steps, 'step')} ({model} model, {tool} tool)")
+        lines.append(f"  judged: {counted(steps, 'step')} ({number(model)} model, {number(tool)} tool)")
         if acting:
-            lines.append(f"  verdicts with an action: {sum(acting.values())} ({_breakdown(acting)})")
+            lines.append(_Line(f"  verdicts with an action: {number(sum(acting.values()))} ({_breakdown(acting)})",
+                               YELLOW))
         else:
-            lines.append(f"  verdicts with an action: none, over the {_n(steps, 'step')} judged (see coverage)")
+            lines.append(f"  verdicts with an action: none, over the {counted(steps, 'step')} judged (see coverage)")
         if flags:
-            lines.append(f"  flagged without an action: {sum(flags.values())} ({_breakdown(flags)})")
+            lines.append(f"  flagged without an action: {number(sum(flags.values()))} ({_breakdown(flags)})")
         if counting:
-            lines.append(f"  counting verdicts (a repeat between thresholds, a stall below the limit): {counting}")
+            lines.append(f"  recorded without an action: {number(counting)} (a repeat not yet at a reminder, or a "
+                         "stall not yet at the limit)")
         stalls, reactions, cuts = findings.thinking_stalls, findings.thinking_reactions, findings.cuts
-        lines.append(f"  thinking: {stalls}/{model} model call(s) stalled, {_n(reactions, 'reaction')} "
-                     f"(over the {model} model call(s) read; see coverage); {cuts} cut mid-stream")
+        lines.append(f"  thinking: {number(stalls)} of {counted(model, 'model call')} stalled, "
+                     f"{counted(reactions, 'reaction')}, {counted(cuts, 'stream')} cut mid-way")
         lines.extend(_loop_lines(_looping(findings)))
     if fail_on is not None:
         reached = analysis.reached(fail_on)
         if reached:
             verb = "reaches" if reached == 1 else "reach"
-            lines.append(f"  --fail-on {fail_on}: {_n(reached, 'verdict')} {verb} it: FAIL (exit 1)")
+            lines.append(_Line(f"  --fail-on {fail_on}: {counted(reached, 'verdict')} {verb} it: FAIL (exit 1)", RED))
         else:
             lines.append(f"  --fail-on {fail_on}: no verdict reaches it: pass")
     return lines
 
 
-def _loop_lines(agents: Any) -> list[str]:
-    """What the loops of model calls cost, in total and per agent (from their first stalled step up to
-    the step that broke them or the end of the input)."""
+def _loop_lines(agents: Any) -> list[str | _Line]:
+    """What the loops the guard acted on cost, in total and per agent (from their first repeated step
+    up to the step that broke them or the end of the input)."""
     totals = loop_totals(agents)
     if not totals["count"]:
         return []
     def cost(value: float | None) -> str:
         return "cost unknown" if value is None else f"${value:,.2f}"
-    line = (f"  loops: {_n(totals['count'], 'loop')} of model calls, {totals['input_tokens']:,} tokens in, "
-            f"{totals['output_tokens']:,} out, {cost(totals['cost_usd'])}")
-    if totals["unpriced"]:
-        line += f" ({totals['unpriced']} not priced: model not in genai-prices' table)"
-    lines = [line]
+    line = (f"  loops: {_loop_kinds(totals)}, {number(totals['input_tokens'])} tokens in, "
+            f"{number(totals['output_tokens'])} out, {cost(totals['cost_usd'])}")
+    reasons = totals["unpriced_by_reason"]
+    if reasons:
+        why = next(iter(reasons)) if len(reasons) == 1 else ", ".join(f"{number(n)} {reason}" for reason, n in reasons.items())
+        line += f" ({number(totals['unpriced'])} not priced: {why})"
+    lines: list[str | _Line] = [line]
     for agent in agents:
         if agent.acted_loops:
             mine = loop_totals([agent])
-            lines.append(f"    {agent.label}: {_n(mine['count'], 'loop')}, {mine['input_tokens']:,} in, "
-                         f"{mine['output_tokens']:,} out, {cost(mine['cost_usd'])}")
+            lines.append(f"    {agent.label}: {counted(mine['count'], 'loop')}, {number(mine['input_tokens'])} in, "
+                         f"{number(mine['output_tokens'])} out, {cost(mine['cost_usd'])}")
     return lines
 
 
-def _coverage(analysis: Analysis) -> list[str]:
+def _loop_kinds(totals: dict[str, Any]) -> str:
+    """"2 loops of model calls", "3 loops of tool calls", or "5 loops (2 of model calls, 3 of tool calls)"."""
+    model, tool = totals["model_call_loops"], totals["tool_call_loops"]
+    if not tool:
+        return f"{counted(model, 'loop')} of model calls"
+    if not model:
+        return f"{counted(tool, 'loop')} of tool calls"
+    return f"{counted(totals['count'], 'loop')} ({number(model)} of model calls, {number(tool)} of tool calls)"
+
+
+def _coverage(analysis: Analysis) -> list[str | _Line]:
     coverage = analysis.coverage
     files = coverage.files
-    lines = ["coverage"]
+    lines: list[str | _Line] = [_Line("coverage", BOLD)]
     records = sum(f.otlp_records for f in files)
     span_records = sum(f.span_records for f in files)
     log_lines = sum(f.log_lines for f in files)
@@ -297,23 +330,26 @@ def _coverage(analysis: Analysis) -> list[str]:
     metrics = sum(f.metrics_lines for f in files)
     blank = sum(f.blank_lines for f in files)
     unparsable = coverage.unparsable_total()
-    parts = [f"{_n(span_records, 'record')} with spans"]
+    parts = [f"{counted(span_records, 'record')} with spans"]
     if log_lines:
         cli, events = sum(f.cli_tool_records for f in files), sum(f.genai_event_records for f in files)
+        cli_models = sum(f.cli_model_records for f in files)
         evaluations = sum(f.evaluation_records for f in files)
-        read = ([f"{cli} read as CLI tool calls"] * bool(cli) + [f"{events} as GenAI events"] * bool(events)
-                + [f"{evaluations} as evaluation events"] * bool(evaluations))
-        how = ", ".join([*read, f"{logs - cli - events - evaluations} not read"]) if read else "not read"
-        parts.append(f"{log_lines} of OTLP logs ({_n(logs, 'log record')}, {how})")
+        read = ([f"{number(cli)} read as CLI tool calls"] * bool(cli)
+                + [f"{number(cli_models)} as CLI model calls"] * bool(cli_models)
+                + [f"{number(events)} as GenAI events"] * bool(events)
+                + [f"{number(evaluations)} as evaluation events"] * bool(evaluations))
+        how = ", ".join([*read, f"{number(logs - cli - cli_models - events - evaluations)} not read"]) if read else "not read"
+        parts.append(f"{number(log_lines)} of OTLP logs ({counted(logs, 'log record')}, {how})")
     if metrics:
-        parts.append(f"{metrics} of OTLP metrics (not read)")
+        parts.append(f"{number(metrics)} of OTLP metrics (not read)")
     other = records - span_records - log_lines - metrics
     if other:
-        parts.append(f"{other} empty")
-    parts.append(f"{blank} blank")
-    parts.append(f"{unparsable} unparsable")
-    lines.append(f"  input:   {_n(len(files), 'file')}, {_n(coverage.lines, 'line')}, "
-                 f"{_n(records, 'OTLP record')}: {', '.join(parts)}")
+        parts.append(f"{number(other)} empty")
+    parts.append(f"{number(blank)} blank")
+    parts.append(f"{number(unparsable)} unparsable")
+    lines.append(f"  input:   {counted(len(files), 'file')}, {counted(coverage.lines, 'line')}, "
+                 f"{counted(records, 'OTLP record')}: {', '.join(parts)}")
     for file in files:
         notes = []
         if file.compressed:
@@ -322,18 +358,18 @@ def _coverage(analysis: Analysis) -> list[str]:
             notes.append("named .gz but not gzip: read as text")
         if len(files) > 1 or notes:
             extra = f" ({', '.join(notes)})" if notes else ""
-            lines.append(f"           {file.path}: {_n(file.lines, 'line')}, {_n(file.spans, 'span')}{extra}")
+            lines.append(f"           {file.path}: {counted(file.lines, 'line')}, {counted(file.spans, 'span')}{extra}")
     judged = sum(coverage.judged.values())
-    by_kind = ", ".join(f"{kind} {coverage.kind_total(kind)}" for kind in ("agent", "model", "tool")
+    by_kind = ", ".join(f"{kind} {number(coverage.kind_total(kind))}" for kind in ("agent", "model", "tool")
                         if coverage.kind_total(kind))
     conventions: Counter[str] = Counter()
     for (_, convention), count in coverage.judged.items():
         conventions[convention] += count
-    judged_text = f"{judged} judged"
+    judged_text = f"{number(judged)} judged"
     if judged:
         judged_text += f" ({by_kind}; by convention: {_breakdown(conventions)})"
     traces = coverage.buffer.traces_seen if coverage.buffer else 0
-    lines.append(f"  spans:   {coverage.spans_read} read in {_n(traces, 'trace')}: {judged_text}")
+    lines.append(f"  spans:   {number(coverage.spans_read)} read in {counted(traces, 'trace')}: {judged_text}")
     skipped = coverage.skipped()
     span_skips = {k: v for k, v in skipped.items() if not k.startswith("line: ")}
     if span_skips:
@@ -344,23 +380,22 @@ def _coverage(analysis: Analysis) -> list[str]:
     buffer = coverage.buffer
     if buffer is not None and (buffer.flushed["idle"] or buffer.flushed["memory"] or buffer.late_spans):
         lines.append(f"  replay:  traces replayed {_breakdown({k: v for k, v in buffer.flushed.items() if v})}; "
-                     f"peak {buffer.peak_buffered} spans buffered")
+                     f"peak {counted(buffer.peak_buffered, 'span')} buffered")
     warnings = coverage.warnings()
     for warning in warnings:
-        lines.append(f"  {'⚠' if warning.incomplete else 'note:'} {warning.message}")
+        if warning.incomplete:
+            lines.append(_Line(f"  ⚠ {warning.message}", YELLOW))
+        else:
+            lines.append(f"  note: {warning.message}")
     if any(w.incomplete for w in warnings):
-        lines.append("  verdict scope: INCOMPLETE: the verdicts above cover only what was read (see ⚠)")
+        lines.append(_Line("  verdict scope: INCOMPLETE: the verdicts above cover only what was read (see ⚠)", YELLOW))
     elif coverage.steps:
         lines.append("  verdict scope: complete: every model and tool span in the input was judged")
     return lines
 
 
 def _breakdown(counts: dict[str, int] | Counter) -> str:
-    return ", ".join(f"{key} {value}" for key, value in counts.items())
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+    return ", ".join(f"{key} {number(value)}" for key, value in counts.items())
 
 
 def _cut(text: str, width: int) -> str:

@@ -16,9 +16,8 @@ from typing import Any
 
 from ..actions import ACTION_ORDER, Action
 from ..canonical import arguments_preview
-from .. import pricing
-from ..conventions import model_name, model_usage
-from ..loop_spend import LOOP_VERDICTS, LoopLedger, LoopSpend
+from ..conventions import model_name
+from ..loop_spend import MODEL_LOOP_VERDICTS, LoopSpend, LoopStep
 from ..engine import AgentRef, Judged
 from .spool import Spool
 from ..records import (
@@ -39,7 +38,6 @@ _PREVIEW_CHARS = 60
 _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
-_MAX_OPEN_LOOPS = 100_000  # agents with a loop under way; one evicted starts its next step as a new loop
 _LIVE_AGENTS = 1024  # agent summaries held in memory (the most recently active); the others are spooled
 
 
@@ -86,19 +84,30 @@ class Step:
 
 @dataclass(slots=True)
 class Loop:
-    """One loop of model calls of an agent (stalled reasoning, or output that repeated itself): the
-    steps it spans and what it spent, up to the step that broke it or the end of the input."""
+    """One loop of an agent (`loop_spend`): of model calls (stalled reasoning, output that repeated
+    itself) or of tool calls (a repeated call, a no-progress pattern); the steps with its verdicts and
+    what it spent, up to the step that broke it or the end of the input. A tool loop's spend counts
+    from the model call that asked for its first repeat, which no-progress finds some steps before
+    its first verdict (`first_step`)."""
 
-    kind: str  # thinking_loop | repetitive_output
+    kind: str  # the verdict: thinking_loop | repetitive_output | repeated_tool_call | no_progress
+    rule: str  # its first verdict's
+    key: str  # which of the agent's loops (`LoopStep.key`)
     first_step: int
     last_step: int
     spend: LoopSpend
     acted: bool = False  # a verdict of it reminded, steered or stopped: only such a loop is counted
 
+    @property
+    def of_tool_calls(self) -> bool:
+        return self.kind not in MODEL_LOOP_VERDICTS
+
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "first_step": self.first_step, "last_step": self.last_step,
-                "input_tokens": self.spend.input_tokens, "output_tokens": self.spend.output_tokens,
-                "cost_usd": None if self.spend.cost_usd is None else round(self.spend.cost_usd, 6)}
+        spend = self.spend
+        return {"kind": self.kind, "rule": self.rule, "first_step": self.first_step, "last_step": self.last_step,
+                "input_tokens": spend.input_tokens, "output_tokens": spend.output_tokens,
+                "cost_usd": None if spend.cost_usd is None else round(spend.cost_usd, 6),
+                "unpriced": spend.unpriced if spend.cost_usd is None else None}
 
 
 @dataclass(slots=True)
@@ -219,7 +228,6 @@ class Findings:
         self.thinking_stalls = 0  # thinking_loop verdicts
         self.thinking_reactions = 0  # ... with an action
         self.cuts = 0  # `break` verdicts: streams cut
-        self._ledger = LoopLedger(_MAX_OPEN_LOOPS, on_evict=lambda reason, n: None)
 
     def add(self, span: SpanView, judged: Judged) -> None:
         self._settled = False
@@ -256,20 +264,8 @@ class Findings:
             self._count(verdict)
             if not is_counting(verdict):
                 agent.verdicts += 1
-            if kind is SpanKind.MODEL and verdict.verdict in LOOP_VERDICTS:
-                self._loop_step(agent, step, verdict, span, judged)
-
-    def _loop_step(self, agent: AgentSummary, step: Step, verdict: Verdict, span: SpanView, judged: Judged) -> None:
-        """A model call judged part of a loop: its tokens (and price) count into the agent's loop."""
-        pricing.wait_until_loaded(timeout=30)  # a report may wait for the price table
-        loop_step = self._ledger.step(agent.key, verdict, model_usage(span, judged.classification))
-        loop = None if loop_step.started else next((l for l in reversed(agent.loops) if l.kind == verdict.verdict), None)
-        if loop is None:
-            loop = Loop(verdict.verdict, step.number, step.number, loop_step.spend)
-            agent.loops.append(loop)
-        else:
-            loop.last_step, loop.spend = step.number, loop_step.spend
-        loop.acted = loop.acted or verdict.action != "none"
+        for loop_step in judged.loop_steps:
+            _step_loop(agent, step.number, loop_step)
 
     def _count(self, verdict: Verdict) -> None:
         action = verdict.action
@@ -355,6 +351,24 @@ class Findings:
                     agents.popitem(last=False)
             step = _step_of(row)
             yield VerdictRow(step.verdicts[index], agent, step)
+
+
+def _step_loop(agent: AgentSummary, step_number: int, loop_step: LoopStep) -> None:
+    """A step judged part of a loop: the agent's loop of its key goes on, or a new one starts. A loop
+    never acted on is replaced by the next of its key (only loops that acted are reported; without
+    this, every call repeated once would stay listed)."""
+    loops = agent.loops
+    loop = None if loop_step.started else next((each for each in reversed(loops) if each.key == loop_step.key), None)
+    if loop is None:
+        previous = next((at for at in range(len(loops) - 1, -1, -1) if loops[at].key == loop_step.key), None)
+        if previous is not None and not loops[previous].acted:
+            del loops[previous]
+        verdict = loop_step.verdict
+        loop = Loop(verdict.verdict, verdict.rule, loop_step.key, step_number, step_number, loop_step.spend)
+        loops.append(loop)
+    else:
+        loop.last_step, loop.spend = step_number, loop_step.spend
+    loop.acted = loop_step.acted
 
 
 # Spooled as tuples of their fields: pickling a slotted dataclass itself is several times slower.
@@ -443,9 +457,9 @@ def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     if has_output is None:
         what = "output not captured"
     else:
-        what = f"text {text_chars:,} ch"
+        what = f"text {text_chars:,} chars"
         if reasoning_chars:
-            what = f"reasoning {reasoning_chars:,} ch · {what}"
+            what = f"reasoning {reasoning_chars:,} chars · {what}"
         if tool_calls:
             what += f" · calls {', '.join(sorted({name or '?' for name in tool_calls}))}"
     if text_chunks:

@@ -46,6 +46,8 @@ from .results import (
     VerdictRow,
 )
 
+_PRICE_WAIT_S = 30.0
+
 
 @dataclass(frozen=True, slots=True)
 class AnalyzerOptions:
@@ -114,7 +116,9 @@ def analyze(
     coverage.buffer = buffer
     clock = ReplayClock()
     validated = GuardConfig.load(config)
-    engine = GuardEngine(validated, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted)
+    # A report may wait for the price table (loaded in the background at the first loop priced).
+    engine = GuardEngine(validated, clock=clock, max_agents=options.max_tracked_agents, on_evict=coverage.evicted,
+                         price_wait_s=_PRICE_WAIT_S)
     containment = Containment(coverage.internal_error)
     late_traces: frozenset[int] = frozenset()
 

@@ -4,7 +4,10 @@ Claude Code, Gemini CLI, Codex CLI and opencode do not write GenAI agent/tool sp
 tool call in its own log event or span, some in both (see the table in the README's "Guard any
 agent over OTLP"). `from_log` and `from_span` read one record into a `CliToolCall`, or None when it
 is not a tool call of a known CLI; `as_tool_span` makes it the GenAI `execute_tool` span the engine
-reads. `model_span` reads a CLI's model-call span (Gemini CLI's `llm_call`) as a GenAI chat span. The same call told twice (a log and a span) carries the same `join_key`: the call id, or for
+reads. They also read what a model call spent, where the CLI tells it (`CliModelCall`: Claude Code's
+`api_request` log, Codex's `response.completed` SSE log, Gemini CLI's `api_response` log, opencode's
+`ai.streamText.doStream` span), for the spend of the session's loops (`loop_spend`); each CLI tells a
+call's usage in one record only (where it has a second, a span, it is not read, lest it count twice). `model_span` reads a CLI's model-call span (Gemini CLI's `llm_call`) as a GenAI chat span. The same call told twice (a log and a span) carries the same `join_key`: the call id, or for
 Gemini CLI, whose log has none, the scheduling span both hang from and the tool name.
 
 Session keys: Claude Code and opencode `session.id`, Gemini CLI `session.id` / `gen_ai.conversation.id`,
@@ -21,13 +24,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import semconv as sc
-from ..records import SpanView, Status
-from ._values import load_json
+from ..records import ModelUsage, SpanView, Status
+from ._values import as_int, load_json
 
 CLAUDE_CODE, GEMINI_CLI, CODEX, OPENCODE = "claude-code", "gemini-cli", "codex", "opencode"
 LOG, SPAN = "log", "span"
 TOOL_SPAN_NAMES = frozenset({"claude_code.tool", "tool_call", "ai.toolCall", "Tool.execute"})  # what `from_span` reads
-SPAN_NAMES = TOOL_SPAN_NAMES | {"llm_call"}  # and `model_span`
+SPAN_NAMES = TOOL_SPAN_NAMES | {"ai.streamText.doStream", "llm_call"}  # and its model-call usage, and `model_span`
 
 # What turns a CLI's tool arguments on, where they are off by default.
 ARGUMENT_SETTINGS = {
@@ -49,13 +52,36 @@ class CliToolCall:
     result: str | None
     end_ns: int
     signal: str  # LOG | SPAN
+    # The model call that asked for it, when that call's usage record comes after the tool's (opencode
+    # runs a tool inside the model call's span): the key of that record (`CliModelCall.key`).
+    asked_by: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class CliModelCall:
+    """One model call of a CLI session, told by what it spent (no guard judges it)."""
+
+    cli: str
+    session: str
+    usage: ModelUsage
+    key: str | None = None  # what a tool call it asked for names it by (`CliToolCall.asked_by`)
 
 
 def from_log(attributes: Mapping[str, Any], time_ns: int, observed_ns: int, trace_id: int, span_id: int,
-             ) -> CliToolCall | None:
-    """A CLI's tool-call log record (its attributes, times and trace context), or None."""
+             ) -> CliToolCall | CliModelCall | None:
+    """A CLI's tool-call or model-call log record (its attributes, times and trace context), or None."""
     event = attributes.get("event.name")
     end_ns = time_ns or observed_ns  # Codex writes timeUnixNano 0
+    if event == "api_request" and "input_tokens" in attributes:  # Claude Code (its input_tokens leave out the cache's)
+        return _model_call(CLAUDE_CODE, attributes.get("session.id"), attributes.get("model"),
+                           attributes.get("input_tokens"), attributes.get("output_tokens"))
+    if event == "codex.sse_event" and attributes.get("event.kind") == "response.completed":
+        return _model_call(CODEX, attributes.get("conversation.id"), attributes.get("model"),
+                           attributes.get("input_token_count"), attributes.get("output_token_count"))
+    if event == "gemini_cli.api_response":  # its thoughts are output tokens too (billed as output)
+        return _model_call(GEMINI_CLI, attributes.get("session.id") or attributes.get("prompt_id"),
+                           attributes.get("model"), attributes.get("input_token_count"),
+                           attributes.get("output_token_count"), attributes.get("thoughts_token_count"))
     if event == "tool_result" and "tool_use_id" in attributes:  # Claude Code
         return _call(CLAUDE_CODE, attributes.get("session.id"), attributes.get("tool_use_id"),
                      attributes.get("tool_name"), attributes.get("tool_input"), attributes.get("success"),
@@ -73,9 +99,14 @@ def from_log(attributes: Mapping[str, Any], time_ns: int, observed_ns: int, trac
 
 
 def from_span(name: str, attributes: Mapping[str, Any], trace_id: int, parent_span_id: int | None,
-              end_ns: int, status: Status) -> CliToolCall | None:
-    """A CLI's tool-call span, or None."""
+              end_ns: int, status: Status) -> CliToolCall | CliModelCall | None:
+    """A CLI's tool-call span, or its model-call span that tells the usage, or None."""
     failed = None if status is Status.UNSET else status is Status.ERROR
+    if name == "ai.streamText.doStream":  # opencode (the Vercel AI SDK): one request to the model
+        model_call = _model_call(OPENCODE, attributes.get("session.id")
+                                 or attributes.get("ai.telemetry.metadata.sessionId"), attributes.get("ai.model.id"),
+                                 attributes.get("ai.usage.inputTokens"), attributes.get("ai.usage.outputTokens"))
+        return replace(model_call, key=_step_key(trace_id, parent_span_id)) if model_call is not None else None
     if name == "claude_code.tool":
         return _call(CLAUDE_CODE, attributes.get("session.id"), attributes.get("tool_use_id"),
                      attributes.get("tool_name"), None, None if failed is None else not failed, None, end_ns, SPAN)
@@ -89,9 +120,12 @@ def from_span(name: str, attributes: Mapping[str, Any], trace_id: int, parent_sp
                      json.dumps(arguments) if isinstance(arguments, dict) else None,
                      None if outcome is None else outcome == "success", None, end_ns, SPAN)
     if name == "ai.toolCall" and "ai.toolCall.id" in attributes:
-        return _call(OPENCODE, attributes.get("session.id"), attributes.get("ai.toolCall.id"),
+        # It runs inside its step's span (`ai.streamText`), beside the step's request (`doStream`),
+        # which ends with the usage after it: the step's span names that request.
+        call = _call(OPENCODE, attributes.get("session.id"), attributes.get("ai.toolCall.id"),
                      attributes.get("ai.toolCall.name"), attributes.get("ai.toolCall.args"),
                      None if failed is None else not failed, attributes.get("ai.toolCall.result"), end_ns, SPAN)
+        return replace(call, asked_by=_step_key(trace_id, parent_span_id)) if call is not None else None
     if name == "Tool.execute" and "tool.call_id" in attributes:
         return _call(OPENCODE, attributes.get("session.id"), attributes.get("tool.call_id"),
                      attributes.get("tool.name"), None, None if failed is None else not failed, None, end_ns, SPAN)
@@ -106,6 +140,7 @@ def joined(first: CliToolCall, second: CliToolCall) -> CliToolCall:
         succeeded=first.succeeded if first.succeeded is not None else second.succeeded,
         result=first.result if first.result is not None else second.result,
         end_ns=max(first.end_ns, second.end_ns),
+        asked_by=first.asked_by or second.asked_by,
     )
 
 
@@ -182,6 +217,22 @@ def _call(cli: str, session: Any, key: Any, tool: Any, arguments: Any, succeeded
         return None
     return CliToolCall(cli, session, key, tool, arguments if isinstance(arguments, str) else None,
                        _boolean(succeeded), result if isinstance(result, str) else None, end_ns, signal)
+
+
+def _model_call(cli: str, session: Any, model: Any, input_tokens: Any, output_tokens: Any,
+                more_output_tokens: Any = None) -> CliModelCall | None:
+    """A model call's usage; None without a session or any token count."""
+    input_count, output_count = as_int(input_tokens), as_int(output_tokens)
+    if not isinstance(session, str) or not session or (input_count is None and output_count is None):
+        return None
+    if output_count is not None:
+        output_count += as_int(more_output_tokens) or 0
+    return CliModelCall(cli, session, ModelUsage(model if isinstance(model, str) and model else None,
+                                                 output_tokens=output_count, input_tokens=input_count))
+
+
+def _step_key(trace_id: int, step_span_id: int | None) -> str | None:
+    return f"{trace_id:032x}/{step_span_id:016x}" if step_span_id else None
 
 
 def _boolean(value: Any) -> bool | None:

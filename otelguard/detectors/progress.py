@@ -45,6 +45,7 @@ NEAR_DUPLICATE = "near-duplicate"
 _NO_ERROR = -1  # a step that did not fail (hash() never returns -1)
 _UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
 _NO_OUTPUT = hash("a failure whose source reports no output")
+_NO_TOKENS = (-1, -1)  # a step whose place in the agent's spend is not known (token counts are never < 0)
 _MAX_FAILING_TOOLS = 4  # tools whose last failing arguments are kept, to tell an error loop's
 _FAILURE_ARGUMENTS_CHARS = 256  # near-identical arguments (their loose form, this much of it)
 NEAR_IDENTICAL_RATIO = 0.9
@@ -81,34 +82,49 @@ class Finding(NamedTuple):
     next_repeats: int  # repeats once that call continues it
     next_arguments: str = ""  # error-loop: the loose arguments its next call must be near-identical to
     exact: bool = False  # error-loop: identical only (the source reports no output)
+    # The pattern's first repeat (or the oldest of its steps the window still holds): the agent's
+    # tokens before the model call that asked for it (its `ToolCall.tokens_before`), where the loop's
+    # spend counts from. None when not known (no model call had reported usage).
+    since: tuple[int, int] | None = None
 
 
 class Window:
     """One agent run's last steps, oldest first, a field an array: the hashes of each step's call
     (`keys`), of call + outcome (`idents`), of loose call + outcome (`nears`), of its tool (`names`)
-    and of its error (`errors`; _NO_ERROR when it did not fail), and the error-loop and near-duplicate
-    runs ending at it."""
+    and of its error (`errors`; _NO_ERROR when it did not fail), the error-loop and near-duplicate
+    runs ending at it, and where it stands in the agent's spend (`spent`: its call's `tokens_before`,
+    input then output, two entries a step; _NO_TOKENS when not known)."""
 
-    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs")
+    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs", "spent")
 
     def __init__(self) -> None:
         self.keys, self.idents, self.nears, self.names = array("q"), array("q"), array("q"), array("q")
-        self.errors, self.error_runs, self.near_runs = array("q"), array("q"), array("q")
+        self.errors, self.error_runs, self.near_runs, self.spent = array("q"), array("q"), array("q"), array("q")
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int) -> None:
+    def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int,
+               tokens_before: tuple[int, int] | None) -> None:
         for column, value in zip((self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs,
                                   self.near_runs), (key, ident, near, name, error, error_run, near_run)):
             column.append(value)
+        self.spent.extend(tokens_before if tokens_before is not None else _NO_TOKENS)
 
     def drop_oldest(self) -> int:
         """Forget the oldest step; its key."""
         key = self.keys[0]
         for column in (self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs, self.near_runs):
             del column[0]
+        del self.spent[:2]
         return key
+
+    def tokens_before(self, at: int) -> tuple[int, int] | None:
+        """Step `at`'s place in the agent's spend (its call's `tokens_before`), if known."""
+        if at < 0:
+            return None
+        input_tokens, output_tokens = self.spent[2 * at], self.spent[2 * at + 1]
+        return None if input_tokens < 0 else (input_tokens, output_tokens)
 
 
 @dataclass(slots=True)
@@ -124,7 +140,8 @@ class ProgressState:
     seed: int | None = None  # the key of the repeat reminder's current run
     seed_outcome: int | None = None  # and its outcome, when that guard compares results
     previous: int | None = None  # the key of the last call, whatever its tool
-    reacted: dict | None = None  # pattern -> [repeats at the first reaction, steered]; the guard bounds it
+    # pattern -> [repeats at the first reaction, steered, where its loop spend counts from]; the guard bounds it
+    reacted: dict | None = None
     upcoming: Finding | None = None  # the finding the last judged call left open
     blocked: tuple | None = None  # (key, verdict) of the call blocked at its start, until it ends
     failures: dict | None = None  # tool name hash -> loose arguments of its last call, while it failed
@@ -246,7 +263,8 @@ class ProgressDetector:
                 state.labels = {}
             if key not in state.labels:
                 state.labels[key] = self._label(name, arguments, call)
-        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run)
+        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run,
+                      call.tokens_before)
         if len(window) > self._capacity:
             dropped = window.drop_oldest()
             if state.labels and dropped not in window.keys:
@@ -275,29 +293,46 @@ class ProgressDetector:
         name = ""  # `observe` names the current call; a cycle names its own
         if period:  # the shortest period names the pattern
             length = runs[period] + period
+            # The pattern's `length` steps end here; its first repeat is the step after its first period.
+            since = window.tokens_before(max(0, count - runs[period]))
             if period == 1 and INTERLEAVED_REPEAT in rules:
-                return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
+                return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1,
+                               since=since)
             if period > 1 and CYCLE in rules:
                 block_keys = window.keys[count - period:]
                 assert labels is not None  # each step of the block was seen p steps before: labelled
                 block = tuple(labels[k] for k in block_keys)
                 return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None, block_keys[0],
-                               block[0].name, (length + 1) // period)
+                               block[0].name, (length + 1) // period, since=since)
         ident = window.idents[-1]
         if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
             recent = window.idents[max(0, count - self.window):]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
-                if recent.count(ident) >= min_repeats else ()
+                if recent.count(ident) >= min_repeats else []
             if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
-                return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1)
+                return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1,
+                               since=window.tokens_before(same[1]))
         error_run = window.error_runs[-1]
         if ERROR_LOOP in rules and error_run >= self.min_errors:
             return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, window.names[-1], window.errors[-1]), (),
-                           error_preview, key, name, error_run + 1)
+                           error_preview, key, name, error_run + 1, since=self._second_failure(window))
         near_run = window.near_runs[-1]
         if NEAR_DUPLICATE in rules and near_run >= min_repeats:
-            return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1)
+            return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1,
+                           since=window.tokens_before(max(0, count - near_run + 1)))
         return None
+
+    @staticmethod
+    def _second_failure(window: Window) -> tuple[int, int] | None:
+        """Where the last step's error loop had its first repeat (its tool's second failure in a row):
+        the latest step of that tool whose run was 2, or the oldest of its steps the window holds."""
+        name, oldest = window.names[-1], None
+        for at in range(len(window) - 1, -1, -1):
+            if window.names[at] == name:
+                if window.error_runs[at] == 2:
+                    return window.tokens_before(at)
+                oldest = at
+        return window.tokens_before(oldest) if oldest is not None else None
 
     def _cycle_in_the_making(self, runs: Sequence[int], same: Sequence[int]) -> bool:
         """Whether the steps from the first of `same` to now repeat with the spacing of `same`: a

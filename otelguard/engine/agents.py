@@ -18,6 +18,7 @@ import time
 from typing import Any, Callable, NamedTuple
 
 from ..guards import Guard
+from ..loop_spend import AgentSpend
 from ..records import AgentRun
 from .bounded import BoundedMap, OnEvict, OpenSpans
 
@@ -31,23 +32,39 @@ class AgentRef(NamedTuple):
     """Which agent a span belongs to: the state key and the agent's name for reports and labels.
 
     `run_span_id`: the agent-run span, for hooks bound to that run. `scope_run_id`: the run span whose
-    end ends this agent, when one does (see the module doc).
+    end ends this agent, when one does (see the module doc). Both are span ids in `trace_id`: span ids
+    are unique only within a trace (copied or replayed data reuses them). `session`: the run's
+    conversation or session id as its convention reads it, else its enclosing run's.
     """
 
     key: str
     name: str | None
     run_span_id: int | None = None
     scope_run_id: int | None = None
+    trace_id: int | None = None
+    session: str | None = None
+
+    @property
+    def scope_run(self) -> tuple[int | None, int] | None:
+        """The run whose end ends this agent, as (trace id, span id); None when no run's end does."""
+        return None if self.scope_run_id is None else (self.trace_id, self.scope_run_id)
+
+    @property
+    def run_scoped(self) -> bool:
+        """Keyed by its own run span: its state goes when that run ends."""
+        return self.scope_run_id is not None and self.scope_run_id == self.run_span_id
 
 
 def agent_of_run(run: AgentRun, trace_id: int, span_id: int, enclosing: AgentRef | None) -> AgentRef:
     """The agent of a run that starts in span `span_id`, inside `enclosing`'s run if any."""
+    session = run.conversation_id or (enclosing.session if enclosing is not None else None)
     durable = run.durable_key
     if durable:
-        return AgentRef(_bounded(durable), run.name, span_id)
+        return AgentRef(_bounded(durable), run.name, span_id, None, trace_id, session)
     if enclosing is not None and run.name:
-        return AgentRef(_bounded(f"{enclosing.key}/{run.name}"), run.name, span_id, enclosing.scope_run_id)
-    return AgentRef(f"span:{trace_id:032x}:{span_id:016x}", run.name, span_id, span_id)
+        return AgentRef(_bounded(f"{enclosing.key}/{run.name}"), run.name, span_id, enclosing.scope_run_id,
+                        trace_id, session)
+    return AgentRef(f"span:{trace_id:032x}:{span_id:016x}", run.name, span_id, span_id, trace_id, session)
 
 
 def _bounded(key: str) -> str:
@@ -61,17 +78,19 @@ def _bounded(key: str) -> str:
 
 def trace_agent(trace_id: int) -> AgentRef:
     """Without any agent span, the trace is the agent."""
-    return AgentRef(f"trace:{trace_id:032x}", None)
+    return AgentRef(f"trace:{trace_id:032x}", None, trace_id=trace_id)
 
 
 class AgentState:
-    """One agent's lock and its guards' states (one per guard, in the engine's order), made with the agent."""
+    """One agent's lock and its guards' states (one per guard, in the engine's order), made with the
+    agent; and what it has spent (`loop_spend.AgentSpend`), made when first needed."""
 
-    __slots__ = ("lock", "guard_states")
+    __slots__ = ("lock", "guard_states", "spend")
 
     def __init__(self, guard_states: list[Any]):
         self.lock = threading.Lock()
         self.guard_states = guard_states
+        self.spend: AgentSpend | None = None
 
 
 class Agents:
@@ -81,13 +100,13 @@ class Agents:
                  clock: Callable[[], float] = time.monotonic, on_evict: OnEvict | None = None):
         self._guards = guards
         self._kept: BoundedMap[str, AgentState] = BoundedMap(max_agents, idle_ttl_s, clock=clock, on_evict=on_evict)
-        self._open_runs: OpenSpans[int, AgentState] = OpenSpans(max_agents, on_evict=on_evict)
+        self._open_runs: OpenSpans[tuple[int | None, int], AgentState] = OpenSpans(max_agents, on_evict=on_evict)
         # Keys of the agents nested in each open run-scoped agent (kept in `_kept`), dropped with that
         # run. Bounded: a key not noted here is not lost, its state only ages out of `_kept` instead.
-        self._nested: OpenSpans[int, set[str]] = OpenSpans(_MAX_RUNS_WITH_NESTED_AGENTS)
+        self._nested: OpenSpans[tuple[int | None, int], set[str]] = OpenSpans(_MAX_RUNS_WITH_NESTED_AGENTS)
         self._nested_lock = threading.Lock()
         # Recently ended run-scoped runs: a span of one that outlives it must not make its state again.
-        self._ended_runs: OpenSpans[int, bool] = OpenSpans(_MAX_ENDED_RUNS_REMEMBERED)
+        self._ended_runs: OpenSpans[tuple[int | None, int], bool] = OpenSpans(_MAX_ENDED_RUNS_REMEMBERED)
 
     def __len__(self) -> int:
         return len(self._kept) + len(self._open_runs)
@@ -98,13 +117,13 @@ class Agents:
     def run_started(self, agent: AgentRef) -> AgentState:
         """A run of `agent` started. Returns its state, for its guards to reset (a run-scoped agent's
         own run gets a new one)."""
-        run_span_id, scope_run_id = agent.run_span_id, agent.scope_run_id
-        if run_span_id is not None and scope_run_id == run_span_id:
+        scope_run = agent.scope_run
+        if scope_run is not None and agent.run_scoped:
             state = self.new_state()
-            self._open_runs.put(run_span_id, state)
+            self._open_runs.put(scope_run, state)
             return state
-        if scope_run_id is not None:
-            self._note_nested(scope_run_id, agent.key)
+        if scope_run is not None:
+            self._note_nested(scope_run, agent.key)
         return self._kept.get_or_create(agent.key, self.new_state)
 
     def state(self, agent: AgentRef) -> AgentState:
@@ -112,33 +131,34 @@ class Agents:
         open; after the run ended, a span of it outliving it is judged on a fresh state that nothing
         keeps. (One whose open run the bound evicted falls back to the kept map, so its later spans
         keep a state.)"""
-        if agent.scope_run_id is not None and agent.scope_run_id == agent.run_span_id:
-            state = self._open_runs.get(agent.run_span_id)
+        scope_run = agent.scope_run
+        if scope_run is not None and agent.run_scoped:
+            state = self._open_runs.get(scope_run)
             if state is not None:
                 return state
-            if agent.run_span_id in self._ended_runs:
+            if scope_run in self._ended_runs:
                 return self.new_state()
         return self._kept.get_or_create(agent.key, self.new_state)
 
     def run_ended(self, agent: AgentRef) -> None:
         """A run-scoped agent's run ended: nothing can reach its state, or its nested agents', any
         more. Dropped, not evicted."""
-        run_span_id = agent.scope_run_id
-        if run_span_id is None:  # not a run-scoped agent: no run's end ends it
+        scope_run = agent.scope_run
+        if scope_run is None:  # not a run-scoped agent: no run's end ends it
             return
-        self._ended_runs.put(run_span_id, True)
-        if self._open_runs.pop(run_span_id, None) is None:
+        self._ended_runs.put(scope_run, True)
+        if self._open_runs.pop(scope_run, None) is None:
             self._kept.pop(agent.key)
         with self._nested_lock:
-            nested = self._nested.pop(run_span_id, None)
+            nested = self._nested.pop(scope_run, None)
         for key in nested or ():
             self._kept.pop(key)
 
-    def _note_nested(self, run_span_id: int, key: str) -> None:
+    def _note_nested(self, scope_run: tuple[int | None, int], key: str) -> None:
         with self._nested_lock:  # two nested agents starting at once must share the run's set
-            keys = self._nested.get(run_span_id)
+            keys = self._nested.get(scope_run)
             if keys is None:
                 keys = set()
-                self._nested.put(run_span_id, keys)
+                self._nested.put(scope_run, keys)
             if len(keys) < _MAX_NESTED_NAMES_A_RUN:
                 keys.add(key)

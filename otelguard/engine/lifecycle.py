@@ -9,7 +9,9 @@ span's life is the driver's business. Per span the engine:
 2. classifies the rest by convention;
 3. at start: finds the span's agent (a new run resets that agent's repeat chain) and asks the guards
    about a tool call before it runs (budget, pre-emptive block);
-4. at end: reads the span into a record and runs the guards on it, under the agent's lock.
+4. at end: reads the span into a record and runs the guards on it, under the agent's lock; counts a
+   model call's usage into the agent's spend, and steps the agent's loop of each loop verdict
+   (`loop_spend`): what the loop has spent so far comes back with the verdicts.
 
 It imports nothing from OpenTelemetry, so every driver reaches the same verdict on the same spans.
 """
@@ -23,10 +25,12 @@ from .. import conventions
 from ..conventions import classify
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
+from ..loop_spend import AgentSpend, LoopStep, loop_step
 from ..records import (
     AgentRun,
     Classification,
     ModelCall,
+    ModelUsage,
     Record,
     SpanKind,
     SpanView,
@@ -34,7 +38,7 @@ from ..records import (
     Verdict,
 )
 from ..settings import GuardSettings
-from .agents import AgentRef, Agents, agent_of_run, trace_agent
+from .agents import AgentRef, Agents, AgentState, agent_of_run, trace_agent
 from .bounded import OpenSpans
 from .source import SpanSource
 
@@ -47,6 +51,7 @@ DEFAULT_MAX_OPEN_SPANS = 100_000
 _MAX_PENDING_STREAM_TRIPS = 1024
 
 _NO_CALL = ToolCall(name=None, arguments=None)
+SpanKey = tuple[int, int]  # (trace id, span id)
 _NO_LIVE_FACTS = ModelFacts()
 
 
@@ -71,6 +76,7 @@ class Judged(NamedTuple):
     verdicts: tuple[Verdict, ...] = ()
     # A stream trip reported live (`report_stream_trip`): shown on the span, not reported again.
     stream_verdict: Verdict | None = None
+    loop_steps: tuple[LoopStep, ...] = ()  # each loop verdict's step of its loop, with the spend so far
 
     @property
     def shown(self) -> tuple[Verdict, ...]:
@@ -105,8 +111,12 @@ class GuardEngine:
         max_open_spans: int = DEFAULT_MAX_OPEN_SPANS,
         clock: Callable[[], float] = time.monotonic,
         on_evict: Callable[[str, str, int], None] | None = None,
+        price_wait_s: float = 0.0,
     ):
+        """`price_wait_s`: how long pricing a loop may wait for the price table to load (a report may
+        wait; on an agent's thread nothing does: 0, and a loop is priced once the table is in)."""
         self.settings = _settings(config)
+        self._price_wait_s = price_wait_s
         self.guards: list[Guard] = build_guards(self.settings)
         # A tool's start attributes are read into a ToolCall only for a guard that judges them there.
         self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
@@ -125,35 +135,39 @@ class GuardEngine:
 
         self._agents = Agents(self.guards, max_agents=max_agents, idle_ttl_s=idle_ttl_s, clock=clock,
                               on_evict=evicted("agent"))
-        # span id -> agent of every open span inside an agent run (the application's spans too), so
-        # that descendants at any depth find their agent. Empty while no run is open.
-        self._open: OpenSpans[int, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
-        self._stream_trips: OpenSpans[int, Verdict] = OpenSpans(_MAX_PENDING_STREAM_TRIPS, on_evict=evicted("stream"))
-        # span id -> classification of every open agent, model or tool span: each span is classified
-        # once. An entry the bound evicts costs nothing but classifying that span again at its end.
-        self._classified: OpenSpans[int, Classification] = OpenSpans(max_open_spans)
+        # Open spans are keyed by (trace id, span id): a span id is unique only within its trace
+        # (copied or replayed data reuses them), and two runs must not share a chain.
+        # Agent of every open span inside an agent run (the application's spans too), so that
+        # descendants at any depth find their agent. Empty while no run is open.
+        self._open: OpenSpans[SpanKey, AgentRef] = OpenSpans(max_open_spans, on_evict=evicted("span"))
+        self._stream_trips: OpenSpans[SpanKey, Verdict] = OpenSpans(_MAX_PENDING_STREAM_TRIPS,
+                                                                    on_evict=evicted("stream"))
+        # Classification of every open agent, model or tool span: each span is classified once. An
+        # entry the bound evicts costs nothing but classifying that span again at its end.
+        self._classified: OpenSpans[SpanKey, Classification] = OpenSpans(max_open_spans)
 
     # --- the lifecycle ---------------------------------------------------------------------------
     def start(self, source: SpanSource) -> Started | None:
         """A span started. Returns what the driver acts on, an agent run's or a tool call's start;
         None for any other span (a model span is judged only when it ends)."""
         classification = classify(source.name, source.attributes)
+        trace_id = source.trace_id
         if classification is None:
             parent_id = source.parent_span_id if self._open else None
             if parent_id is not None:  # inside an agent run, the spans below this one belong to that run too
-                agent = self._open.get(parent_id)
+                agent = self._open.get((trace_id, parent_id))
                 if agent is not None:
-                    self._open.put(source.span_id, agent)
+                    self._open.put((trace_id, source.span_id), agent)
             return None
-        self._classified.put(source.span_id, classification)
+        self._classified.put((trace_id, source.span_id), classification)
         kind = classification.kind
         parent_id = source.parent_span_id
-        enclosing = self._open.get(parent_id) if parent_id is not None else None
+        enclosing = self._open.get((trace_id, parent_id)) if parent_id is not None else None
         if kind is SpanKind.AGENT:
             return Started(classification, self._run_started(source, classification, enclosing))
-        agent = enclosing if enclosing is not None else trace_agent(source.trace_id)
+        agent = enclosing if enclosing is not None else trace_agent(trace_id)
         if enclosing is not None:
-            self._open.put(source.span_id, agent)
+            self._open.put((trace_id, source.span_id), agent)
         if kind is SpanKind.TOOL:
             return Started(classification, agent, self._tool_started(source, classification, agent))
         return None
@@ -162,32 +176,40 @@ class GuardEngine:
         """A span ended. Returns the judged agent, model or tool span; None for any other.
         `timed_out_ms`: the guard's own deadline fired for this tool span (the driver's timer)."""
         span_id = source.span_id
+        key = (source.trace_id, span_id)
         # Classified at its start (what the engine acted on then); else now: a span whose marker
         # came after its start, or one handed over at its end alone.
-        classification = self._classified.pop(span_id, None)
+        classification = self._classified.pop(key, None)
         if classification is None:
             classification = classify(source.name, source.attributes)
             if classification is None:
-                self._open.pop(span_id, None)
+                self._open.pop(key, None)
                 return None
-        agent = self._open.pop(span_id, None)
+        agent = self._open.pop(key, None)
         if agent is None:
             agent = self._agent_by_parent(source.parent_span_id, source.trace_id)
-        live_trip = self._stream_trips.pop(span_id, None)
+        live_trip = self._stream_trips.pop(key, None)
         if classification.kind is SpanKind.AGENT:
-            if agent.scope_run_id == span_id:
+            if agent.scope_run == key:
                 self._agents.run_ended(agent)
             return Judged(classification, agent)
         return self._judge(source, classification, agent, live_trip, timed_out_ms)
 
-    def report_stream_trip(self, span_id: int, verdict: Verdict) -> None:
+    def model_usage(self, trace_id: int, usage: ModelUsage) -> None:
+        """A model call known only by what it spent (a coding-agent CLI's request log record, in its
+        session's trace): counted into the trace's agent's spend; no guard judges it."""
+        state = self._agents.state(trace_agent(trace_id))
+        with state.lock:
+            _spend_of(state).model_ended(usage)
+
+    def report_stream_trip(self, trace_id: int, span_id: int, verdict: Verdict) -> None:
         """A stream watched live tripped inside this open model span: the engine shows the verdict
         when the span ends, and does not judge the cut call as a thinking step."""
-        self._stream_trips.put(span_id, verdict)
+        self._stream_trips.put((trace_id, span_id), verdict)
 
-    def agent_of(self, span_id: int) -> AgentRef | None:
+    def agent_of(self, trace_id: int, span_id: int) -> AgentRef | None:
         """The agent of an open span inside an agent run, if any."""
-        return self._open.get(span_id)
+        return self._open.get((trace_id, span_id))
 
     @property
     def stream_guard(self) -> ThinkingLoopGuard | None:
@@ -203,7 +225,7 @@ class GuardEngine:
         run = conventions.read(_as_started(source), classification)
         assert isinstance(run, AgentRun)
         agent = agent_of_run(run, source.trace_id, source.span_id, enclosing)
-        self._open.put(source.span_id, agent)
+        self._open.put((source.trace_id, source.span_id), agent)
         state = self._agents.run_started(agent)
         with state.lock:
             for guard, guard_state in zip(self.guards, state.guard_states):
@@ -226,22 +248,46 @@ class GuardEngine:
         span = source.view()
         record = conventions.read(span, classification, source.parent_view())
         verdicts: list[Verdict] = []
+        usage = None
         state = self._agents.state(agent)
         with state.lock:
             if isinstance(record, ToolCall):
+                if state.spend is not None:
+                    record.tokens_before = state.spend.asked_before
                 for guard, guard_state in zip(self.guards, state.guard_states):
                     verdicts += guard.on_tool_end(guard_state, record, span, timed_out_ms)
             elif isinstance(record, ModelCall):
+                usage = conventions.model_usage(span, classification)
+                if usage.input_tokens is not None or usage.output_tokens is not None:
+                    parent = self._classified.get(source.parent_span_id) if source.parent_span_id else None
+                    _spend_of(state).model_ended(usage, top_level=parent is None or parent.kind is not SpanKind.TOOL)
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
                 for guard, guard_state in zip(self.guards, state.guard_states):
                     verdicts += guard.on_model_end(guard_state, record, span, facts)
-        return Judged(classification, agent, span, record, tuple(verdicts), live_trip)
+            steps = self._loop_steps(state, verdicts, record, usage) if verdicts else ()
+        return Judged(classification, agent, span, record, tuple(verdicts), live_trip, steps)
+
+    def _loop_steps(self, state: AgentState, verdicts: list[Verdict], record: Record,
+                    usage: ModelUsage | None) -> tuple[LoopStep, ...]:
+        steps = []
+        for verdict in verdicts:
+            step = loop_step(_spend_of(state), verdict, record, usage, self._price_wait_s)
+            if step is not None:
+                steps.append(step)
+        return tuple(steps)
 
     def _agent_by_parent(self, parent_span_id: int | None, trace_id: int) -> AgentRef:
         """The agent of a span the engine did not hold: its parent's, else its trace's."""
         if parent_span_id is not None:
-            parent = self._open.get(parent_span_id)
+            parent = self._open.get((trace_id, parent_span_id))
             if parent is not None:
                 return parent
         return trace_agent(trace_id)
 
+
+def _spend_of(state: AgentState) -> AgentSpend:
+    """The agent's spend, made on first use (under the agent's lock)."""
+    spend = state.spend
+    if spend is None:
+        spend = state.spend = AgentSpend()
+    return spend

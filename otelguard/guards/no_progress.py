@@ -84,7 +84,7 @@ class NoProgress(Guard):
             return
         if not self._detector.judges(state, name, arguments) or not self._detector.continues(finding, name, arguments):
             return
-        verdict = self._verdict(finding, Action.BLOCK, finding.next_repeats, name)
+        verdict = self._verdict(finding, Action.BLOCK, finding.next_repeats, name, _since(state, finding))
         state.blocked = (call_key(name, arguments), verdict)
         if decision.block is None:
             decision.block = verdict
@@ -107,28 +107,31 @@ class NoProgress(Guard):
     def _react(self, state: ProgressState, finding: Finding) -> Verdict:
         stop, repeats = self.config.stop_after, finding.repeats
         tool = finding.labels[-1].name  # the call just judged
+        since = _since(state, finding)
         if stop is not None and repeats >= stop:
-            return self._verdict(finding, Action.BLOCK, repeats, tool)
+            return self._verdict(finding, Action.BLOCK, repeats, tool, since)
         if state.reacted is None:
             state.reacted = {}
         reacted = state.reacted.get(finding.pattern)
         if reacted is None:
             if len(state.reacted) >= _MAX_PATTERNS:
                 del state.reacted[next(iter(state.reacted))]  # the oldest
-            state.reacted[finding.pattern] = [repeats, False]
-            return self._verdict(finding, Action.REMIND, repeats, tool)
-        first, steered = reacted
+            state.reacted[finding.pattern] = [repeats, False, since]
+            return self._verdict(finding, Action.REMIND, repeats, tool, since)
+        first, steered, _ = reacted
         # A same result or error seen again is no new evidence of a loop: one reminder per pattern.
         # The cycle rules' repeats are the same calls with the same results each time: they escalate.
         if not steered and finding.rule not in _REMIND_ONCE and repeats >= first + self.config.steer_after:
             reacted[1] = True
-            return self._verdict(finding, Action.STEER, repeats, tool)
-        return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, Action.NONE, tool=tool, repeat_count=repeats)
+            return self._verdict(finding, Action.STEER, repeats, tool, since)
+        return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, Action.NONE, tool=tool, repeat_count=repeats,
+                       loop_since=since)
 
-    def _verdict(self, finding: Finding, action: Action, repeats: int, tool: str) -> Verdict:
+    def _verdict(self, finding: Finding, action: Action, repeats: int, tool: str,
+                 since: tuple[int, int] | None) -> Verdict:
         """A verdict that acts, on the call of `tool` (the one judged, or the one blocked at its start)."""
         return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, action, self._message(finding, action, repeats),
-                       tool=tool, repeat_count=repeats)
+                       tool=tool, repeat_count=repeats, loop_since=since)
 
     def _message(self, finding: Finding, action: Action, repeats: int) -> str:
         # Names, arguments and errors came from the model or a tool: quoted escaped, never as markup,
@@ -160,3 +163,10 @@ class NoProgress(Guard):
         if not self.config.include_arguments or not label.arguments_chars:
             return ""
         return before + cut_preview(label.preview, label.arguments_chars, label.arguments_json)
+
+
+def _since(state: ProgressState, finding: Finding) -> tuple[int, int] | None:
+    """Where the pattern's loop spend counts from: its first repeat as found when the guard first
+    reacted to it (the window may have moved past that call since), else as found now."""
+    reacted = state.reacted.get(finding.pattern) if state.reacted else None
+    return reacted[2] if reacted is not None else finding.since

@@ -27,6 +27,7 @@ from . import log, paths
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
+    from ..loop_spend import LoopStep
     from ..records import Verdict
 
 DEFAULT_SERVICE_TIMEOUT_MS = 50.0
@@ -47,6 +48,7 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     stderr, sys.stderr = sys.stderr, io.StringIO()
     event = None
     verdicts: tuple[Verdict, ...] = ()
+    loop_steps: tuple[LoopStep, ...] = ()
     answer = ""
     try:
         data = stdin.read()
@@ -54,7 +56,7 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
         if told is None:
             from .decision import answer_with_call
 
-            told, event, verdicts = answer_with_call(cli, data, log_path)
+            told, event, verdicts, loop_steps = answer_with_call(cli, data, log_path)
         answer = told
     except Exception:  # what the local path does not contain itself: the call is allowed all the same
         import traceback
@@ -77,7 +79,7 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
         try:
             from .export import send_later
 
-            send_later(event, verdicts)
+            send_later(event, verdicts, loop_steps)
         except Exception as error:  # the call is answered already: telemetry is no reason to fail it
             log.write(log_path, "ERROR", f"could not start the OTLP sender: {type(error).__name__}: {error}")
     if os.environ.get("OTELGUARD_DEBUG"):

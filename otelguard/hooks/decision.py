@@ -13,6 +13,7 @@ import sqlite3
 
 from ..actions import Action
 from ..engine import GuardEngine
+from ..loop_spend import LoopStep
 from ..records import Verdict
 from ..terminal import printable
 from . import hook_config, log, paths
@@ -29,29 +30,30 @@ def answer(cli: str, data: bytes) -> str:
     return answer_with_call(cli, data, paths.log_path())[0]
 
 
-def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEvent | None, tuple[Verdict, ...]]:
-    """(what to print, the call, its verdicts)."""
+def answer_with_call(cli: str, data: bytes, log_path: str,
+                     ) -> tuple[str, HookEvent | None, tuple[Verdict, ...], tuple[LoopStep, ...]]:
+    """(what to print, the call, its verdicts, their loops' spend)."""
     try:
         event, too_deep = read(cli, data)
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
         log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {printable(str(error))}")
-        return "", None, ()
+        return "", None, (), ()
     if too_deep:
         log.write(log_path, "WARNING", f"{cli} session {printable(event.session)}: hook input nested deeper than "
                   f"{MAX_DEPTH} levels; its deeper values are judged as their JSON text")
     try:
-        decision, verdicts = decide(event)
+        decision, verdicts, loop_steps = decide(event)
     except hook_config.HookConfigError as error:
         log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
-        return "", event, ()
+        return "", event, (), ()
     except HistoryError as error:
         log.write(log_path, "ERROR", f"no history, every call is allowed until it is fixed: {printable(str(error))}")
-        return "", event, ()
+        return "", event, (), ()
     except Exception as error:
         if isinstance(error, sqlite3.DatabaseError) and is_corrupt(error):
             aside = set_aside(paths.db_path())
             log.write(log_path, "ERROR", f"the history was damaged ({error}), set aside as {aside}; call allowed")
-            return "", event, ()
+            return "", event, (), ()
         import traceback
 
         from ..containment import raise_internal_errors
@@ -59,18 +61,32 @@ def answer_with_call(cli: str, data: bytes, log_path: str) -> tuple[str, HookEve
         if raise_internal_errors():  # the project's own tests: a bug fails them
             raise
         log.write(log_path, "ERROR", f"internal error, call allowed ({cli} {event.phase}):\n" + traceback.format_exc())
-        return "", event, ()
+        return "", event, (), ()
     acted = [verdict for verdict in verdicts if verdict.action != Action.NONE]
     if acted:
         log.write(log_path, "INFO", f"{cli} session {printable(event.session)}, {event.phase} "
                   f"{printable(event.tool)}: " + "; ".join(
                       f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
-                      for v in acted))
-    return render(event.cli, event.hook_event_name, decision), event, verdicts
+                      + _loop_spend(v, loop_steps) for v in acted))
+    return render(event.cli, event.hook_event_name, decision), event, verdicts, loop_steps
 
 
-def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
-    """The local path: judge `event` against its session's history."""
+def _loop_spend(verdict: Verdict, loop_steps: tuple[LoopStep, ...]) -> str:
+    """What the verdict's loop spent, as the log says it: a CLI's hooks see its tool calls only, so
+    its tokens are unknown here (its telemetry, through `otelguard serve`, tells them)."""
+    step = next((step for step in loop_steps if step.verdict is verdict), None)
+    if step is None:
+        return ""
+    spend = step.spend
+    if spend.input_tokens is None:
+        return f" (loop spend unknown: {spend.unpriced})"
+    cost = f"${spend.cost_usd:.4f}" if spend.cost_usd is not None else f"not priced: {spend.unpriced}"
+    return f" (loop spent {spend.input_tokens} tokens in, {spend.output_tokens} out, {cost})"
+
+
+def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...], tuple[LoopStep, ...]]:
+    """The local path: judge `event` against its session's history: the decision, the verdicts and
+    their loops' spend."""
     history = HookHistory(paths.db_path())
     try:
         engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), max_agents=64, idle_ttl_s=None,
@@ -79,7 +95,7 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
             events = history.events(event.cli, event.session)
             if event.call_id is not None and any(stored.call_id == event.call_id and stored.phase == event.phase
                                                  for stored in events):
-                return Decision(), ()  # the same hook again (installed in both user and project settings)
+                return Decision(), (), ()  # the same hook again (installed in both user and project settings)
             call_id = event.call_id or _paired(events, event) or f"otelguard-{os.urandom(8).hex()}"
             replay = SessionReplay(engine, event.cli, event.session)
             replay.replay(events)
@@ -88,17 +104,18 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...]]:
                 history.append(event, call_id)
                 block = started.tool.block if started is not None and started.tool is not None else None
                 if block is None:
-                    return Decision(), ()
+                    return Decision(), (), ()
                 # The CLI answers the call with the reason as its error: that is the call's result.
                 blocked = HookEvent(event.cli, POST, event.session, event.tool, event.arguments, event.run,
                                     call_id, block.message, failed=True)
                 history.append(blocked, call_id, blocked=True)
-                return Decision(block=block.message), (block,)
+                return Decision(block=block.message), (block,), ()
             judged = replay.end(event.run, call_id, event.tool, event.arguments, event.result, event.failed,
                                 event.duration_ms)
             history.append(event, call_id)
-            verdicts = judged.verdicts if judged is not None else ()
-            return decision_after(verdicts), verdicts
+            if judged is None:
+                return Decision(), (), ()
+            return decision_after(judged.verdicts), judged.verdicts, judged.loop_steps
     finally:
         history.close()
 

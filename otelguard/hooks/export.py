@@ -7,8 +7,9 @@ to `$OTELGUARD_OTLP_ENDPOINT/v1/metrics` and `/v1/logs` (OTLP/HTTP protobuf) and
 
 Metrics are the live processor's (`otelguard.verdicts`, `otelguard.repeat.run_length`), with delta
 temporality, since each process sends only its own increments; `gen_ai.agent.name` is the CLI. Logs:
-one `otelguard.verdict` event per verdict, with the verdict's span attributes, the CLI, the session,
-the tool and the verdict's message.
+one `otelguard.verdict` event per verdict, with the verdict's span attributes, what its loop spent
+(`otelguard.loop.*`; a hook sees no model call, so `otelguard.loop.unpriced` says its tokens are not
+known), the CLI, the session, the tool and the verdict's message.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from dataclasses import fields
 from typing import Any
 
+from ..loop_spend import LoopStep
 from ..records import Verdict
 from .payload import HookEvent
 
@@ -27,15 +29,18 @@ SERVICE_NAME = "otelguard-hook"
 _TIMEOUT_S = 5.0
 
 
-def send_later(event: HookEvent, verdicts: tuple[Verdict, ...]) -> None:
-    """Start the detached sender for these verdicts, when an endpoint is set (else nothing)."""
+def send_later(event: HookEvent, verdicts: tuple[Verdict, ...], loop_steps: tuple[LoopStep, ...] = ()) -> None:
+    """Start the detached sender for these verdicts (and their loops' spend), when an endpoint is set
+    (else nothing)."""
     endpoint = os.environ.get(ENDPOINT_ENV)
     if not endpoint or not verdicts:
         return
     import subprocess
 
     batch = {"endpoint": endpoint, "cli": event.cli, "session": event.session, "tool": event.tool,
-             "phase": event.phase, "verdicts": [_fields(verdict) for verdict in verdicts]}
+             "phase": event.phase, "verdicts": [_fields(verdict) for verdict in verdicts],
+             "loops": [next((step.spend.attributes() for step in loop_steps if step.verdict is verdict), {})
+                       for verdict in verdicts]}
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     sender = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env, start_new_session=True)
@@ -45,7 +50,8 @@ def send_later(event: HookEvent, verdicts: tuple[Verdict, ...]) -> None:
 
 
 def _fields(verdict: Verdict) -> dict[str, Any]:
-    return {field.name: getattr(verdict, field.name) for field in fields(verdict)}
+    # What the verdict says (`loop_since`, the engine's bookkeeping, is not: its spend goes in "loops").
+    return {field.name: getattr(verdict, field.name) for field in fields(verdict) if field.compare}
 
 
 def send(batch: dict[str, Any]) -> None:
@@ -75,10 +81,11 @@ def send(batch: dict[str, Any]) -> None:
                                                                            timeout=_TIMEOUT_S)))
     metrics = GuardMetrics(meters)
     logger = logs.get_logger("otelguard", __version__)
-    for verdict_fields in batch["verdicts"]:
+    for verdict_fields, loop_spend in zip(batch["verdicts"], batch.get("loops") or [{}] * len(batch["verdicts"])):
         verdict = Verdict(**verdict_fields)
         metrics.verdict(verdict, batch["cli"])  # (the run-length histogram too)
-        attributes = {**verdict.attributes(), "event.name": "otelguard.verdict", "otelguard.hook.cli": batch["cli"],
+        attributes = {**verdict.attributes(), **loop_spend, "event.name": "otelguard.verdict",
+                      "otelguard.hook.cli": batch["cli"],
                       "otelguard.hook.phase": batch["phase"], "session.id": batch["session"],
                       "gen_ai.tool.name": batch["tool"]}
         logger.emit(LogRecord(body=verdict.message or verdict.rule, attributes=attributes,

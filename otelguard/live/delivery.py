@@ -16,12 +16,10 @@ from typing import Any
 
 from ..actions import Action, strongest
 from ..control import AgentControl, GuardMessage, bound_control
-from ..conventions import model_usage
-from ..engine import DEFAULT_MAX_AGENTS, AgentRef, Judged
+from ..engine import AgentRef, Judged
 from ..engine.bounded import OpenSpans
 from ..forksafe import reinit_after_fork
-from ..loop_spend import LOOP_VERDICTS, LoopLedger
-from ..records import ModelCall, Verdict
+from ..records import Verdict
 from .dispatch import ControlDispatcher
 from .evaluation_events import EvaluationEvents
 from .metrics import GuardMetrics
@@ -103,40 +101,35 @@ class Delivery:
     """Records verdicts in metrics and evaluation events, and delivers reactions to the agent's control."""
 
     def __init__(self, metrics: GuardMetrics, runs: AgentRuns, dispatcher: ControlDispatcher,
-                 default_control: AgentControl | None, evaluations: EvaluationEvents | None = None,
-                 max_loops: int = DEFAULT_MAX_AGENTS):
+                 default_control: AgentControl | None, evaluations: EvaluationEvents | None = None):
         self.metrics = metrics
         self.runs = runs
         self.dispatcher = dispatcher
         self.default_control = default_control
         # None: no evaluation events.
         self.evaluations = evaluations if evaluations is not None else EvaluationEvents.off()
-        self.loops = LoopLedger(max_loops, on_evict=lambda reason, n: metrics.evicted("loop", reason, n))
 
     def judged(self, judged: Judged, service_name: str | None = None) -> dict[str, Any] | None:
         """A span's verdicts: each counted and emitted as an event; their reactions delivered as one
-        message (`one_message`); a loop's tokens and their price counted once read. `service_name`: the
-        sender's, labelling the verdicts (`otelguard serve`). Returns the loop's spend so far as span
-        attributes (None when the span is no step of a loop of model calls)."""
-        usage = None
+        message (`one_message`); what a loop spent counted once it counts (`Judged.loop_steps`).
+        `service_name`: the sender's, labelling the verdicts (`otelguard serve`). Returns the loop's
+        spend so far as span attributes (None when the span is no step of a loop)."""
         span = judged.span
         spent: dict[str, Any] | None = None
         reactions = []
         for verdict in judged.verdicts:
             self.metrics.verdict(verdict, judged.agent.name, service_name)  # (the run-length histogram too)
-            spend = None
-            if type(judged.record) is ModelCall and verdict.verdict in LOOP_VERDICTS and span is not None:
-                usage = usage or model_usage(span, judged.classification)
-                if usage.output_tokens:
-                    self.metrics.loop_token_spend(verdict.guard, usage.model, usage.output_tokens)
-                step = self.loops.step(judged.agent.key, verdict, usage)
-                spend, spent = step.spend, step.spend.attributes()
+            step = next((step for step in judged.loop_steps if step.verdict is verdict), None)
+            step_spent = None
+            if step is not None:
+                step_spent = spent = step.spend.attributes()
+                if step.new_output_tokens:
+                    self.metrics.loop_token_spend(verdict.guard, step.model, step.new_output_tokens)
                 if step.new_cost_usd:
-                    self.metrics.loop_cost(verdict, judged.agent.name, usage.model, step.new_cost_usd)
+                    self.metrics.loop_cost(verdict, judged.agent.name, step.model, step.new_cost_usd)
             if span is not None and self.evaluations.wants(verdict):
                 self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
-                                      response_id=span.attributes.get("gen_ai.response.id"),
-                                      extra=spent if spend is not None else None)
+                                      response_id=span.attributes.get("gen_ai.response.id"), extra=step_spent)
             if needs_delivery(verdict):
                 reactions.append(verdict)
         if reactions:

@@ -13,10 +13,10 @@ replay). Backends that know the conventions show these without knowing otelguard
     gen_ai.evaluation.explanation  the message the agent got (when it got one)
     gen_ai.response.id             the judged model response's id (when the span has one)
 
-plus the span's own `otelguard.*` verdict attributes and `gen_ai.agent.name`, and for a loop of
-model calls what it has spent so far (`otelguard.loop.input_tokens`, `otelguard.loop.output_tokens`,
-`otelguard.loop.cost_usd`; see loop_spend). The record's trace and
-span ids are the judged span's. Only verdicts cost anything here: spans without one never reach it.
+plus the span's own `otelguard.*` verdict attributes and `gen_ai.agent.name`, and for a loop (of
+model calls or of tool calls) what it has spent so far (`otelguard.loop.input_tokens`,
+`otelguard.loop.output_tokens`, `otelguard.loop.cost_usd`, or `otelguard.loop.unpriced` with the reason
+it has no price; see loop_spend). The record's trace and span ids are the judged span's. Only verdicts cost anything here: spans without one never reach it.
 """
 
 from __future__ import annotations

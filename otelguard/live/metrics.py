@@ -21,7 +21,7 @@ INTERNAL_ERROR_PLACES = ("on_start", "on_end", "downstream.on_start", "downstrea
                          "control_hook", "watchdog", "deliver", "dispatch.worker_died", "evaluation_events")
 CONTROL_OUTCOMES_AT_ZERO = ("error", "unbound", "slow", "stuck", "dropped")  # "ok" only once it happens
 CONTROL_ACTIONS = ("remind", "warn", "steer", "cancel", "block", "break")
-EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream", "loop")
+EVICTABLE_STATE = ("agent", "span", "tool", "run", "stream")
 # One in this many agent, model or tool span ends the guard handles is timed for
 # `otelguard.processing.duration` (the histogram's description says so).
 PROCESSING_SAMPLE_EVERY = 16
@@ -93,11 +93,12 @@ class GuardMetrics:
             explicit_bucket_boundaries_advisory=[1, 2, 3, 4, 5, 8, 13, 21, 34])
         self.loop_tokens = meter.create_counter(
             "otelguard.loop.tokens", unit="{token}",
-            description="Output tokens spent in model calls judged stalled or repetitive")
+            description="Output tokens spent in the loops the guard acted on (model calls judged stalled or "
+                        "repetitive, the model calls that asked for repeated tool calls)")
         # Unit "usd": the Prometheus exporters append it, making `otelguard_loop_cost_usd_total`.
         self.loop_cost_counter = meter.create_counter(
             "otelguard.loop.cost", unit="usd",
-            description="Price in USD (genai-prices) of the model calls judged stalled or repetitive")
+            description="Price in USD (genai-prices) of the tokens spent in the loops the guard acted on")
         self.control_calls = meter.create_counter(
             "otelguard.control.calls", unit="{call}", description="Control hook calls by outcome")
         self.internal_errors = meter.create_counter(
@@ -134,7 +135,7 @@ class GuardMetrics:
         labels = {
             "otelguard.guard": verdict.guard,
             "otelguard.rule": verdict.rule,
-            "otelguard.action": verdict.action,
+            "otelguard.action": str(verdict.action),
             "gen_ai.agent.name": self._agent_label(agent_name),
             "gen_ai.tool.name": self._tool_label(verdict.tool),
         }

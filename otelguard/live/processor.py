@@ -191,20 +191,24 @@ class GuardSpanProcessor(SpanProcessor):
         return enriched(span, shown, spent)
 
     # --- for the user-facing API -----------------------------------------------------------------
-    def holds(self, span_id: int) -> bool:
+    def holds(self, span: Any) -> bool:
         """Whether this guard tracks the open span: a tool span, or any span inside an agent run."""
-        return span_id in self.budgets.open_tools or self.engine.agent_of(span_id) is not None
+        context = span.get_span_context()
+        return context.span_id in self.budgets.open_tools or self.engine.agent_of(context.trace_id,
+                                                                                  context.span_id) is not None
 
     def agent_of(self, span: Any) -> AgentRef | None:
         """The agent of an open span inside an agent run, if any."""
-        return self.engine.agent_of(span.get_span_context().span_id)
+        context = span.get_span_context()
+        return self.engine.agent_of(context.trace_id, context.span_id)
 
     def report_stream_verdict(self, span: Any, verdict: Verdict, *, on_model_span: bool) -> None:
         """A verdict of a stream watched live in `span`: delivered now; shown on the model span when
         it ends (`on_model_span`), which is then not judged again."""
         with self._containment.contained("deliver"):
             if on_model_span:
-                self.engine.report_stream_trip(span.get_span_context().span_id, verdict)
+                context = span.get_span_context()
+                self.engine.report_stream_trip(context.trace_id, context.span_id, verdict)
             self._delivery.now(self.agent_of(span), verdict, span.get_span_context())
 
 

@@ -15,7 +15,7 @@ class Registered(Protocol):
     @property
     def running(self) -> bool: ...
 
-    def holds(self, span_id: int) -> bool:
+    def holds(self, span: Any) -> bool:
         """Whether this guard tracks the open span (a tool span, or a span inside an agent run)."""
         ...
 
@@ -44,8 +44,7 @@ def owning_processor(span: Any) -> Any:
     """The guard that tracks `span` open (the newest, if several do); else the newest active guard;
     else None."""
     processors = active_processors()
-    span_id = span.get_span_context().span_id
     for processor in reversed(processors):
-        if processor.running and processor.holds(span_id):
+        if processor.running and processor.holds(span):
             return processor
     return processors[-1] if processors else None

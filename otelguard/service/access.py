@@ -51,10 +51,22 @@ def read_token(path: str) -> str:
             token = file.read().strip()
     except (OSError, UnicodeDecodeError) as error:
         raise AccessError(f"--token-file {path}: {getattr(error, 'strerror', None) or error}") from None
-    if not token or any(character.isspace() for character in token):
-        raise AccessError(f"--token-file {path}: expected one token (no spaces), got "
-                          f"{'nothing' if not token else 'several words'}")
+    problem = token_problem(token)
+    if problem:
+        raise AccessError(f"--token-file {path}: {problem}")
     return token
+
+
+def token_problem(token: str) -> str:
+    """Why `token` can never authenticate a request ('' when it can): a header carries one word of
+    printable ASCII (a non-ASCII token would be compared as bytes no client sends)."""
+    if not token:
+        return "expected one token, got nothing"
+    if any(character.isspace() for character in token):
+        return "expected one token (no spaces), got several words"
+    if not all("!" <= character <= "~" for character in token):
+        return "the token must be printable ASCII (what an Authorization header carries)"
+    return ""
 
 
 def authorized(header: str | bytes | None, token: str) -> bool:

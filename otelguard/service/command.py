@@ -3,16 +3,21 @@
     otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F]
                     [--forward URL [--evaluation-events actions|all|off]]
                     [--token-file F] [--tls-cert F --tls-key F] [--max-request-bytes N] [--queue N]
+                    [--max-connections N] [--forward-queue-bytes N]
                     [--webhook URL]   (its secret in OTELGUARD_WEBHOOK_SECRET)
 
 `off` for a listener turns it off. On SIGTERM or SIGINT the receivers stop, what was accepted is
-judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config or an
-address that cannot be bound (one line on stderr).
+judged (and forwarded), and the command exits 0. Exit status 2: bad usage, an invalid config, a
+token that cannot authenticate or an address that cannot be bound (one line on stderr). A listener
+on an address other than loopback without --token-file is warned about on stderr at start. The
+process's soft limit on open descriptors is raised to its hard limit. Alert lines are written by
+their own thread (`alerts.AlertLines`): stdout that nobody reads never holds the judge.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import sys
@@ -20,16 +25,14 @@ import threading
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from ..analyzer.results import is_counting
-from ..canonical import escape_quoted
-from ..engine import Judged
 from ..live.evaluation_events import MODES
-from ..live.metrics import MAX_LABEL_CHARS
-from ..records import Verdict
-from ..semconv import GEN_AI_CONVERSATION_ID
 from .access import AccessError, TlsFiles, read_token
+from .alerts import AlertLines
+from .connections import DEFAULT_MAX_CONNECTIONS, raise_descriptor_limit
+from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .judge import DEFAULT_QUEUE, JudgeOptions
 from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
+from .sessions import session_of_judged
 from .webhook import SECRET_ENV
 
 OFF = "off"
@@ -102,6 +105,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queue", type=positive, default=DEFAULT_QUEUE, metavar="N",
                         help=f"requests waiting for the judge; when full: HTTP 503 with Retry-After, gRPC "
                              f"UNAVAILABLE, which OTLP exporters retry (default {DEFAULT_QUEUE})")
+    parser.add_argument("--max-connections", type=positive, default=DEFAULT_MAX_CONNECTIONS, metavar="N",
+                        help=f"connections each HTTP listener serves at once (past it: 503), and gRPC calls at "
+                             f"once (past it: RESOURCE_EXHAUSTED) (default {DEFAULT_MAX_CONNECTIONS})")
+    parser.add_argument("--forward-queue-bytes", type=positive, default=DEFAULT_FORWARD_QUEUE_BYTES, metavar="N",
+                        help=f"with --forward, the requests waiting to be sent on, in bytes; past it a request is "
+                             f"dropped and counted (default {DEFAULT_FORWARD_QUEUE_BYTES})")
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -126,14 +135,25 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     secret = os.environ.get(SECRET_ENV, "")
     if args.webhook and not secret:
         raise ServeError(f"--webhook needs its signing secret in ${SECRET_ENV}")
+    if token is None:
+        exposed = [f"{name} {_shown(where)}" for name, where in (("--http", args.http), ("--grpc", args.grpc),
+                                                                ("--metrics", args.metrics))
+                   if where is not None and not _loopback(where[0])]
+        if exposed:
+            print(f"otelguard serve: warning: without --token-file, anyone who can reach {', '.join(exposed)} "
+                  f"can send spans, read verdicts and call the hook route (see docs/security.md)",
+                  file=sys.stderr, flush=True)
+    raise_descriptor_limit()
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    alerts = AlertLines(out)
     try:
         options = ServiceOptions(http=args.http, grpc=args.grpc, metrics=args.metrics, forward=args.forward,
                                  judge=JudgeOptions(queue=args.queue), token=token, tls=tls,
-                                 max_request_bytes=args.max_request_bytes, webhook=args.webhook,
+                                 max_request_bytes=args.max_request_bytes, max_connections=args.max_connections,
+                                 forward_queue_bytes=args.forward_queue_bytes, webhook=args.webhook,
                                  webhook_secret=secret.encode(), evaluation_events=args.evaluation_events)
-        service = GuardService(config, options, on_verdict=AlertLine(out))
+        service = GuardService(config, options, alerts=alerts)
         try:
             service.start()
         except OSError as error:
@@ -146,40 +166,25 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                      if args.forward else "",
                      f"webhook {args.webhook}" if args.webhook else "",
                      "bearer token required" if token else ""]
-        print("otelguard serve: " + ", ".join(item for item in listening if item), file=out, flush=True)
+        alerts.line("otelguard serve: " + ", ".join(item for item in listening if item))
         while not stop.wait(0.5):
             pass
-        print("otelguard serve: stopping; judging what was received", file=out, flush=True)
+        alerts.line("otelguard serve: stopping; judging what was received")
         service.stop()
         judge = service.judge
-        print(f"otelguard serve: {judge.received} spans received, {judge.judged_verdicts} verdicts", file=out,
-              flush=True)
+        alerts.line(f"otelguard serve: {judge.received} spans received, {judge.judged_verdicts} verdicts"
+                    + (f", {alerts.dropped} alert lines dropped (the output was not read)" if alerts.dropped else ""))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        alerts.close()
     return 0
 
 
-class AlertLine:
-    """Prints one line per verdict that is a finding (not one that only counts), as it is reached."""
-
-    def __init__(self, out: TextIO):
-        self._out = out
-        self._lock = threading.Lock()
-
-    def __call__(self, service: str | None, judged: Judged, verdict: Verdict) -> None:
-        if is_counting(verdict):
-            return
-        session = judged.span.attributes.get(GEN_AI_CONVERSATION_ID) if judged.span is not None else None
-        who = (f"agent={_shown_safely(judged.agent.name)}" if judged.agent.name else
-               f"session={_shown_safely(session)}" if isinstance(session, str) else f"agent={judged.agent.key}")
-        tool = f"  tool={_shown_safely(verdict.tool)}" if verdict.tool else ""
-        count = f"  count={verdict.repeat_count}" if verdict.repeat_count is not None else ""
-        with self._lock:
-            print(f"  ALERT  {verdict.guard}  rule={verdict.rule}  action={verdict.action}  "
-                  f"service={_shown_safely(service)}  {who}{tool}{count}", file=self._out, flush=True)
-
-
-def _shown_safely(value: str | None) -> str:
-    """A sender's or model's name on the terminal: control characters escaped, cut like a label."""
-    return escape_quoted(str(value)[:MAX_LABEL_CHARS])
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # another name: wherever it resolves
+        return False

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .command import AlertLine
+from ..terminal import BOLD, counted
+from .alerts import AlertLines
 from .judge import JudgeOptions
 from .server import GuardService, ServiceOptions
 
@@ -82,13 +83,14 @@ def run(captures: Path | None, speed: float, out: TextIO) -> int:
     requests = recorded_requests(captures or DEFAULT_CAPTURES)
     options = ServiceOptions(http=("127.0.0.1", 0), grpc=None, metrics=("127.0.0.1", 0),
                              judge=JudgeOptions(tick_s=0.2))
-    service = GuardService(None, options, on_verdict=AlertLine(out))
+    alerts = AlertLines(out)
+    service = GuardService(None, options, alerts=alerts)
     service.start()
     clis = sorted({request.cli for request in requests})
-    print(f"otelguard demo: replaying {len(requests)} OTLP requests of {', '.join(clis)} to otelguard serve at "
-          f"{service.http_url} ({requests[-1].at_s / speed:.0f} s at {speed:g}x the recorded pace)", file=out,
-          flush=True)
-    print("  (each CLI repeats one tool call six times, then alternates two calls)", file=out, flush=True)
+    alerts.line(f"otelguard demo: replaying {counted(len(requests), 'OTLP request')} of {', '.join(clis)} to "
+                f"otelguard serve at {service.http_url} ({requests[-1].at_s / speed:.0f} s at {speed:g}x the "
+                "recorded pace)", BOLD)
+    alerts.line("  (each CLI repeats one tool call six times, then alternates two calls)")
     started = time.monotonic()
     try:
         for request in requests:
@@ -97,11 +99,13 @@ def run(captures: Path | None, speed: float, out: TextIO) -> int:
                 time.sleep(wait)
             _post(f"{service.http_url}/v1/{request.signal}", request.body)
         service.flush()  # judge what waits for more of its trace or call
-        print(f"verdicts with an action, by sender (otelguard_verdicts_total at {service.metrics_url}):", file=out)
+        alerts.line(f"verdicts with an action, by sender (otelguard_verdicts_total at {service.metrics_url}):",
+                    BOLD)
         for line in _verdict_lines(service):
-            print(f"  {line}", file=out)
+            alerts.line(f"  {line}")
     finally:
         service.stop()
+        alerts.close()
     return 0
 
 

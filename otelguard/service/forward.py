@@ -2,8 +2,10 @@
 
 Traces go on once judged, each span with the verdict attributes and `otelguard.verdict` events the
 live processor writes on the spans it exports; logs and metrics go on as received. One thread sends,
-from a bounded queue, so a slow collector never holds the receiver or the judge: a full queue drops
-the request, and every outcome is counted in `otelguard.forward.requests` (by signal and outcome).
+from a queue bounded in bytes (`max_bytes`, `--forward-queue-bytes`: the serialized requests waiting),
+so a slow or silent collector never holds the receiver or the judge, nor grows the service: a full
+queue drops the request, and every outcome is counted in `otelguard.forward.requests` (by signal and
+outcome).
 Retryable answers (429, 502-504, no connection) are retried with backoff, as OTLP exporters do.
 """
 
@@ -26,6 +28,7 @@ from .received import ReceivedSpan
 from .sending import QueuedSender
 
 DEFAULT_QUEUE = 256
+DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 _RETRYABLE = frozenset({429, 502, 503, 504})
 _ATTEMPTS = 4
 _PROTOBUF = {"Content-Type": "application/x-protobuf"}
@@ -33,15 +36,15 @@ _PROTOBUF = {"Content-Type": "application/x-protobuf"}
 
 class Forwarder(QueuedSender):
     def __init__(self, base_url: str, meter_provider: MeterProvider, *, max_queue: int = DEFAULT_QUEUE,
-                 timeout_s: float = 10.0, backoff_s: float = 0.5):
+                 max_bytes: int = DEFAULT_QUEUE_BYTES, timeout_s: float = 10.0, backoff_s: float = 0.5):
         self.base_url = base_url.rstrip("/")
         self._requests = meter_provider.get_meter("otelguard", __version__).create_counter(
             "otelguard.forward.requests", unit="{request}", description="Requests forwarded, by signal and outcome")
         for signal in ("traces", "logs", "metrics"):
             for outcome in ("dropped", "failed"):
                 self._requests.add(0, {"signal": signal, "outcome": outcome})
-        super().__init__("otelguard-forward", max_queue=max_queue, attempts=_ATTEMPTS, backoff_s=backoff_s,
-                         timeout_s=timeout_s, retryable=_RETRYABLE)
+        super().__init__("otelguard-forward", max_queue=max_queue, max_bytes=max_bytes, attempts=_ATTEMPTS,
+                         backoff_s=backoff_s, timeout_s=timeout_s, retryable=_RETRYABLE)
 
     def send(self, signal: str, message: Any) -> None:
         """Queue one request's message (logs or metrics) as received."""
@@ -53,7 +56,7 @@ class Forwarder(QueuedSender):
             self._queue_body("traces", enriched_request(spans, shown).SerializeToString())
 
     def _queue_body(self, signal: str, body: bytes) -> None:
-        if not self.put((signal, body)):
+        if not self.put((signal, body), len(body)):
             self._requests.add(1, {"signal": signal, "outcome": "dropped"})
 
     def deliver(self, item: tuple[str, bytes]) -> None:

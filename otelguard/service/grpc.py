@@ -2,8 +2,10 @@
 served by grpc.aio. Each `Export` hands its decoded request to the service as the HTTP receiver
 does; a full judge queue answers `UNAVAILABLE` with a `RetryInfo` (which OTLP exporters retry after
 its delay). A message past `max_request_bytes` once decompressed is refused by gRPC itself
-(`RESOURCE_EXHAUSTED`); with a token, a call without it ends `UNAUTHENTICATED`; with TLS files, the
-port is served over TLS only."""
+(`RESOURCE_EXHAUSTED`), as is a call past `max_connections` at once; handshakes, idle connections
+and each connection's age are bounded by grpc core's own options (`connections.grpc_options`). With
+a token, a call without it ends `UNAUTHENTICATED`; with TLS files, the port is served over TLS only.
+Decoding a request into spans runs on the service's decoding threads, as for HTTP."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from .access import TokenInterceptor
+from .connections import grpc_options
 from .http import RETRY_AFTER_S
 from .judge import QueueFull
 
@@ -31,7 +34,7 @@ def _servicer(base: type, signal: str, service: GuardService) -> Any:
     class Servicer(base):
         async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802 - generated name
             try:
-                return service.accept_message(signal, request)
+                return await service.off_loop(service.accept_message, signal, request)
             except QueueFull as error:
                 service.refused("busy")
                 await context.abort(grpc.StatusCode.UNAVAILABLE, f"busy: {error}", _RETRY_INFO)
@@ -48,7 +51,8 @@ async def grpc_server(service: GuardService, address: Address) -> tuple[grpc.aio
     limit = options.max_request_bytes
     server = grpc.aio.server(
         interceptors=[TokenInterceptor(options.token, service.refused)] if options.token is not None else None,
-        options=[("grpc.max_receive_message_length", limit)])
+        options=[("grpc.max_receive_message_length", limit), *grpc_options(options.deadlines)],
+        maximum_concurrent_rpcs=options.max_connections)
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
         _servicer(trace_service_pb2_grpc.TraceServiceServicer, "traces", service), server)
     logs_service_pb2_grpc.add_LogsServiceServicer_to_server(

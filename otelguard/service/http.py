@@ -1,14 +1,19 @@
 """The OTLP/HTTP receiver and the metrics endpoint, as Starlette apps (served by uvicorn).
 
 `/v1/traces`, `/v1/logs` and `/v1/metrics` take `application/x-protobuf` or `application/json`
-bodies, plain or gzip. Answers, as the OTLP/HTTP specification says: 200 with the signal's
-`Export*ServiceResponse` in the request's encoding (a partial success names what was rejected);
-400 with a `google.rpc.Status` for a body that cannot be decoded (nothing of it is kept); 413 for a
-body past `max_request_bytes`, counted after decompression (read no further: a gzip bomb costs at
-most that much); 415 for another content type or encoding; 503 with `Retry-After` while the judge's
-queue is full; 404 and 405 (Starlette's own) for other paths and methods. With a token, every route
-first asks for it (`access.RequireToken`: 401). `GET /v1/verdicts?session=ID` answers a session's
-recent verdicts as JSON (the decision API, for clients that ask rather than listen).
+bodies, plain or gzip (at most `MAX_GZIP_MEMBERS` members). Answers, as the OTLP/HTTP specification
+says: 200 with the signal's `Export*ServiceResponse` in the request's encoding (a partial success
+names what was rejected); 400 with a `google.rpc.Status` for a body that cannot be decoded (nothing
+of it is kept); 413 for a body past `max_request_bytes`, counted after decompression (read no
+further: a gzip bomb costs at most that much); 415 for another content type or encoding; 503 with
+`Retry-After` while the judge's queue is full (and, from uvicorn, past `max_connections`); 404 and
+405 (Starlette's own) for other paths and methods. With a token, every route first asks for it
+(`access.RequireToken`: 401). `GET /v1/verdicts?session=ID` answers a session's recent verdicts as
+JSON (the decision API, for clients that ask rather than listen).
+
+The event loop only reads bodies: decompressing and decoding them (work that grows with a body's
+size) runs on the service's decoding threads (`GuardService.off_loop`), so a large request never
+holds the other listeners.
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from typing import TYPE_CHECKING
 from google.protobuf.json_format import MessageToJson
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
+from prometheus_client.exposition import choose_encoder
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
-from starlette.routing import Mount, Route
+from starlette.routing import Route
 
 from ..hooks import CLIS as HOOK_CLIS
 from ..hooks.decision import answer as answer_hook
@@ -41,6 +47,8 @@ if TYPE_CHECKING:
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 RETRY_AFTER_S = 1
+MAX_GZIP_MEMBERS = 64  # OTLP exporters send one; a body of more is refused (400)
+_GZIP_CHUNK = 64 * 1024  # compressed bytes handed to zlib at a time (what a member's end copies over)
 
 
 class UnsupportedMedia(Exception):
@@ -62,8 +70,11 @@ def receiver_app(service: GuardService) -> Starlette:
                     raise UnsupportedMedia(f"content type {request.headers.get('content-type')!r}: "
                                            f"send {PROTOBUF} or {JSON}")
                 limit = service.options.max_request_bytes
-                body = _decoded_body(await _body(request, limit), request, limit)
-                answer = service.accept(signal, body, encoding)
+                content_encoding = _content_encoding(request)  # refused before the body is read
+                body = await _body(request, limit)
+                answer = await service.off_loop(_accepted, service, signal, body, encoding, content_encoding)
+            except ClientDisconnect:  # gone before its body was in (or closed at its deadline): no one to answer
+                return Response(status_code=400)
             except UnsupportedMedia as error:
                 return _status(415, code_pb2.INVALID_ARGUMENT, str(error), encoding)
             except TooLarge as error:
@@ -102,6 +113,8 @@ def receiver_app(service: GuardService) -> Starlette:
         except TooLarge as error:
             service.refused("too_large")
             return JSONResponse({"error": str(error)}, 413)
+        except ClientDisconnect:
+            return Response(status_code=400)
         answer = await run_in_threadpool(answer_hook, cli, body)  # SQLite and the engine: off the loop
         service.hook_calls.add(1, {"cli": cli})
         return Response(answer, media_type=JSON)
@@ -115,10 +128,14 @@ def receiver_app(service: GuardService) -> Starlette:
 
 def metrics_app(registry: CollectorRegistry, token: str | None = None,
                 refused: Callable[[str], None] | None = None) -> Starlette:
-    """Prometheus text at `/metrics` (prometheus_client's own ASGI app over the service's registry)."""
-    from prometheus_client import make_asgi_app
+    """The service's registry at `/metrics` itself, in the format the scraper's Accept header asks
+    for (Prometheus text or OpenMetrics, prometheus_client's encoders). A route, not a mount: a mount
+    answers `/metrics` with a redirect to `/metrics/`, which scrapers and plain curl do not follow."""
+    async def metrics(request: Request) -> Response:
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encode(registry), headers={"Content-Type": content_type})
 
-    return _guarded(Starlette(routes=[Mount("/metrics", make_asgi_app(registry))]), token, refused)
+    return _guarded(Starlette(routes=[Route("/metrics", metrics, methods=["GET"])]), token, refused)
 
 
 def _guarded(app: Starlette, token: str | None, refused: Callable[[str], None] | None) -> Starlette:
@@ -144,33 +161,47 @@ async def _body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def _decoded_body(body: bytes, request: Request, limit: int) -> bytes:
+def _content_encoding(request: Request) -> str:
+    """"gzip" or "" (none); another encoding is `UnsupportedMedia`."""
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
-        return body
+        return ""
     if encoding != "gzip":
         raise UnsupportedMedia(f"content encoding {encoding!r}: send gzip or none")
-    try:
-        return gunzip(body, limit)
-    except zlib.error as error:
-        raise MalformedRequest(f"not valid gzip data: {error}") from None
+    return encoding
+
+
+def _accepted(service: GuardService, signal: str, body: bytes, encoding: str, content_encoding: str) -> Message:
+    """On a decoding thread: the body decompressed, decoded and accepted (`GuardService.accept`)."""
+    limit = service.options.max_request_bytes
+    return service.accept(signal, gunzip(body, limit) if content_encoding else body, encoding)
 
 
 def gunzip(body: bytes, limit: int) -> bytes:
-    """`body` (one or more gzip members) decompressed, never more than `limit` bytes of it: past
-    that, `TooLarge` (a small bomb costs no more than the limit)."""
+    """`body` (one to `MAX_GZIP_MEMBERS` gzip members) decompressed, never more than `limit` bytes of
+    it: past that, `TooLarge` (a small bomb costs no more than the limit). zlib is handed the body a
+    chunk at a time, so each member's end leaves at most a chunk over: the work is linear in the
+    body's size, however its members are cut. Not gzip: `MalformedRequest`."""
     out = bytearray()
-    rest = body
-    while True:
-        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        out += decompressor.decompress(rest, limit + 1 - len(out))
-        if len(out) > limit or decompressor.unconsumed_tail:
-            raise TooLarge(f"more than {limit} bytes once decompressed; at most {limit} taken")
-        if not decompressor.eof:
-            raise MalformedRequest("not valid gzip data: cut short")
-        rest = decompressor.unused_data
-        if not rest.strip(b"\0"):  # gzip allows trailing zero padding
-            return bytes(out)
+    view = memoryview(body)
+    at = 0
+    try:
+        for _ in range(MAX_GZIP_MEMBERS):
+            decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            while not decompressor.eof:
+                chunk = view[at:at + _GZIP_CHUNK]
+                if not chunk:
+                    raise MalformedRequest("not valid gzip data: cut short")
+                out += decompressor.decompress(chunk, limit + 1 - len(out))
+                if len(out) > limit:
+                    raise TooLarge(f"more than {limit} bytes once decompressed; at most {limit} taken")
+                at += len(chunk) - len(decompressor.unused_data)
+            # gzip allows trailing zero padding (a member starts with 0x1f: looked for only after a zero)
+            if at == len(body) or (body[at] == 0 and body.count(0, at) == len(body) - at):
+                return bytes(out)
+    except zlib.error as error:
+        raise MalformedRequest(f"not valid gzip data: {error}") from None
+    raise MalformedRequest(f"more than {MAX_GZIP_MEMBERS} gzip members")
 
 
 def _status(http_status: int, code: int, message: str, encoding: str) -> Response:

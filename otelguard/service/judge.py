@@ -33,7 +33,7 @@ from ..analyzer.event_outputs import EventOutputs
 from ..analyzer.replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from ..config import GuardConfig
 from ..containment import Containment
-from ..conventions.agent_clis import CliToolCall
+from ..conventions.agent_clis import CliModelCall, CliToolCall
 from ..conventions.genai_events import EventOutput
 from ..engine import GuardEngine, Judged
 from ..live.delivery import AgentRuns, Delivery
@@ -81,7 +81,7 @@ class LogRecords:
     """What a logs request held for the guard: CLI tool calls, each with its sender's service.name,
     and GenAI events' output with the span each names."""
 
-    calls: list[tuple[CliToolCall, str | None]]
+    calls: list[tuple[CliToolCall | CliModelCall, str | None]]  # in record order
     events: list[tuple[int, int, EventOutput]]
 
 
@@ -132,9 +132,10 @@ class SpanJudge:
         if spans:
             self._put(spans)
 
-    def submit_logs(self, calls: list[tuple[CliToolCall, str | None]],
+    def submit_logs(self, calls: list[tuple[CliToolCall | CliModelCall, str | None]],
                     events: list[tuple[int, int, EventOutput]]) -> None:
-        """Queue one logs request's CLI tool calls (each with its sender's service.name) and GenAI events."""
+        """Queue one logs request's CLI tool calls and model calls (each with its sender's service.name)
+        and GenAI events."""
         if calls or events:
             self._put(LogRecords(calls, events))
 

@@ -48,6 +48,8 @@ from ..otlp_json_values import (
     text,
 )
 
+_SEVERITY_NAMES = dict(SeverityNumber.items())  # a log record's severityNumber may be written by name too
+
 
 @dataclass(frozen=True, slots=True)
 class TraceRequest:
@@ -133,7 +135,7 @@ def _log_record(raw: Any) -> LogRecord:
         observed_time_unix_nano=integer(field(raw, "observedTimeUnixNano", "observed_time_unix_nano"), UINT64,
                                         "observedTimeUnixNano"),
         severity_number=SeverityNumber.ValueType(
-            enum(field(raw, "severityNumber", "severity_number"), "severityNumber")),
+            enum(field(raw, "severityNumber", "severity_number"), _SEVERITY_NAMES, "severityNumber")),
         severity_text=text(field(raw, "severityText", "severity_text"), "severityText"),
         body=_any_value(any_value(body)) if body is not None else None, attributes=_key_values(raw.get("attributes")),
         dropped_attributes_count=_count(raw, "droppedAttributesCount", "dropped_attributes_count"),

@@ -1,10 +1,13 @@
 """`QueuedSender`: one thread POSTing what is queued, so neither the receivers nor the judge ever wait
 on a slow endpoint (`--forward`, `--webhook`).
 
-The queue is bounded: `put` never blocks and says whether the item was taken (a full queue drops it,
-for the caller to count). Connection errors and the retryable statuses are retried with exponential
-backoff (`backoff_s`, twice as long each time); other answers are final. `close` sends what is queued
-for a while, then cuts any backoff short and stops.
+The queue is bounded in items and in bytes (`max_queue`, `max_bytes`: what the queued bodies hold):
+`put` never blocks and says whether the item was taken (a full queue drops it, for the caller to
+count). Only a 2xx answer is a delivery. A redirect is not followed (the body, signed or not, goes
+only where it was configured to) and is final, as is any other answer outside the retryable
+statuses; connection errors and those statuses are retried with exponential backoff (`backoff_s`,
+twice as long each time). `close` sends what is queued for a while, then cuts any backoff short and
+stops.
 """
 
 from __future__ import annotations
@@ -24,24 +27,32 @@ _STOP = object()
 
 
 class QueuedSender:
-    def __init__(self, name: str, *, max_queue: int, attempts: int, backoff_s: float, timeout_s: float,
-                 retryable: frozenset[int]):
+    def __init__(self, name: str, *, max_queue: int, max_bytes: int, attempts: int, backoff_s: float,
+                 timeout_s: float, retryable: frozenset[int]):
         self._attempts = attempts
         self._backoff_s = backoff_s
         self._timeout_s = timeout_s
         self._retryable = retryable
         self._queue: queue.Queue[Any] = queue.Queue(max_queue)
+        self._max_bytes = max_bytes
+        self._queued_bytes = 0  # of the items queued, not yet taken by the sending thread
+        self._bytes_lock = threading.Lock()
         self._stopping = threading.Event()
         self._session = requests.Session()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def put(self, item: Any) -> bool:
-        """Queue `item` for `deliver`; False when the queue is full (nothing waits)."""
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            return False
+    def put(self, item: Any, size: int) -> bool:
+        """Queue `item` (holding `size` bytes) for `deliver`; False when the queue is full, in items or
+        in bytes (nothing waits)."""
+        with self._bytes_lock:
+            if self._queued_bytes + size > self._max_bytes:
+                return False
+            try:
+                self._queue.put_nowait((item, size))
+            except queue.Full:
+                return False
+            self._queued_bytes += size
         return True
 
     def flush(self) -> None:
@@ -80,13 +91,15 @@ class QueuedSender:
                 if self._stopping.wait(self._backoff_s * 2 ** (attempt - 1)):
                     break
             try:
-                answer = self._session.post(url, data=body, headers=headers(), timeout=self._timeout_s)
+                answer = self._session.post(url, data=body, headers=headers(), timeout=self._timeout_s,
+                                            allow_redirects=False, stream=True)  # (the answer's body unread)
             except requests.RequestException as error:
                 problem = str(error)
                 continue
-            if answer.ok:
+            answer.close()
+            if 200 <= answer.status_code < 300:
                 return True
-            problem = f"HTTP {answer.status_code}"
+            problem = f"HTTP {answer.status_code}" + (" (a redirect, not followed)" if answer.is_redirect else "")
             if answer.status_code not in self._retryable:
                 break
         logger.warning("otelguard serve: POST to %s failed: %s", url, problem)
@@ -98,6 +111,9 @@ class QueuedSender:
             try:
                 if item is _STOP:
                     return
+                item, size = item
+                with self._bytes_lock:
+                    self._queued_bytes -= size
                 try:
                     self.deliver(item)
                 except Exception:  # a bug: logged and counted; the thread goes on (flush waits on it)

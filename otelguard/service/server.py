@@ -14,14 +14,18 @@ on one asyncio loop (uvicorn for HTTP, grpc.aio for gRPC) and only decode and qu
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+import uvicorn
 from google.protobuf.message import Message
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import Observation
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -33,6 +37,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry
 
 from ..config import GuardConfig
 from ..containment import Containment
@@ -41,8 +47,20 @@ from ..live.delivery import needs_delivery
 from ..live.evaluation_events import EvaluationEvents
 from ..live.metrics import GuardMetrics
 from ..records import Verdict
-from .access import TlsFiles
+from .access import TlsFiles, token_problem
+from .alerts import AlertLines
+from .connections import (
+    DEFAULT_MAX_CONNECTIONS,
+    KEEP_ALIVE_S,
+    AcceptFailures,
+    Deadlines,
+    UVICORN_LOG,
+    RepeatedWarnings,
+    deadline_protocol,
+)
+from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .forward import Forwarder
+from .http import JSON, metrics_app, receiver_app
 from .judge import JudgeOptions, OnVerdict, SpanJudge
 from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
 from .sessions import RecentVerdicts, verdict_event
@@ -53,8 +71,10 @@ DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
 DEFAULT_GRPC: Address = ("127.0.0.1", 4317)
 DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
 DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # a request's body once decompressed
+ALERTS_WAIT_S = 2.0  # how long `stop` waits for the alert lines still queued to be written
+DECODERS = 4  # requests decompressed and decoded at once (`off_loop`); the others wait, already read
 
-REFUSALS = ("busy", "too_large", "unauthenticated")
+REFUSALS = ("busy", "too_large", "unauthenticated", "timeout")
 REQUESTS: dict[str, type[Message]] = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
             "metrics": ExportMetricsServiceRequest}
 
@@ -62,8 +82,9 @@ REQUESTS: dict[str, type[Message]] = {"traces": ExportTraceServiceRequest, "logs
 @dataclass(frozen=True, slots=True)
 class ServiceOptions:
     """Where to listen (None: not at all; port 0: any free port) and where to forward; who may talk
-    to it (`token`: the bearer token every route asks for; `tls`: served on every listener) and how
-    much a request may hold (decompressed)."""
+    to it (`token`: the bearer token every route asks for; `tls`: served on every listener), how
+    much a request may hold (decompressed), how many connections (HTTP) or calls (gRPC) each listener
+    serves at once and how long a request may take to arrive (`connections`)."""
 
     http: Address | None = DEFAULT_HTTP
     grpc: Address | None = DEFAULT_GRPC
@@ -73,20 +94,24 @@ class ServiceOptions:
     token: str | None = None
     tls: TlsFiles | None = None
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    deadlines: Deadlines = field(default_factory=Deadlines)
+    forward_queue_bytes: int = DEFAULT_FORWARD_QUEUE_BYTES  # requests waiting to be forwarded, serialized
     webhook: str | None = None  # verdicts that ask for something are POSTed here, signed with:
     webhook_secret: bytes = field(default=b"", repr=False)
     # gen_ai.evaluation.result events of the verdicts, sent to `forward` (`live.evaluation_events`):
     # "actions", "all" or "off"; none without `forward`.
     evaluation_events: str = "actions"
 
+    def __post_init__(self) -> None:
+        problem = token_problem(self.token) if self.token is not None else ""
+        if problem:
+            raise ValueError(f"token: {problem}")
+
 
 class GuardService:
     def __init__(self, config: GuardConfig | dict | str | None = None, options: ServiceOptions = ServiceOptions(),
-                 *, on_verdict: OnVerdict | None = None):
-        from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from opentelemetry.sdk.metrics import MeterProvider
-        from prometheus_client import CollectorRegistry
-
+                 *, on_verdict: OnVerdict | None = None, alerts: AlertLines | None = None):
         self.options = options
         self.registry = CollectorRegistry()
         self.meter_provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=self.registry)])
@@ -96,11 +121,13 @@ class GuardService:
             "otelguard.service.log_records", unit="{record}",
             description="Log records received: read as a CLI's tool call, a GenAI event or an evaluation "
                         "event, or not read")
-        self.forwarder = Forwarder(options.forward, self.meter_provider) if options.forward else None
+        self.forwarder = (Forwarder(options.forward, self.meter_provider, max_bytes=options.forward_queue_bytes)
+                          if options.forward else None)
         self.webhook = (Webhook(options.webhook, options.webhook_secret, self.meter_provider)
                         if options.webhook else None)
         self.recent = RecentVerdicts()
         self._on_verdict = on_verdict
+        self.alerts = alerts
         self.logger_provider = (evaluation_logger_provider(options.forward)
                                 if options.forward and options.evaluation_events != "off" else None)
         evaluations = EvaluationEvents(self.logger_provider, options.evaluation_events if self.logger_provider else "off",
@@ -115,9 +142,17 @@ class GuardService:
         self._refused = meter.create_counter(
             "otelguard.service.refused_requests", unit="{request}",
             description="Requests refused whole, by reason: busy (the judge's queue was full), too_large, "
-                        "unauthenticated")
+                        "unauthenticated, timeout (not received whole in time: the connection was closed)")
         for reason in REFUSALS:
             self._refused.add(0, {"reason": reason})
+        self._accept_failures = meter.create_counter(
+            "otelguard.service.accept_failures", unit="{attempt}",
+            description="Connections that could not be accepted: the process was out of descriptors or memory")
+        self._accept_failures.add(0)
+        if alerts is not None:
+            meter.create_observable_counter(
+                "otelguard.service.alert_lines", callbacks=[self._observe_alert_lines], unit="{line}",
+                description="Alert lines written to the output, and dropped because it was not read")
         self.hook_calls = meter.create_counter(
             "otelguard.service.hook_calls", unit="{call}",
             description="Coding-agent CLI hook calls decided here (POST /v1/hook/<cli>), by CLI")
@@ -128,6 +163,8 @@ class GuardService:
         meter.create_observable_counter(
             "otelguard.cli.tool_calls", callbacks=[self._observe_cli_calls], unit="{call}",
             description="Coding-agent CLI tool calls judged, by CLI and whether their arguments were exported")
+        self._decoders = ThreadPoolExecutor(DECODERS, thread_name_prefix="otelguard-decode")
+        self._repeated_warnings = RepeatedWarnings()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._servers: list[Any] = []
@@ -141,13 +178,16 @@ class GuardService:
     def accept(self, signal: str, body: bytes, encoding: str) -> Message:
         """Decode one OTLP/HTTP body of `signal` and accept it; raises `MalformedRequest`
         (nothing kept) or `QueueFull`."""
-        from .http import JSON
-
         kind = REQUESTS[signal]
         if signal == "traces":
             return self.accept_spans(json_spans_of(body) if encoding == JSON else spans_of(parse_protobuf(body, kind)))
         request = parse_json(body, kind) if encoding == JSON else parse_protobuf(body, kind)
         return self.accept_message(signal, request)
+
+    async def off_loop(self, work: Callable[..., Any], *args: Any) -> Any:
+        """`work(*args)` on a decoding thread: the one loop that serves HTTP, gRPC and /metrics
+        never decompresses or decodes a body itself."""
+        return await asyncio.get_running_loop().run_in_executor(self._decoders, work, *args)
 
     def accept_message(self, signal: str, request: Any) -> Message:
         """Accept one decoded export request: spans are queued for the judge (and forwarded once
@@ -157,7 +197,8 @@ class GuardService:
         if signal == "logs":
             logs = log_calls_of(request)
             self.judge.submit_logs(logs.calls, logs.events)
-            self.log_records.add(len(logs.calls), {"read": "cli_tool_call"})
+            self.log_records.add(len(logs.calls) - logs.model_calls, {"read": "cli_tool_call"})
+            self.log_records.add(logs.model_calls, {"read": "cli_model_call"})
             self.log_records.add(len(logs.events), {"read": "genai_event"})
             self.log_records.add(len(logs.evaluations), {"read": "evaluation_event"})  # forwarded, not judged
             self.log_records.add(logs.not_read, {"read": "not_read"})
@@ -181,6 +222,8 @@ class GuardService:
         self.recent.add(event)
         if self.webhook is not None and needs_delivery(verdict):
             self.webhook.send(event)
+        if self.alerts is not None:
+            self.alerts(service, judged, verdict)
         if self._on_verdict is not None:
             self._on_verdict(service, judged, verdict)
 
@@ -194,6 +237,12 @@ class GuardService:
         yield Observation(judge.buffer.late_spans, {"outcome": "late"})
         yield Observation(judge.buffer.duplicates, {"outcome": "duplicate"})
         yield Observation(judge.not_ours, {"outcome": "not_ours"})
+
+    def _observe_alert_lines(self, options: Any) -> Iterable[Observation]:
+        alerts = self.alerts
+        assert alerts is not None
+        yield Observation(alerts.printed, {"outcome": "printed"})
+        yield Observation(alerts.dropped, {"outcome": "dropped"})
 
     def _observe_cli_calls(self, options: Any) -> Iterable[Observation]:
         calls = self.judge.cli_calls
@@ -224,14 +273,11 @@ class GuardService:
 
     def start(self) -> None:
         """Bind every listener (raises OSError when one cannot be bound) and serve on a thread."""
-        import uvicorn
-
-        from .http import metrics_app, receiver_app
-
         tls = self.options.tls
         if tls is not None:
             tls.check()
         listeners: list[tuple[uvicorn.Server, socket.socket] | None] = []
+        protocol = deadline_protocol(self.options.deadlines, lambda: self.refused("timeout"))
         try:
             for address, app in ((self.options.http, receiver_app(self)),
                                  (self.options.metrics, metrics_app(self.registry, self.options.token, self.refused))):
@@ -240,13 +286,16 @@ class GuardService:
                     continue
                 sock = _bound(address)
                 config = uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False,
-                                        ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None)
+                                        ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None,
+                                        http=protocol, limit_concurrency=self.options.max_connections,
+                                        timeout_keep_alive=KEEP_ALIVE_S)
                 listeners.append((uvicorn.Server(config), sock))
         except OSError:
             for listener in listeners:
                 if listener is not None:
                     listener[1].close()
             raise
+        logging.getLogger(UVICORN_LOG).addFilter(self._repeated_warnings)  # (after uvicorn.Config configured it)
         http, metrics = listeners
         if http is not None:
             self.http_address = http[1].getsockname()[:2]
@@ -254,6 +303,7 @@ class GuardService:
             self.metrics_address = metrics[1].getsockname()[:2]
         self._servers = [listener for listener in listeners if listener is not None]
         self._loop = asyncio.new_event_loop()
+        self._loop.set_exception_handler(AcceptFailures(lambda: self._accept_failures.add(1)))
         if self.options.grpc is not None:
             try:
                 self._grpc, self.grpc_address = self._loop.run_until_complete(self._grpc_server(self.options.grpc))
@@ -301,7 +351,11 @@ class GuardService:
                 closing.result(grace_s + 5)
                 self._thread.join(grace_s + 5)
             self._loop.close()
+        self._decoders.shutdown()
+        logging.getLogger(UVICORN_LOG).removeFilter(self._repeated_warnings)
         self.judge.close()
+        if self.alerts is not None:
+            self.alerts.flush(ALERTS_WAIT_S)  # (an output nobody reads does not hold the stop longer)
         if self.logger_provider is not None:
             self.logger_provider.shutdown()  # (sends the events still batched)
         if self.forwarder is not None:

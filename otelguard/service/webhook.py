@@ -10,9 +10,11 @@ A receiver recomputes the HMAC over the raw body, compares in constant time, and
 more than `SKEW_S` (300 s) from its own clock (a replayed request). The secret comes from
 `OTELGUARD_WEBHOOK_SECRET`, never the command line.
 
-One thread sends, from a bounded queue: the judge only enqueues, so a slow or dead receiver never
-holds ingestion; a full queue drops the verdict. Connection errors, 408, 429 and 5xx are retried with
-exponential backoff (each attempt signed afresh); other answers are final. Every outcome is counted
+One thread sends, from a bounded queue (`max_queue` verdicts, `max_bytes` of their bodies): the judge
+only enqueues, so a slow or dead receiver never holds ingestion; a full queue drops the verdict. Only
+a 2xx answer is a delivery, and a redirect is not followed (the signed body goes nowhere else).
+Connection errors, 408, 429 and 5xx are retried with exponential backoff (each attempt signed
+afresh); other answers are final. Every outcome is counted
 in `otelguard.webhook.deliveries` (delivered, failed, dropped) and each retry in
 `otelguard.webhook.retries`.
 """
@@ -35,6 +37,7 @@ SKEW_S = 300  # how far a receiver should let X-Otelguard-Timestamp be from its 
 TIMESTAMP_HEADER = "X-Otelguard-Timestamp"
 SIGNATURE_HEADER = "X-Otelguard-Signature"
 DEFAULT_QUEUE = 1000
+DEFAULT_QUEUE_BYTES = 16 * 1024 * 1024
 DEFAULT_ATTEMPTS = 5
 OUTCOMES = ("delivered", "failed", "dropped")
 _RETRYABLE = frozenset({408, 429, 500, 502, 503, 504})
@@ -47,7 +50,8 @@ def signature(secret: bytes, timestamp: str, body: bytes) -> str:
 
 class Webhook(QueuedSender):
     def __init__(self, url: str, secret: bytes, meter_provider: MeterProvider, *, max_queue: int = DEFAULT_QUEUE,
-                 attempts: int = DEFAULT_ATTEMPTS, backoff_s: float = 0.5, timeout_s: float = 5.0):
+                 max_bytes: int = DEFAULT_QUEUE_BYTES, attempts: int = DEFAULT_ATTEMPTS, backoff_s: float = 0.5,
+                 timeout_s: float = 5.0):
         self.url = url
         self._secret = secret
         meter = meter_provider.get_meter("otelguard")
@@ -60,13 +64,13 @@ class Webhook(QueuedSender):
         for outcome in OUTCOMES:
             self._deliveries.add(0, {"outcome": outcome})
         self._retries.add(0)
-        super().__init__("otelguard-webhook", max_queue=max_queue, attempts=attempts, backoff_s=backoff_s,
-                         timeout_s=timeout_s, retryable=_RETRYABLE)
+        super().__init__("otelguard-webhook", max_queue=max_queue, max_bytes=max_bytes, attempts=attempts,
+                         backoff_s=backoff_s, timeout_s=timeout_s, retryable=_RETRYABLE)
 
     def send(self, event: dict[str, Any]) -> None:
         """Queue one verdict event (`sessions.verdict_event`); never blocks: a full queue drops it."""
         body = json.dumps({**event, "id": uuid.uuid4().hex}, separators=(",", ":"), default=str).encode()
-        if not self.put(body):
+        if not self.put(body, len(body)):
             self._deliveries.add(1, {"outcome": "dropped"})
 
     def deliver(self, body: bytes) -> None:

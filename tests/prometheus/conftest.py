@@ -379,6 +379,9 @@ METRIC_LABELS: dict[str, frozenset[str]] = {
     "otelguard_processing_duration_seconds_bucket": frozenset({"le"}),
 }
 TARGET_LABELS = frozenset({"job", "instance"})
+# The sender's service.name, which `otelguard serve` puts on each sender's verdicts and spans. A series
+# without it reads it as empty, so the queries match and group by it on any metric.
+ANY_METRIC_LABELS = TARGET_LABELS | {"service_name"}
 # Labels whose values the contract enumerates.
 LABEL_VALUES: dict[str, frozenset[str]] = {
     "otelguard_guard": frozenset({"timeout-policy", "repeat-tool-reminder", "thinking-loop-guard", "no-progress"}),
@@ -412,13 +415,13 @@ def contract_violations(expr: str) -> list[str]:
                 problems.append(f"unparsable matcher {part!r}")
                 continue
             label, op, value = match.groups()
-            if label not in METRIC_LABELS[name] | TARGET_LABELS:
+            if label not in METRIC_LABELS[name] | ANY_METRIC_LABELS:
                 problems.append(f"{name} has no label {label}")
             elif label in LABEL_VALUES and "$" not in value:
                 for alternative in value.split("|") if op in ("=~", "!~") else [value]:
                     if alternative not in LABEL_VALUES[label]:
                         problems.append(f"{label}={alternative!r} is not a contract value")
-    allowed = TARGET_LABELS.union(*(METRIC_LABELS[m] for m in metrics)) if metrics else TARGET_LABELS
+    allowed = ANY_METRIC_LABELS.union(*(METRIC_LABELS[m] for m in metrics)) if metrics else ANY_METRIC_LABELS
     for grouping in _GROUPING.findall(expr):
         for label in filter(None, (l.strip() for l in grouping.split(","))):
             if label not in allowed:

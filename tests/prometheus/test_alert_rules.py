@@ -119,11 +119,14 @@ def test_loop_alert_severity_follows_the_action(alert_rules: list[dict]) -> None
 
 
 def test_every_alert_keeps_the_service_label(alert_rules: list[dict]) -> None:
-    """Each alert aggregates `by (job, ...)` so an alert always says which service it is about."""
+    """Each alert aggregates `by (job, service_name, ...)` so an alert always says which service it is
+    about: `service_name` where present (the senders behind one `otelguard serve`), else `job`."""
     for rule in alert_rules:
         groupings = re.findall(r"\bby\s*\(([^)]*)\)", rule["expr"])
         assert groupings, rule["alert"]
-        assert all("job" in [l.strip() for l in g.split(",")] for g in groupings), rule["alert"]
+        assert all({"job", "service_name"} <= {l.strip() for l in g.split(",")} for g in groupings), rule["alert"]
+        for text in rule["annotations"].values():
+            assert "$labels.job" not in text.replace("or $labels.service_name $labels.job", ""), rule["alert"]
 
 
 def test_alert_expressions_follow_the_metric_contract(

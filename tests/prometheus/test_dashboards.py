@@ -133,26 +133,36 @@ def test_every_panel_query_follows_the_metric_contract(
     assert {k: v for k, v in problems.items() if v} == {}
 
 
+SERVICE_NAMED = 'service_name=~"$service"'
+SERVICE_BY_JOB = 'service_name="", job=~"$service"'
+
+
 def test_every_query_is_filtered_by_the_template_variables(dashboard_targets) -> None:
-    """Every selector filters on $service; every verdict selector also filters on $agent."""
+    """Every selector filters on $service, as a series' service is read: its service_name where present
+    (the senders behind one `otelguard serve`), else its job; each query reads both forms alike.
+    Every verdict selector also filters on $agent."""
     for target in dashboard_targets:
         without_grouping = re.sub(r"\b(?:by|without)\s*\([^)]*\)", "", target.expr)
         names = re.findall(r"\botelguard_[a-z_]+", re.sub(r"\{[^}]*\}", "{}", without_grouping))
         selectors = re.findall(r"\b(otelguard_[a-z_]+)\{([^}]*)\}", without_grouping)
         assert names and len(selectors) == len(names), f"{target.id}: a selector without matchers"
+        named = [matchers for _, matchers in selectors if matchers.startswith(SERVICE_NAMED)]
+        by_job = [matchers for _, matchers in selectors if matchers.startswith(SERVICE_BY_JOB)]
+        assert len(named) + len(by_job) == len(selectors), target.id
+        assert [m.removeprefix(SERVICE_NAMED) for m in named] == [m.removeprefix(SERVICE_BY_JOB) for m in by_job]
         for metric, matchers in selectors:
-            assert 'job=~"$service"' in matchers, target.id
             if metric == "otelguard_verdicts_total":
                 assert 'gen_ai_agent_name=~"$agent"' in matchers, target.id
 
 
 def test_template_variables_cover_datasource_service_and_agent(committed: dict[str, dict]) -> None:
-    """Each dashboard offers a Prometheus data source, a service (job) and an agent variable."""
+    """Each dashboard offers a Prometheus data source, a service (service_name, else job) and an agent
+    variable (what each yields: test_dashboard_services.py)."""
     for name, dashboard in committed.items():
         variables = {v["name"]: v for v in dashboard["templating"]["list"]}
         assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
-        assert re.fullmatch(r"label_values\(otelguard_\w+, job\)", variables["service"]["query"]), name
-        assert variables["agent"]["query"].endswith(", gen_ai_agent_name)"), name
+        assert variables["service"]["query"].startswith("query_result(count by (service) ("), name
+        assert variables["agent"]["query"].startswith("query_result(count by (gen_ai_agent_name) ("), name
         assert '$service' in variables["agent"]["query"], name
         for var in ("service", "agent"):
             assert variables[var]["includeAll"] and variables[var]["allValue"] == ".*", (name, var)

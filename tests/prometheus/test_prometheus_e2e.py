@@ -53,24 +53,32 @@ def grafana_regex_escape(value: str) -> str:
     return regex.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def variable_queries() -> dict[str, str]:
-    """name -> `label_values(...)` query of each query variable in the dashboards."""
-    found: dict[str, str] = {}
+def variable_queries() -> dict[str, dict]:
+    """name -> each query variable of the dashboards (its `query` and `regex`)."""
+    found: dict[str, dict] = {}
     for path in sorted(DASHBOARD_DIR.glob("*.json")):
         for variable in json.loads(path.read_text())["templating"]["list"]:
             if variable["type"] == "query":
-                found[variable["name"]] = variable["query"]
+                found[variable["name"]] = variable
     return found
 
 
-def run_label_values(api: Any, query: str, variables: dict[str, str]) -> list[str]:
-    """Evaluate a Grafana `label_values(selector, label)` variable query the way Grafana does."""
-    match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", query)
-    assert match is not None, query
-    selector, label = match.groups()
+def run_variable_query(api: Any, variable: dict, variables: dict[str, str]) -> list[str]:
+    """Evaluate a Grafana `query_result(expr)` variable the way Grafana does: each series written as
+    `{label="value", ...} value timestamp`, the variable's regex capturing the value it offers."""
+    match = re.fullmatch(r"query_result\((.+)\)", variable["query"], re.DOTALL)
+    assert match is not None, variable["query"]
+    expr = match.group(1)
     for name, value in variables.items():
-        selector = selector.replace(f"${name}", value)
-    return api.label_values(label, selector)
+        expr = expr.replace(f"${name}", value)
+    pattern = re.compile(variable["regex"].strip("/"))
+    values = []
+    for series in api.query(expr):
+        labels = ", ".join(f'{key}="{value}"' for key, value in sorted(series["metric"].items()))
+        found = pattern.search("{" + labels + "} " + " ".join(map(str, series["value"][::-1])))
+        if found:
+            values.append(found.group(1))
+    return sorted(set(values))
 
 
 @pytest.fixture
@@ -112,11 +120,12 @@ def test_every_shipped_query_returns_series_from_the_guarded_demo(
     # The template variables resolve: the demo's job is a service, and it has judged agents.
     var_queries = variable_queries()
     services = wait_until(
-        lambda: run_label_values(api, var_queries["service"], {}), timeout=DATA_TIMEOUT, what="service values"
+        lambda: run_variable_query(api, var_queries["service"], {"service": ".*"}), timeout=DATA_TIMEOUT,
+        what="service values"
     )
     assert job in services
     agents = wait_until(
-        lambda: run_label_values(api, var_queries["agent"], {"service": job}),
+        lambda: run_variable_query(api, var_queries["agent"], {"service": job}),
         timeout=DATA_TIMEOUT,
         what="agent values",
     )
