@@ -87,7 +87,7 @@ def _value(text: str, start: int) -> tuple[Node, int]:
         _, end = _DECODER.raw_decode(text, start)
         return Node(start, end), end
     is_object, closing = opening == "{", "}" if opening == "{" else "]"
-    node = Node(start, start, [], is_object)
+    children: list[Child] = []
     position = _skip(text, start + 1)
     while text[position] != closing:
         child_start, key = position, None
@@ -95,12 +95,11 @@ def _value(text: str, start: int) -> tuple[Node, int]:
             key, position = _DECODER.raw_decode(text, position)
             position = _skip(text, _skip(text, position) + 1)  # past the colon
         child, position = _value(text, position)
-        node.children.append(Child(key, child_start, child))  # type: ignore[union-attr]
+        children.append(Child(key, child_start, child))
         position = _skip(text, position)
         if text[position] == ",":
             position = _skip(text, position + 1)
-    node.end = position + 1
-    return node, node.end
+    return Node(start, position + 1, children, is_object), position + 1
 
 
 def appended(text: str, container: Node, items: Sequence[tuple[str | None, Any]]) -> Edit:
