@@ -25,7 +25,7 @@ def canonical_arguments(value: Any) -> tuple[str | None, Content]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested past the JSON reader's recursion: kept as text too)
             return value.strip(), Content.MALFORMED
     try:
         text = _dumps(value)

@@ -475,6 +475,10 @@ def _run_install_hook(args: argparse.Namespace) -> int:
         else:
             change.apply()
             what = "removed" if change.after is None else "written"
+            if change.after is not None and change.path.is_symlink():
+                what += f" (where the link leads: {change.target})"
+            if change.backup is not None:
+                what += f"; its previous version is {change.backup}"
             print(f"{PROG} {args.command}: {change.path} {what}")
     if not changed:
         state = "already installed" if args.install else "not installed"

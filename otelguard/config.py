@@ -137,16 +137,30 @@ def read_file(path: str | Path) -> Any:
         raise ConfigError(f"config file {path} is not valid YAML: {printable(str(exc), 500)}") from exc
 
 
+MAX_CONFIG_DEPTH = 32  # a config's values nest a few levels; YAML nested deeper is refused as invalid
+
+
 class _NoAliasLoader(yaml.SafeLoader):
     """YAML without aliases: a config never needs one, and nested aliases ("billion laughs") make a
-    few hundred bytes expand to gigabytes."""
+    few hundred bytes expand to gigabytes. Nested at most MAX_CONFIG_DEPTH deep: the composer recurses
+    once a level, and past Python's recursion limit a deep document would be an internal error, not
+    the config error it is."""
+
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise yaml.composer.ComposerError(None, None, f"an alias (*{printable(str(event.anchor), 40)}): "
                                               "aliases are not allowed in an otelguard config", event.start_mark)
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_CONFIG_DEPTH:
+            raise yaml.composer.ComposerError(None, None, f"values nested deeper than {MAX_CONFIG_DEPTH} levels",
+                                              self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _describe(exc: ValidationError, source: dict[str, Any]) -> str:

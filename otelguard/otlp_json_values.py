@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -36,8 +37,9 @@ from typing import Any, NamedTuple
 from .records import Status
 
 __all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "SPAN_KINDS", "STATUS_CODES", "STATUS_CODE_NAMES", "TRACE_ID_BYTES",
-           "UINT32", "UINT64", "Event", "Link", "NotOtlpJson", "Span", "any_value", "attribute_values", "attributes", "enum", "field", "hex_id", "integer",
-           "items", "key_value", "key_values", "link", "span", "status", "text"]
+           "UINT32", "UINT64", "Event", "Link", "NotOtlpJson", "Span", "TooManyDigits", "any_value", "attribute_values",
+           "attributes", "enum", "field", "hex_id", "integer", "items", "key_value", "key_values", "link", "loads", "span",
+           "status", "text"]
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
@@ -51,12 +53,46 @@ SPAN_KINDS = {"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SE
               "SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5}
 STATUS_CODE_NAMES = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 
+_MAX_INTEGER_DIGITS = 20  # of 2**64 - 1, the longest integer OTLP/JSON writes
 _DOUBLE_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
 class NotOtlpJson(ValueError):
     """A value not written as OTLP/JSON writes it."""
+
+
+class TooManyDigits:
+    """A JSON number with more digits than Python converts to an int (`sys.get_int_max_str_digits`),
+    as `loads` reads it: out of range for every integer field, and no other kind of value."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<an integer of {self.digits} digits>"
+
+
+def _parse_int(digits: str) -> int | TooManyDigits:
+    try:
+        return int(digits)
+    except ValueError:  # past the interpreter's digit limit
+        return TooManyDigits(len(digits))
+
+
+def loads(text: str | bytes, **options: Any) -> Any:
+    """`json.loads` (with `options`), except that a number of more digits than Python converts (which
+    makes `json.loads` refuse the whole document) is read as `TooManyDigits`: the value that holds it
+    is unreadable, not the document. Any other error is `json.loads`'s own."""
+    try:
+        return json.loads(text, **options)
+    except ValueError as error:
+        try:
+            return json.loads(text, parse_int=_parse_int, **options)
+        except ValueError:
+            raise error from None
 
 
 def field(obj: Any, camel: str, snake: str) -> Any:
@@ -116,12 +152,16 @@ def integer(value: Any, bounds: tuple[int, int], what: str) -> int:
     kind = type(value)
     if kind is int:
         number = value
-    elif kind is str and value.isdigit() and value.isascii():  # (isdigit alone admits "²")
-        number = int(value)
-    elif kind is str and value[:1] == "-" and value[1:].isdigit() and value.isascii():
+    elif kind is str and (value.isdigit() or (value[:1] == "-" and value[1:].isdigit())) and value.isascii():
+        # (isdigit alone admits "²"). Digits past any 64-bit integer's 20 are out of range unread: a
+        # string of thousands of them is more than Python converts at all.
+        if len(value.lstrip("-").lstrip("0")) > _MAX_INTEGER_DIGITS:
+            raise NotOtlpJson(f"{_named(what, value)} is out of range")
         number = int(value)
     elif kind is float and value.is_integer():
         number = int(value)
+    elif kind is TooManyDigits:
+        raise NotOtlpJson(f"{_named(what, value)} is out of range")
     elif value is None:
         return 0
     else:
@@ -343,6 +383,8 @@ def _double(value: Any) -> float:
             return float(value)
         except OverflowError:
             raise NotOtlpJson(f"{_shown(value)} is out of range") from None
+    if kind is TooManyDigits:
+        raise NotOtlpJson(f"{_shown(value)} is out of range")
     if kind is str:
         word = _DOUBLE_WORDS.get(value)
         if word is not None:

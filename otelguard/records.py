@@ -128,6 +128,9 @@ class RequestedToolCall:
 class Chunk:
     text: str
     kind: str = "text"  # "text" | "reasoning"
+    # Characters of this kind's stream before this chunk that were not read (on the first chunk read
+    # of a kind whose recorded stream is longer than the read limits let judge).
+    skipped: int = 0
 
 
 @dataclass(slots=True)

@@ -150,6 +150,9 @@ class RepeatToolReminderConfig(_Settings):
     exclude: ToolPatterns = ()
     arguments_preview_chars: Annotated[int, Ge(1)] = 500
     include_arguments: bool = True  # false: detailed reminders leave the arguments preview out
+    # false: messages quote nothing the model or a tool wrote (no tool name, no arguments): for
+    # messages shown in a system-level role, where such text must not gain that role's authority.
+    quote_untrusted: bool = True
     stop_after: Annotated[int | None, Ge(2)] = None
     # True: a call whose result differs from the previous identical call's restarts the run (polling
     # whose result moves on is progress). False, the seed's: results are not read.
@@ -177,6 +180,7 @@ class NoProgressConfig(_Settings):
     stop_after: Annotated[int | None, Ge(3)] = None
     arguments_preview_chars: Annotated[int, Ge(1)] = 200
     include_arguments: bool = True
+    quote_untrusted: bool = True  # false: no tool names, arguments or error text in messages (as above)
 
     def _check_agreement(self) -> None:
         if self.window < 2 * self.min_repeats - 1:

@@ -137,7 +137,8 @@ def watch_stream(stream: Any, *, record_chunks: bool = False, text_of: TextOf = 
     """Pass the stream's items through unchanged; raise `RepetitiveOutputError` once it repeats itself.
 
     `record_chunks=True` also writes each delta as an `otelguard.chunk` event on the current span,
-    so a stored trace can be replayed delta by delta by `otelguard analyze`.
+    so a stored trace can be replayed delta by delta by `otelguard analyze` (the deltas of its last
+    `conventions.READ_LIMITS.judged_chars` characters; this watch's verdict stands for the rest).
     """
     watch = _Watch(record_chunks, text_of, processor)
     # Instrumentations wrap a client's stream in a proxy that offers both protocols (OpenInference's

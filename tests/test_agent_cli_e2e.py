@@ -187,5 +187,7 @@ def test_a_looping_cli_is_reminded_then_blocked_and_its_session_ends_normally(sa
     assert llm.first_step_showing(SHORT_TEXT) == 3  # the reminder reached the model right after the 3rd call
     assert llm.first_step_showing("- consecutive_calls: 5") == 5
     assert llm.first_step_showing("Repeated tool call blocked:") == 8  # the 8th call denied, its reason shown
-    # Codex shows a hook's context as a developer message: no model-controlled arguments in it
+    # Codex shows a hook's context as a developer message: no model-controlled arguments in it, nor
+    # the tool's name
     assert llm.first_step_showing("- arguments: ") == (None if name == "codex" else 5)
+    assert llm.first_step_showing("- tool: ") == (None if name == "codex" else 5)

@@ -183,19 +183,24 @@ def test_no_model_or_tool_spans_says_nothing_was_judged_and_why(tmp_path, capsys
 
 
 def test_three_hundred_identical_chunk_events_flag_identical_chunks(tmp_path, capsys) -> None:
-    """A model call whose output is 300 identical recorded text chunks is flagged by identical-chunks."""
-    # A period above 512: beyond the cycle rule (64) and the long-cycle rule (512), only identical-chunks sees it.
-    line = "".join(f"The `register` API matches spec {i} and every test passes on platform {i}. " for i in range(8))
-    assert len(line) > 512
+    """A model call whose output is 300 identical recorded text chunks is flagged by identical-chunks.
+    Longer than the read limit, the recorded stream is replayed by its last 4,096 characters (the call
+    is judged in part), and the verdict's characters count from the stream's start."""
+    # A period of 66 with the long-cycle rule off: beyond the cycle rule (64), only identical-chunks sees it.
+    line = "The `register` API matches the spec and every test passes, again. "
+    assert len(line) == 66
+    config = write(tmp_path / "otelguard.yaml", "guards:\n  - id: thinking-loop-guard\n    config: {max_long_cycle_chars: 0}")
     chunks = [{"timeUnixNano": str(T0 + i), "name": "otelguard.chunk",
                "attributes": attributes({"otelguard.chunk.text": line, "otelguard.chunk.kind": "text"})}
               for i in range(300)]
     path = write(tmp_path / "chunks.jsonl", request(model("m1", None, 0, 10, text=line * 300, events=chunks)))
-    code, document = run_json(capsys, str(path))
+    code, document = run_json(capsys, str(path), "--config", str(config))
     assert code == 0
     [verdict] = [v for v in document["verdicts"] if v["verdict"] == "repetitive_output"]
     assert (verdict["rule"], verdict["action"]) == ("identical-chunks", "none")  # the stream went on: flagged, not cut
-    assert verdict["stream_chars"] == 60 * len(line)
+    # the last 4,096 characters: the end of one chunk, then 62 whole ones; tripped at the 60th of those
+    assert verdict["stream_chars"] == 298 * len(line)
+    assert document["coverage"]["judged_in_part"] == 1
 
 
 def test_recorded_chunks_that_stop_at_the_trip_replay_as_a_cut(tmp_path, capsys) -> None:

@@ -122,6 +122,93 @@ def test_a_pretty_printed_document_still_reads_and_the_lines_after_it_keep_their
     assert [e["line"] for e in document["coverage"]["unparsable_examples"]] == [bad_line]
 
 
+DIGITS = "9" * 5000  # more than Python converts to an int (4,300 by default)
+
+
+@pytest.mark.parametrize("written", ["number", "string"])
+@pytest.mark.parametrize("layout", ["json lines", "pretty-printed"])
+def test_an_integer_of_thousands_of_digits_costs_its_attribute_not_the_report(tmp_path, capsys, written, layout):
+    """A 5,000-digit `intValue` (a JSON number, or digits in a string) on a tool span: out of range
+    like any integer past 64 bits, the attribute is dropped and counted; the span, its line and the
+    report are kept."""
+    first, second = hostile.one_run_per_line(2)
+    huge = '"attributes":[{"key":"app.count","value":{"intValue":"@huge@"}},'
+    first = first.replace('"attributes":[', huge, 2).replace(huge, '"attributes":[', 1)  # the first tool span's
+    if layout == "pretty-printed":
+        first = json.dumps(json.loads(first), indent=2)
+    first = first.replace('"@huge@"', DIGITS if written == "number" else json.dumps(DIGITS))
+    assert first.count(DIGITS) == 1
+    path = tmp_path / "huge-integer.json"
+    path.write_text(first + "\n" + second + "\n")
+    code, document = analyze_json(capsys, path)
+    coverage = document["coverage"]
+    assert (code, reminders(document), coverage["dropped_attributes_spans"]) == (0, 2, 1)
+    assert coverage["unparsable_lines"] == 0 and coverage["verdict_scope_incomplete"] is True
+    assert any(warning["code"] == "dropped-attributes" for warning in coverage["warnings"])
+
+
+def test_a_span_time_of_thousands_of_digits_makes_that_span_unreadable(tmp_path, capsys):
+    """A span field that cannot be read costs the span (counted), and only it: the second run still
+    gets its reminder (the first one, a call short, none)."""
+    first, second = hostile.one_run_per_line(2)
+    start = first.index('"startTimeUnixNano":"') + len('"startTimeUnixNano":')
+    first = first[:start] + DIGITS + first[first.index(",", start):]  # the first span's start, as a number
+    path = tmp_path / "huge-time.jsonl"
+    path.write_text(first + "\n" + second + "\n")
+    code, document = analyze_json(capsys, path)
+    assert (code, document["coverage"]["unreadable_spans"], reminders(document)) == (0, 1, 1)
+
+
+class EndlessInput(io.RawIOBase):
+    """Standard input that does not end soon: `line` over and over (up to 48 MiB, so that a reader
+    that reads to the end still ends); counts what was read of it."""
+
+    def __init__(self, line: bytes):
+        self.line, self.read_bytes = line, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        size = min(len(buffer), 48 * MiB - self.read_bytes)
+        data = (self.line * (size // len(self.line) + 1))[:size]
+        buffer[:size] = data
+        self.read_bytes += size
+        return size
+
+
+@pytest.mark.parametrize(("line", "says", "bound"), [
+    (b"2024-01-01 12:00:00 INFO request served in 12 ms\n", "not JSON: 2024-01-01", 4 * MiB),  # 1,000 records
+    (b'{"level": "info", "msg": "served"}\n', "JSON, but not an OTLP request: keys: level, msg", 4 * MiB),
+    (b"x" * (100 * 1024) + b"\n", "not JSON: xxx", 20 * MiB),  # 16 MiB
+], ids=["text", "json", "long-lines"])
+def test_input_with_no_otlp_is_refused_after_its_beginning_not_its_end(monkeypatch, capsys, line, says, bound):
+    """A log of something else (here one that never ends) is refused after its first 1,000 records
+    or 16 MiB, whichever comes first, with the usual line naming its first record."""
+    endless = EndlessInput(line)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(endless)))
+    started = time.perf_counter()
+    message = refused(capsys, "-")
+    assert time.perf_counter() - started < 10
+    assert endless.read_bytes < bound
+    assert f"-: line 1: not OTLP JSON: {says}" in message
+
+
+def test_a_pretty_printed_document_that_is_not_otlp_is_refused(tmp_path, capsys):
+    """Its lines are one record that is no OTLP request, not that record and thousands of empty ones."""
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"items": [{"n": n} for n in range(500)]}, indent=2))
+    assert "not OTLP JSON: JSON, but not an OTLP request: keys: items" in refused(capsys, str(path))
+
+
+def test_records_of_something_else_before_the_otlp_cost_only_themselves(tmp_path, capsys):
+    """Below the bound, lines of something else are counted and the rest is read."""
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("starting exporter\n" * 999 + "\n".join(hostile.one_run_per_line(2)) + "\n")
+    code, document = analyze_json(capsys, path)
+    assert (code, reminders(document), document["coverage"]["unparsable_lines"]) == (0, 2, 999)
+
+
 def test_a_key_given_twice_is_counted_as_skipped(tmp_path, capsys):
     """`resourceSpans` twice in one record: the copy JSON keeps is judged, the record is counted as
     holding a duplicated key, and the verdict scope is incomplete."""
@@ -261,6 +348,19 @@ def test_yaml_aliases_in_a_config_are_refused_fast_in_one_line(tmp_path, capsys)
     message = refused(capsys, str(records), "--config", str(config))
     assert time.perf_counter() - started < 10  # (expanded, it took 23 s and 2.6 GB)
     assert "alias" in message and len(message) < 1000
+
+
+@pytest.mark.parametrize("nested", ["guards: " + "[" * 2000 + "]" * 2000,
+                                    "guards:\n" + "".join("  " * depth + "- \n" for depth in range(1, 1500))],
+                         ids=["flow", "block"])
+def test_a_config_nested_thousands_deep_is_a_config_error(tmp_path, capsys, nested):
+    """Not "internal error, please report it": a config error, in one short line (exit 2)."""
+    config = tmp_path / "deep.yaml"
+    config.write_text(nested)
+    records = tmp_path / "one.jsonl"
+    records.write_text(hostile.one_run_per_line(1)[0] + "\n")
+    message = refused(capsys, str(records), "--config", str(config))
+    assert "not valid YAML: values nested deeper than 32 levels" in message and len(message) < 1000
 
 
 def test_a_config_error_quotes_a_huge_value_briefly(tmp_path, capsys):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import threading
 from typing import Iterator
@@ -176,6 +177,15 @@ def test_an_invalid_config_allows_every_call_and_says_why_until_it_is_fixed(tmp_
     assert session.call("Bash", {"command": "pwd"})[1].context == SHORT_TEXT
 
 
+def test_a_config_nested_thousands_deep_is_an_invalid_config_not_an_internal_error(tmp_path, monkeypatch, hook_state):
+    config = tmp_path / "config.yaml"
+    config.write_text("guards: " + "[" * 2000 + "]" * 2000)
+    monkeypatch.setenv("OTELGUARD_CONFIG", str(config))
+    assert all(not after.context for _, before, after in loop(CliSession("claude-code"), 3))
+    assert "invalid config, every call is allowed until it is fixed" in log_text(hook_state)
+    assert "nested deeper than 32 levels" in log_text(hook_state)
+
+
 def test_a_missing_config_named_by_the_environment_is_an_error_not_the_defaults(tmp_path, monkeypatch, hook_state):
     monkeypatch.setenv("OTELGUARD_CONFIG", str(tmp_path / "nowhere.yaml"))
     assert all(not after.context for _, before, after in loop(CliSession("opencode"), 3))
@@ -208,8 +218,8 @@ def test_context_shown_in_a_system_level_role_quotes_no_arguments(cli, tmp_path,
 
 @pytest.mark.parametrize("cli", ["codex", "claude-code"])
 def test_no_guard_quotes_arguments_where_context_is_a_system_level_message(cli, tmp_path, monkeypatch):
-    """The same for no-progress: its cycle reminder names the calls, with their arguments only where the
-    CLI shows the context in the user's turn."""
+    """The same for no-progress: its cycle reminder names the calls, with their arguments, only where the
+    CLI shows the context in the user's turn (see test_hook_system_level_messages.py)."""
     config = tmp_path / "config.yaml"
     config.write_text("guards:\n  - id: no-progress\n    config: {include_arguments: true}\n")
     monkeypatch.setenv("OTELGUARD_CONFIG", str(config))
@@ -217,8 +227,8 @@ def test_no_guard_quotes_arguments_where_context_is_a_system_level_message(cli, 
     told = [after.context for _ in range(3) for before, after in
             (session.call("Read", {"file_path": "a.txt"}, "alpha"), session.call("Read", {"file_path": "b.txt"}, "beta"))
             if after.context]
-    assert told and "- call 1: Read" in told[0]
-    assert ("a.txt" in told[0]) is (cli != "codex")
+    assert told and told[0].startswith("No progress: the same 2 tool calls keep repeating in a cycle")
+    assert ("- call 1: Read" in told[0]) is ("a.txt" in told[0]) is (cli != "codex")
 
 
 def test_tool_durations_are_recorded_and_never_judged():
@@ -240,7 +250,11 @@ def test_unreadable_input_is_allowed_and_logged(hook_state):
 
 def test_an_internal_error_allows_the_call_and_is_logged(tmp_path):
     state = tmp_path / "broken"
-    (state / "hooks.sqlite3").mkdir(parents=True)  # a directory where the history should be
+    state.mkdir(mode=0o700)
+    with sqlite3.connect(state / "hooks.sqlite3") as db:  # this schema's version, with tables it does not know
+        db.execute("CREATE TABLE events (seq INTEGER PRIMARY KEY)")
+        db.execute("CREATE TABLE config_cache (key TEXT PRIMARY KEY)")
+        db.execute("PRAGMA user_version = 1")
     env = {**os.environ, "OTELGUARD_HOOK_DB": str(state / "hooks.sqlite3")}
     env.pop("OTELGUARD_RAISE_INTERNAL_ERRORS", None)  # as a user runs it
     done = hook_process("gemini-cli", CliSession("gemini-cli").pre("run_shell_command", LS), env=env)

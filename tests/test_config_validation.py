@@ -39,6 +39,8 @@ REPEAT_INVALID = [
     ("include_arguments", "no", "string"),
     ("include_arguments", 0, "int"),
     ("include_arguments", None, "null"),
+    ("quote_untrusted", "false", "string"),
+    ("quote_untrusted", 0, "int"),
     ("stop_after", True, "bool"),
     ("stop_after", "8", "string"),
     ("stop_after", 0, "zero"),
@@ -72,6 +74,7 @@ NO_PROGRESS_INVALID = [
     ("stop_after", "5", "string"),
     ("arguments_preview_chars", 0, "zero"),
     ("include_arguments", "no", "string"),
+    ("quote_untrusted", None, "null"),
 ]
 
 

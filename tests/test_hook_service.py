@@ -64,7 +64,7 @@ def test_the_hook_takes_an_answer_whole_by_its_content_length_though_the_connect
     """A server (or a proxy before the service) that keeps the connection open after its answer: the
     hook reads the answer up to its Content-Length, not until the connection closes (which would wait
     out the timeout and decide locally)."""
-    told = b'{"continue": false, "stopReason": "from the service"}'
+    told = b'{"continue": false, "stopReason": "from the service"}\n'  # as the service writes it
     answered, release = threading.Event(), threading.Event()
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

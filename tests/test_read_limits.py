@@ -10,16 +10,20 @@ agent's thread takes bounded time whatever it carries; what it leaves unread, it
 from __future__ import annotations
 
 import json
+import random
+import time
 
+import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from otel_support import Guarded, metric_points, output_messages
-from test_analyzer_live import OtlpJsonLinesExporter
+from test_analyzer_live import OtlpJsonLinesExporter, analyzer_verdicts, export_one_run, live_verdicts
 from vectors_support import R
 
+import otelguard
 from otelguard import semconv as sc
 from otelguard.cli import main
 from otelguard.conventions import READ_LIMITS, read
-from otelguard.records import Classification, Content, SpanKind, SpanView
+from otelguard.records import Classification, Content, SpanEvent, SpanKind, SpanView
 
 GENAI_MODEL = Classification(SpanKind.MODEL, "genai")
 GENAI_TOOL = Classification(SpanKind.TOOL, "genai")
@@ -107,3 +111,73 @@ def test_the_analyzer_says_what_it_did_not_read(tmp_path, capsys):
     codes = {warning["code"] for warning in coverage["warnings"]}
     assert {"oversized-content", "judged-in-part"} <= codes
     assert coverage["verdict_scope_incomplete"] is True
+
+
+# --- recorded chunks (`watch_stream(record_chunks=True)`, or any `otelguard.chunk` events) -----------------
+
+def chunked(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def test_recorded_chunks_are_replayed_by_the_last_characters_of_the_stream():
+    """Replaying a stream's recorded deltas is judging its text, delta by delta: bounded by the same
+    limit. What is not replayed is counted, and a verdict's characters count from the stream's start."""
+    prose = R("a long answer", 40_000)
+    deltas = chunked(prose, 1000) + ["tick"] * 60  # a chant at the end: 60 identical deltas (100 events: within the SDK's 128)
+    span = SpanView("chat m", 1, 2, None, {sc.GEN_AI_OPERATION_NAME: "chat"}, events=tuple(
+        SpanEvent(sc.OTELGUARD_CHUNK_EVENT, {sc.OTELGUARD_CHUNK_TEXT: delta, sc.OTELGUARD_CHUNK_KIND: "text"})
+        for delta in deltas))
+    call = read(span, GENAI_MODEL)
+    assert sum(len(chunk.text) for chunk in call.chunks) == READ_LIMITS.judged_chars
+    assert "".join(chunk.text for chunk in call.chunks) == "".join(deltas)[-READ_LIMITS.judged_chars:]
+    assert call.chunks[0].skipped == call.unjudged_chars == len("".join(deltas)) - READ_LIMITS.judged_chars
+    with Guarded() as guarded:
+        tracer = guarded.tracer
+        with tracer.start_as_current_span("invoke_agent a", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}):
+            with tracer.start_as_current_span("chat scripted", attributes=CHAT) as model:
+                for delta in deltas:
+                    model.add_event(sc.OTELGUARD_CHUNK_EVENT, {sc.OTELGUARD_CHUNK_TEXT: delta})
+        ended = next(s for s in guarded.exporter.get_finished_spans() if s.name == "chat scripted")
+    assert (ended.attributes["otelguard.rule"], ended.attributes["otelguard.stream.chars"]) \
+        == ("identical-chunks", len("".join(deltas)))
+
+
+def test_ending_a_span_that_recorded_a_long_stream_takes_bounded_time():
+    """The SDK keeps a span's last 128 events: 128 recorded deltas of 32 KiB each (4 MiB of text) cost
+    span.end() what 4,096 characters do (it took seconds: every character went through the breaker)."""
+    vocabulary = [R(f"word {n}", 2 + n % 8) for n in range(2000)]
+    words = random.Random(7).choices(vocabulary, k=128 * 6000)
+    deltas = [" ".join(words[n * 6000:(n + 1) * 6000])[:32 * 1024] for n in range(128)]  # text that never repeats
+    with Guarded() as guarded:
+        tracer = guarded.tracer
+        with tracer.start_as_current_span("invoke_agent a", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}):
+            model = tracer.start_span("chat scripted", attributes=CHAT)
+            for delta in deltas:
+                model.add_event(sc.OTELGUARD_CHUNK_EVENT, {sc.OTELGUARD_CHUNK_TEXT: delta})
+            began = time.perf_counter()
+            model.end()
+            took = time.perf_counter() - began
+    assert took < 0.5  # ~5 ms; before, about 4 s
+
+
+def test_a_stream_cut_live_past_the_read_limit_replays_as_it_was_cut(tmp_path):
+    """Identical deltas of 600 characters (a period only identical-chunks sees) cut live at the 60th:
+    36,000 characters recorded, of which the replay reads the last 4,096, where the run is too short
+    to see. The analyzer takes the live watch's verdict, which saw the whole stream."""
+    line = R("a paragraph", 600)
+    path = tmp_path / "cut.otlp.jsonl"
+
+    def body(tracer) -> None:
+        with tracer.start_as_current_span("chat scripted", attributes=CHAT) as span:
+            with pytest.raises(otelguard.RepetitiveOutputError):
+                for _ in otelguard.watch_stream(iter([line] * 100), record_chunks=True):
+                    pass
+            span.set_attribute("gen_ai.output.messages", output_messages(text=line * 60))
+
+    export_one_run(path, body)
+    live = live_verdicts(path)
+    assert [(rule, action, chars) for _, _, _, rule, action, _, _, chars, _ in live] \
+        == [("identical-chunks", "break", 60 * len(line))]
+    assert analyzer_verdicts(path) == live

@@ -1,6 +1,6 @@
 """Untrusted in, escaped out: tool arguments the model wrote (often copied from a web page) are quoted
-in the guard's reminders as neither markup nor lines of their own, can be left out, and reach the model
-in the user role unless the application asks for system.
+in the guard's reminders as neither markup nor lines of their own, can be left out (with the tool's
+name, for a system role), and reach the model in the user role unless the application asks for system.
 """
 
 from __future__ import annotations
@@ -86,6 +86,17 @@ def test_include_arguments_false_leaves_the_preview_out():
     text = detailed({"url": INJECTION}, include_arguments=False)
     assert "- arguments:" not in text and "system" not in text
     assert "- tool: fetch" in text and "- consecutive_calls: 3" in text
+
+
+def test_quote_untrusted_false_leaves_the_tool_name_and_the_arguments_out():
+    """For messages an application shows in a system role: `quote_untrusted: false` quotes nothing the
+    model wrote, whatever include_arguments says (the no-progress guard alike: test_hook_system_level_messages)."""
+    text = detailed({"url": INJECTION}, quote_untrusted=False, include_arguments=True)
+    assert text.splitlines() == ["Repeated tool call detected:", "- consecutive_calls: 3", text.splitlines()[-1]]
+    assert "fetch" not in text and "system" not in text
+    assert load_row("no-progress", {"quoteUntrusted": False}).row("no-progress").config.quote_untrusted is False
+    with pytest.raises(ConfigError, match="quote_untrusted"):
+        load_row("repeat-tool-reminder", {"quote_untrusted": "no"})
 
 
 def test_include_arguments_takes_its_camel_case_alias_and_must_be_a_boolean():

@@ -398,8 +398,9 @@ class Coverage:
         if self.judged_in_part:
             found.append(Warning_(
                 "judged-in-part",
-                f"{counted(self.judged_in_part, 'model span')} ha{'s' if self.judged_in_part == 1 else 've'} reasoning or text longer than "
-                f"{READ_LIMITS.judged_chars:,} characters: each was judged by its last {READ_LIMITS.judged_chars:,}",
+                f"{counted(self.judged_in_part, 'model span')} ha{'s' if self.judged_in_part == 1 else 've'} reasoning or "
+                f"text (whole, or in recorded chunks) longer than {READ_LIMITS.judged_chars:,} characters: each was "
+                f"judged by its last {READ_LIMITS.judged_chars:,}",
                 False,
             ))
         if self.tool_arguments_not_captured:

@@ -7,9 +7,10 @@ service's request decoder uses too: ids in hex, enums as integers, 64-bit intege
 or numbers; lowerCamelCase or snake_case field names.
 
 Nothing on a line is fatal: whatever is skipped comes out as a `ReadProblem`, in order, so a reader can
-count it. A span that is not OTLP/JSON (a base64 id, an enum name, a time that is no integer) is a
-`BAD_SPAN` problem; an attribute value that is not is dropped and counted in the span's
-`dropped_attributes`. Only an unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
+count it (a number of more digits than Python converts included: `otlp_json_values.loads`). A span
+that is not OTLP/JSON (a base64 id, an enum name, a time that is no integer) is a `BAD_SPAN` problem;
+an attribute value that is not is dropped and counted in the span's `dropped_attributes`. Only an
+unreadable file (missing, unreadable, corrupt gzip) raises `UnreadableInput`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import io
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ from ..otlp_json_values import (
     field,
     hex_id,
     integer,
+    loads,
 )
 from ..otlp_json_values import attributes as read_attributes
 from ..otlp_logs import LogRecordFields
@@ -191,7 +192,7 @@ def _read_lines(lines: Iterable[Numbered], label: str, *, limit: int = DEFAULT_M
             yield document.cut_off(number)  # a record on its own: the document before it ended early
             document = None
         try:
-            parsed = json.loads(line)
+            parsed = loads(line)
         except (ValueError, RecursionError):
             if not json_lines and _opens_multiline_document(line):
                 document = _Document(label, number, line, limit)
@@ -207,7 +208,7 @@ def _read_lines(lines: Iterable[Numbered], label: str, *, limit: int = DEFAULT_M
 
 def _is_object(line: str) -> bool:
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(loads(line), dict)
     except (ValueError, RecursionError):
         return False
 
@@ -260,7 +261,7 @@ class _Document:
         before its end), the problem that its lines are not JSON."""
         text = "".join((*self.parts, *self.recent))
         try:
-            document = json.loads(text)
+            document = loads(text)
         except (ValueError, RecursionError) as error:
             position = getattr(error, "pos", None)
             broken = isinstance(position, int) and not text[position:].isspace() and position < len(text)
@@ -271,7 +272,7 @@ class _Document:
             return
         self.done = True
         yield from _duplicate_key_problems(text, _containers(document), self.label, self.first)
-        yield from _read_document(document, self.label, self.first)
+        yield from _read_document(document, self.label, self.first, self.last - self.first + 1)
 
     def _unreadable(self, detail: str) -> ReadProblem:
         self.parts.clear()
@@ -279,21 +280,24 @@ class _Document:
         return ReadProblem(self.label, self.first, NOT_JSON, detail, lines=self.last - self.first + 1)
 
 
-def _read_document(document: Any, label: str, line: int) -> Iterator[Any]:
+def _read_document(document: Any, label: str, line: int, lines: int = 1) -> Iterator[Any]:
+    """The items of one parsed record, from `line` on over `lines` lines (a document's problem covers
+    them all: its lines are not empty records)."""
     if not isinstance(document, Mapping):
-        yield ReadProblem(label, line, NOT_A_REQUEST, f"a JSON {type(document).__name__}")
+        yield ReadProblem(label, line, NOT_A_REQUEST, f"a JSON {type(document).__name__}", lines)
         return
     resource_spans = field(document, "resourceSpans", "resource_spans")
     if resource_spans is not None:
         yield from _read_resource_spans(resource_spans, label, line)
         return
     if field(document, "resourceLogs", "resource_logs") is not None:
-        yield ReadProblem(label, line, LOG_RECORDS, document=document)
+        yield ReadProblem(label, line, LOG_RECORDS, lines=lines, document=document)
     elif field(document, "resourceMetrics", "resource_metrics") is not None:
-        yield ReadProblem(label, line, METRICS)
+        yield ReadProblem(label, line, METRICS, lines=lines)
     elif document:  # `{}` is an empty request, which holds nothing
         yield ReadProblem(label, line, NOT_A_REQUEST, "keys: " + ", ".join(_excerpt(key, 40)
-                                                                           for key in sorted(map(str, document))[:5]))
+                                                                           for key in sorted(map(str, document))[:5]),
+                          lines)
 
 
 # Every container key (resourceSpans, scopeSpans, spans, and their snake_case forms) ends so: a line
@@ -329,7 +333,7 @@ def _duplicated_keys(text: str) -> list[str]:
         return mapping
 
     try:
-        json.loads(text, object_pairs_hook=pairs)
+        loads(text, object_pairs_hook=pairs)
     except (ValueError, RecursionError):
         return []
     return duplicated

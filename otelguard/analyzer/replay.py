@@ -428,14 +428,16 @@ def recorded_stream_verdict(span: SpanView, classification: Classification) -> V
 
     `watch_stream` without `record_chunks=True` leaves only its verdict on the span; replayed as the
     live trip it was, the call gets the same verdict (a cut call is not judged as a thinking step),
-    as live. With recorded chunks the replay re-runs the breaker on them instead. A `none` verdict
-    on a span whose output was captured is left to the replay too: it may be the live judge's of
-    that output, which the replay judges itself, with its own configuration.
+    as live. With recorded chunks the replay re-runs the breaker on them instead, unless they hold
+    more than the read limits let replay (it then sees only the stream's end, the live watch saw it
+    all). A `none` verdict on a span whose output was captured is left to the replay too: it may be
+    the live judge's of that output, which the replay judges itself, with its own configuration.
     """
     for recorded in _recorded_verdicts(span):
         action = recorded.get(OTELGUARD_ACTION)
         if recorded.get(OTELGUARD_VERDICT) == REPETITIVE_OUTPUT and action in _STREAM_ACTIONS:
-            if any(event.name == OTELGUARD_CHUNK_EVENT for event in span.events):
+            if any(event.name == OTELGUARD_CHUNK_EVENT for event in span.events) \
+                    and not _chunks_read_in_part(span, classification):
                 return None
             if action == "none" and _output_captured(span, classification):
                 return None
@@ -451,6 +453,11 @@ def recorded_stream_verdict(span: SpanView, classification: Classification) -> V
 
 
 _STREAM_ACTIONS = ("break", "none")
+
+
+def _chunks_read_in_part(span: SpanView, classification: Classification) -> bool:
+    record = read(span, classification)
+    return isinstance(record, ModelCall) and any(chunk.skipped for chunk in record.chunks)
 
 
 def _output_captured(span: SpanView, classification: Classification) -> bool:

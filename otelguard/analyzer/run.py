@@ -28,6 +28,7 @@ from .otlp_json import (
     BLANK,
     LOG_RECORDS,
     NOT_A_REQUEST,
+    NOT_JSON,
     ReadProblem,
     ReadSpan,
     UnreadableInput,
@@ -105,8 +106,9 @@ def analyze(
     options: AnalyzerOptions | None = None,
 ) -> Analysis:
     """Analyse OTLP JSON trace files as one stream of spans. Raises `InputError` for a file that
-    cannot be analysed at all (missing, binary, corrupt gzip, nothing in it is OTLP JSON) and
-    `ConfigError` for an invalid config."""
+    cannot be analysed at all (missing, binary, corrupt gzip, nothing in it is OTLP JSON, or nothing
+    in its first `NOT_OTLP_RECORDS` records or `NOT_OTLP_BYTES` bytes) and `ConfigError` for an
+    invalid config."""
     options = options or AnalyzerOptions()
     coverage = Coverage()
     findings = Findings(max_quiet_rows=options.max_quiet_rows, max_quiet_agents=options.max_quiet_agents)
@@ -180,6 +182,14 @@ def _log_files_first(paths: Sequence[str | os.PathLike[str]]) -> list[str | os.P
     return sorted(paths, key=lambda path: not starts_with_logs(path))
 
 
+# A file whose first records are all something else than OTLP is refused there, not read to its end
+# (a log of 256 MiB took minutes to be told it was no OTLP): at its first problem past either bound
+# with no OTLP record before it (no span, no logs or metrics request, no empty request).
+NOT_OTLP_RECORDS = 1000
+NOT_OTLP_BYTES = 16 * 2**20
+_NOT_OTLP = frozenset({NOT_JSON, NOT_A_REQUEST})
+
+
 def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, buffer: TraceBuffer,
                replay: Callable[[list[Batch] | tuple[()]], None], readers: _LogReaders,
                options: AnalyzerOptions) -> int:
@@ -194,6 +204,7 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
     record_line = -1  # the last line counted as an OTLP record
     lines_with_items = 0
     spans = 0
+    not_otlp = 0  # records that were not OTLP
     add = buffer.add
 
     def record_ended() -> None:
@@ -239,6 +250,12 @@ def _read_file(path: str | os.PathLike[str], record: int, coverage: Coverage, bu
             if first_problem is None and problem.reason != BLANK:
                 first_problem = problem
             coverage.problem(file, problem)
+            if problem.reason in _NOT_OTLP:
+                not_otlp += 1
+                if (not_otlp >= NOT_OTLP_RECORDS or source.bytes_read >= NOT_OTLP_BYTES) and not spans \
+                        and not (file.span_records or file.log_lines or file.metrics_lines) \
+                        and source.lines <= lines_with_items + file.blank_lines:  # (no line held an empty request)
+                    raise _not_otlp(file, first_problem)
     except UnreadableInput as error:
         raise InputError(file.path, error.line, error.reason) from None
     finally:

@@ -514,12 +514,39 @@ def model_call(span: Any, output: Output | None) -> ModelCall:
         # A failed call produced nothing, whatever the capture setting: that is known, not absent.
         output = Output(content=Content.OK if status is Status.ERROR else Content.ABSENT)
     text, reasoning = "\n".join(output.texts), "\n".join(output.reasoning)
-    judged, unjudged = READ_LIMITS.judged_chars, 0
+    judged = READ_LIMITS.judged_chars
+    chunks, unjudged = _last_chunks(chunks, judged)
     if len(text) > judged or len(reasoning) > judged:  # read whole, judged by its last characters
-        unjudged = max(0, len(text) - judged) + max(0, len(reasoning) - judged)
+        unjudged += max(0, len(text) - judged) + max(0, len(reasoning) - judged)
         text, reasoning = _last(text, judged), _last(reasoning, judged)
     return ModelCall(text, reasoning, tuple(output.tool_calls), output.content, chunks, chunk_events,
                      dropped_events_of(span), status, unjudged)
+
+
+def _last_chunks(chunks: tuple[Chunk, ...], chars: int) -> tuple[tuple[Chunk, ...], int]:
+    """The recorded chunks that hold each kind's last `chars` characters (the first of them cut to
+    its end, and saying how many characters of its kind came before it), and how many were left out
+    in all. Replaying recorded chunks is judging a call's text and reasoning delta by delta: bounded
+    by the same limit as judging them whole, whatever the span's events carry."""
+    totals: dict[str, int] = {}
+    for chunk in chunks:
+        totals[chunk.kind] = totals.get(chunk.kind, 0) + len(chunk.text)
+    if all(total <= chars for total in totals.values()):
+        return chunks, 0
+    room = dict.fromkeys(totals, chars)
+    kept: list[Chunk] = []
+    for chunk in reversed(chunks):
+        left = room[chunk.kind]
+        if left > 0:
+            text = chunk.text if len(chunk.text) <= left else chunk.text[-left:]
+            room[chunk.kind] = left - len(text)
+            kept.append(Chunk(text, chunk.kind))
+    kept.reverse()
+    skipped = {kind: total - (chars - room[kind]) for kind, total in totals.items()}
+    left_out = sum(skipped.values())
+    for chunk in kept:
+        chunk.skipped, skipped[chunk.kind] = skipped[chunk.kind], 0  # on the first of its kind only
+    return tuple(kept), left_out
 
 
 def _last(text: str, chars: int) -> str:

@@ -134,26 +134,30 @@ class NoProgress(Guard):
                        tool=tool, repeat_count=repeats, loop_since=since)
 
     def _message(self, finding: Finding, action: Action, repeats: int) -> str:
-        # Names, arguments and errors came from the model or a tool: quoted escaped, never as markup.
+        # Names, arguments and errors came from the model or a tool: quoted escaped, never as markup,
+        # and not at all where the message is shown in a system-level role (quote_untrusted).
         header = _HEADERS[finding.rule].format(calls=len(finding.labels), repeats=repeats, window=self.config.window)
         if action is Action.BLOCK:
             header = "Tool call blocked. " + header
-        lines = [header]
-        if finding.rule == CYCLE:
-            for number, label in enumerate(finding.labels, start=1):
-                lines.append(f"- call {number}: {escape_quoted(label.name)}" + self._arguments(label, " "))
-        else:
-            label = finding.labels[-1]
-            lines.append(f"- tool: {escape_quoted(label.name)}")
-            if finding.rule != ERROR_LOOP:
-                arguments = self._arguments(label, "")
-                if arguments:
-                    lines.append(f"- arguments: {arguments}")
-            elif finding.error_preview is not None:
-                lines.append(f"- error: {cut_preview(finding.error_preview, len(finding.error_preview), False)}")
+        lines = [header, *self._quoted(finding)] if self.config.quote_untrusted else [header]
         lines.append(_BLOCK_ADVICE if action is Action.BLOCK else _STEER_ADVICE if action is Action.STEER
                      else _REMIND_ADVICE)
         return "\n".join(lines)
+
+    def _quoted(self, finding: Finding) -> list[str]:
+        """The lines naming the calls: their tools, arguments (include_arguments) or error."""
+        if finding.rule == CYCLE:
+            return [f"- call {number}: {escape_quoted(label.name)}" + self._arguments(label, " ")
+                    for number, label in enumerate(finding.labels, start=1)]
+        label = finding.labels[-1]
+        lines = [f"- tool: {escape_quoted(label.name)}"]
+        if finding.rule != ERROR_LOOP:
+            arguments = self._arguments(label, "")
+            if arguments:
+                lines.append(f"- arguments: {arguments}")
+        elif finding.error_preview is not None:
+            lines.append(f"- error: {cut_preview(finding.error_preview, len(finding.error_preview), False)}")
+        return lines
 
     def _arguments(self, label: Label, before: str) -> str:
         if not self.config.include_arguments or not label.arguments_chars:

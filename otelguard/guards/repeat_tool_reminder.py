@@ -95,9 +95,12 @@ class RepeatToolReminder(Guard):
         return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.NONE, tool=name, repeat_count=count)
 
     def _detailed(self, header: str, name: str, count: int, call: ToolCall, advice: str) -> str:
-        # The name and arguments came from the model: quoted escaped, never as markup or lines of their own.
-        lines = [header, f"- tool: {escape_quoted(name)}", f"- consecutive_calls: {count}"]
-        if self.config.include_arguments:
+        # The name and arguments came from the model: quoted escaped, never as markup or lines of their
+        # own, and not at all where the message is shown in a system-level role (quote_untrusted).
+        quoted = self.config.quote_untrusted
+        lines = [header, f"- tool: {escape_quoted(name)}"] if quoted else [header]
+        lines.append(f"- consecutive_calls: {count}")
+        if quoted and self.config.include_arguments:
             preview = arguments_preview(call.arguments, self.config.arguments_preview_chars,
                                         call.arguments_content is Content.OK)
             lines.append(f"- arguments: {preview}")

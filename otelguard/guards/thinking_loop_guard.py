@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from ..actions import Action
@@ -166,11 +167,13 @@ class ThinkingLoopGuard(Guard):
     def _judge_recorded_output(self, call: ModelCall) -> Verdict | None:
         """Replay recorded chunks delta by delta, as `watch_stream` fed them live (text to the text
         breaker, reasoning to the reasoning breaker); what no chunk was recorded of is judged once,
-        whole: the final text, the final reasoning."""
+        whole: the final text, the final reasoning. Of a longer stream, the chunks read are its last
+        (`conventions.READ_LIMITS`): a trip's characters still count from the stream's start."""
         chunks = call.chunks
         kinds = {chunk.kind for chunk in chunks}
         if kinds:
             breaker, reasoning_breaker = self.new_breaker(), None
+            skipped = {"text": 0, "reasoning": 0}
             last = len(chunks) - 1
             for index, chunk in enumerate(chunks):
                 if chunk.kind == "reasoning":
@@ -179,13 +182,17 @@ class ThinkingLoopGuard(Guard):
                     feed = reasoning_breaker
                 else:
                     feed = breaker if chunk.kind == "text" else None
+                skipped[chunk.kind] = skipped.get(chunk.kind, 0) + chunk.skipped
                 trip = feed.push(chunk.text) if feed is not None else None
                 if trip is not None:
                     # Recorded chunks that stop right at the trip are a stream the breaker cut live.
-                    return self.break_verdict(trip, cut=index == last)
-            trip = breaker.finish() or (reasoning_breaker.finish() if reasoning_breaker is not None else None)
+                    return self.break_verdict(_after(trip, skipped[chunk.kind]), cut=index == last)
+            trip = breaker.finish()
             if trip is not None:
-                return self.break_verdict(trip, cut=False)
+                return self.break_verdict(_after(trip, skipped["text"]), cut=False)
+            trip = reasoning_breaker.finish() if reasoning_breaker is not None else None
+            if trip is not None:
+                return self.break_verdict(_after(trip, skipped["reasoning"]), cut=False)
         c = self.config
         for kind in ("text", "reasoning"):
             reasoning = kind == "reasoning"
@@ -222,3 +229,9 @@ class ThinkingLoopGuard(Guard):
                 "either call a tool or produce a concise answer now."
             )
         return Action.CANCEL, self.config.cancel_cause
+
+
+def _after(trip: Trip, skipped: int) -> Trip:
+    """`trip`, of a breaker fed a stream's chunks from after its first `skipped` characters, counted
+    from the stream's start."""
+    return dataclasses.replace(trip, chars=trip.chars + skipped) if skipped else trip

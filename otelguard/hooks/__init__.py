@@ -14,3 +14,13 @@ Nothing here is imported by `import otelguard`.
 """
 
 CLIS = ("claude-code", "gemini-cli", "codex", "opencode")  # the CLIs whose hooks otelguard answers
+
+PRE, POST = "pre", "post"  # a tool call about to run, or that ran
+# Each CLI's tool hooks, by the event name its hook input gives (`hook_event_name`; opencode's plugin
+# names none, otelguard calls them so), and the phase of the call each tells of.
+TOOL_EVENTS = {
+    "claude-code": {"PreToolUse": PRE, "PostToolUse": POST, "PostToolUseFailure": POST},
+    "codex": {"PreToolUse": PRE, "PostToolUse": POST, "PostToolUseFailure": POST},
+    "gemini-cli": {"BeforeTool": PRE, "AfterTool": POST},
+    "opencode": {"tool.execute.before": PRE, "tool.execute.after": POST},
+}

@@ -8,7 +8,6 @@ any error of otelguard's own allows the call (nothing printed) and is written to
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 
@@ -19,8 +18,8 @@ from ..records import Verdict
 from ..terminal import printable
 from . import hook_config, log, paths
 from .answers import Decision, render
-from .history import HookHistory, StoredEvent, is_corrupt, set_aside
-from .payload import POST, PRE, HookEvent, parse
+from .history import HistoryError, HookHistory, StoredEvent, is_corrupt, set_aside
+from .payload import MAX_DEPTH, POST, PRE, HookEvent, read
 from .replay import SessionReplay
 
 _REMIND_RANK = Action.REMIND.rank
@@ -35,14 +34,20 @@ def answer_with_call(cli: str, data: bytes, log_path: str,
                      ) -> tuple[str, HookEvent | None, tuple[Verdict, ...], tuple[LoopStep, ...]]:
     """(what to print, the call, its verdicts, their loops' spend)."""
     try:
-        event = parse(cli, json.loads(data))
+        event, too_deep = read(cli, data)
     except ValueError as error:  # not JSON, or not the JSON the CLI documents (PayloadError)
         log.write(log_path, "ERROR", f"{cli}: unreadable hook input, call allowed: {printable(str(error))}")
         return "", None, (), ()
+    if too_deep:
+        log.write(log_path, "WARNING", f"{cli} session {printable(event.session)}: hook input nested deeper than "
+                  f"{MAX_DEPTH} levels; its deeper values are judged as their JSON text")
     try:
         decision, verdicts, loop_steps = decide(event)
     except hook_config.HookConfigError as error:
         log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
+        return "", event, (), ()
+    except HistoryError as error:
+        log.write(log_path, "ERROR", f"no history, every call is allowed until it is fixed: {printable(str(error))}")
         return "", event, (), ()
     except Exception as error:
         if isinstance(error, sqlite3.DatabaseError) and is_corrupt(error):
@@ -63,7 +68,7 @@ def answer_with_call(cli: str, data: bytes, log_path: str,
                   f"{printable(event.tool)}: " + "; ".join(
                       f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
                       + _loop_spend(v, loop_steps) for v in acted))
-    return render(event, decision), event, verdicts, loop_steps
+    return render(event.cli, event.hook_event_name, decision), event, verdicts, loop_steps
 
 
 def _loop_spend(verdict: Verdict, loop_steps: tuple[LoopStep, ...]) -> str:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from . import paths
 from .payload import HookEvent
 
 SCHEMA_VERSION = 1
@@ -57,7 +58,7 @@ CREATE TABLE IF NOT EXISTS config_cache (key TEXT PRIMARY KEY, dump TEXT NOT NUL
 
 
 class HistoryError(Exception):
-    """The history file is of a newer otelguard, or cannot be opened."""
+    """The history file is of a newer otelguard, or cannot be kept where it is named (the message says why)."""
 
 
 def is_corrupt(error: sqlite3.DatabaseError) -> bool:
@@ -184,7 +185,18 @@ class HookHistory:
 
 
 def _make_private(path: str) -> None:
-    """The directory (made if missing) and the file readable by the user alone."""
-    os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
-    if not os.path.exists(path):
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    """The directory (made if missing) and the file the user's alone: raises HistoryError when the
+    directory is not private (`paths.private_directory`) or the file is a link or not the user's
+    (a link would make SQLite write, or create, the file it leads to)."""
+    try:
+        paths.private_directory(os.path.dirname(path))
+        descriptor = os.open(path, os.O_CREAT | os.O_WRONLY | paths.NO_FOLLOW, 0o600)
+    except OSError as error:
+        raise HistoryError(f"{path}: {'it is a link' if os.path.islink(path) else error}; "
+                           "the hooks keep no history there") from None
+    try:
+        paths.own_file(descriptor, path)
+    except paths.UnsafeState as error:
+        raise HistoryError(str(error)) from None
+    finally:
+        os.close(descriptor)

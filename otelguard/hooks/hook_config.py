@@ -4,8 +4,9 @@ and cached.
 The CLIs declare no budgets, and a loop that ignores the reminders should end: for hooks,
 `repeat-tool-reminder` gets `stop_after: 8` unless the user's row sets `stop_after` itself (null
 turns the block off). Codex CLI hands a hook's added context to the model as a `developer` message (a
-system-level role), where model-controlled text must not go: for Codex the guard's messages quote no
-arguments (`include_arguments: false`, whatever the config says). Validation is `GuardConfig.load`'s,
+system-level role), where text the model or a tool wrote must not go: for Codex the guard's messages
+quote no tool names, arguments or error text (`quote_untrusted: false`, whatever the config says).
+Validation is `GuardConfig.load`'s,
 run only when the config file, otelguard or its config modules changed since the last hook; every
 other hook rebuilds each guard's settings (`otelguard.settings`) from the cache without importing
 pydantic. An invalid config is cached as its error, so each hook reports it at once (and allows the
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 HOOK_STOP_AFTER = 8
 CONTEXT_AS_DEVELOPER_MESSAGE = frozenset({"codex"})  # CLIs that show a hook's context in a system-level role
-DUMP_FORMAT = 2  # bumped when the cached dump's shape changes
+DUMP_FORMAT = 3  # bumped when the cached dump's shape changes
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CONFIG_MODULES = tuple(os.path.join(_PACKAGE, name) for name in ("config.py", "settings.py"))  # the defaults
 
@@ -100,11 +101,11 @@ def with_hook_defaults(source: Any, cli: str) -> Any:
 
 
 def for_cli(config: GuardConfig, cli: str) -> tuple[GuardSettings, ...]:
-    """The validated settings, with `include_arguments` off for a CLI that shows a hook's context in
-    a system-level role: in every guard whose messages can quote the model's arguments."""
+    """The validated settings, with `quote_untrusted` off for a CLI that shows a hook's context in a
+    system-level role: in every guard whose messages can quote what the model or a tool wrote."""
     if cli not in CONTEXT_AS_DEVELOPER_MESSAGE:
         return config.settings
-    return tuple(dataclasses.replace(settings, include_arguments=False)
+    return tuple(dataclasses.replace(settings, quote_untrusted=False)
                  if isinstance(settings, (RepeatToolReminderConfig, NoProgressConfig)) else settings
                  for settings in config.settings)
 

@@ -11,23 +11,28 @@ import os
 import sys
 import time
 
+from . import paths
+
 MAX_BYTES = 1_000_000
 
 
 def write(path: str, level: str, message: str) -> None:
+    """Append one line; where the log cannot be written (a directory others may write in, a link or
+    someone else's file at its name), the line goes to stderr, saying why."""
     line = f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {level} {message.rstrip()}\n"
     try:
-        os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        paths.private_directory(os.path.dirname(path))
         try:
-            if os.stat(path).st_size > MAX_BYTES:
-                os.replace(path, path + ".1")
+            if os.lstat(path).st_size > MAX_BYTES:
+                os.replace(path, path + ".1")  # (a rename: it moves a link, never follows one)
         except FileNotFoundError:
             pass
-        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | paths.NO_FOLLOW, 0o600)
         try:
+            paths.own_file(descriptor, path)
             os.write(descriptor, line.encode("utf-8", "replace"))
         finally:
             os.close(descriptor)
-    except OSError:
+    except OSError as error:
         if sys.__stderr__ is not None:  # the CLI keeps a hook's stderr in its debug log
-            sys.__stderr__.write(line)
+            sys.__stderr__.write(f"{line.rstrip()} (not in {path}: {error})\n")

@@ -4,7 +4,9 @@
 - history: `OTELGUARD_HOOK_DB`, else `${XDG_STATE_HOME:-~/.local/state}/otelguard/hooks.sqlite3`;
 - log: `hooks.log` beside the history.
 
-Plain strings (no pathlib: a hook process imports only what it needs).
+The directory is the user's own and private (`private_directory`): the hooks keep their state only
+where no one else can put a file or a link of their own. Plain strings (no pathlib: a hook process
+imports only what it needs).
 """
 
 from __future__ import annotations
@@ -34,3 +36,34 @@ def db_path() -> str:
 
 def log_path() -> str:
     return os.path.join(os.path.dirname(db_path()), LOG_NAME)
+
+
+class UnsafeState(OSError):
+    """Where the hooks would keep their state, someone else could put a file or a link of their own."""
+
+
+def private_directory(path: str) -> None:
+    """Make the state directory `path` (private to the user) when missing. Raises UnsafeState when it
+    is someone else's, or others may write in it: otelguard does not change such a directory's
+    mode (it may be one the user shares on purpose), it keeps no state there."""
+    os.makedirs(path or ".", mode=0o700, exist_ok=True)
+    info = os.stat(path or ".")
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        raise UnsafeState(f"{path} is not yours (owner uid {info.st_uid}): the hooks keep no state there")
+    if info.st_mode & 0o022:
+        raise UnsafeState(f"{path} is writable by others (mode {info.st_mode & 0o777:o}): the hooks keep no state "
+                          f"there; make it yours alone (chmod go-w) or name another ({DB_ENV})")
+
+
+def own_file(descriptor: int, path: str) -> None:
+    """Raise UnsafeState unless the file open at `descriptor` is a regular file of the user's."""
+    import stat
+
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode) or (hasattr(os, "geteuid") and info.st_uid != os.geteuid()):
+        raise UnsafeState(f"{path} is not a file of yours: the hooks do not write to it")
+
+
+# Opening a state file never follows a link at its name (ELOOP instead): a link there could lead the
+# hooks' writes to any file of the user's.
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)

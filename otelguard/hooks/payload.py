@@ -12,23 +12,27 @@ What each CLI sends (see the README's hooks table):
 
 Everything in it is untrusted: names and ids are checked to be text, arguments canonicalised, results
 kept as text. Long arguments and results are bounded (`bounded`), the same way for the call being
-judged and for the history, so identity survives the cut.
+judged and for the history, so identity survives the cut. Nesting is bounded too (`read`): a value
+nested deeper than `MAX_DEPTH` is kept as its JSON text, so that the call is still judged and
+recorded (a model that wraps its arguments deeply still counts toward the stop).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..canonical import canonical_arguments
 from ..detectors.signatures import MASKED_CHARS
+from . import POST, PRE, TOOL_EVENTS
 
-PRE, POST = "pre", "post"
 MAX_ARGUMENTS_CHARS = 8192
 MAX_RESULT_CHARS = 8192
 _MAX_ID_CHARS = 256
+MAX_DEPTH = 64  # containers nested deeper than this in the hook input are read as their JSON text
 
 
 class PayloadError(ValueError):
@@ -50,17 +54,56 @@ class HookEvent:
     hook_event_name: str | None = None  # as the CLI named the event (answers echo it)
 
 
+def read(cli: str, data: bytes) -> tuple[HookEvent, bool]:
+    """The hook input on stdin as a `HookEvent`, and whether it was nested too deep to be read as it
+    is. Such input (which Python's JSON reader, or a walk of its values, cannot take in one
+    recursion) is read again with every container deeper than `MAX_DEPTH` replaced by its JSON text
+    as a string: the same input always reads the same, so repeats of it are still told. Raises
+    ValueError (PayloadError, or not JSON)."""
+    try:
+        return parse(cli, json.loads(data)), False
+    except RecursionError:
+        pass
+    try:
+        return parse(cli, json.loads(_flattened(data.decode("utf-8"), MAX_DEPTH))), True
+    except RecursionError:  # (unbalanced brackets that never close: not JSON either)
+        raise PayloadError(f"hook input nested too deep to read (past {MAX_DEPTH} levels)") from None
+
+
+# A JSON string (escapes included) or a bracket: what `_flattened` walks; everything else it skips in C.
+_STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[][{}]')
+
+
+def _flattened(text: str, depth: int) -> str:
+    """JSON `text` with each array or object nested deeper than `depth` written as a string holding
+    its text (`{"a": [[1]]}` at depth 2: `{"a": ["[1]"]}`). Text that is not JSON stays not JSON."""
+    pieces: list[str] = []
+    level = start = kept = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        token = match.group()
+        if token[0] == '"':
+            continue
+        if token in "[{":
+            level += 1
+            if level == depth + 1:
+                start = match.start()
+            continue
+        if level == depth + 1:
+            pieces.append(text[kept:start])
+            pieces.append(json.dumps(text[start:match.end()], ensure_ascii=False))
+            kept = match.end()
+        level -= 1
+    pieces.append(text[kept:])
+    return "".join(pieces)
+
+
 def parse(cli: str, data: Any) -> HookEvent:
     if not isinstance(data, dict):
         raise PayloadError(f"hook input must be a JSON object, got {type(data).__name__}")
     if cli == "opencode":
         return _opencode(data)
     event_name = _text(data.get("hook_event_name"), "hook_event_name")
-    if cli == "gemini-cli":
-        phases = {"BeforeTool": PRE, "AfterTool": POST}
-    else:
-        phases = {"PreToolUse": PRE, "PostToolUse": POST, "PostToolUseFailure": POST}
-    phase = phases.get(event_name)
+    phase = TOOL_EVENTS[cli].get(event_name)
     if phase is None:
         raise PayloadError(f"{cli} hook event {event_name!r} is not a tool hook")
     result, failed = None, False
@@ -107,7 +150,7 @@ def _opencode(data: dict[str, Any]) -> HookEvent:
         cli="opencode", phase=phase, session=_text(inputs.get("sessionID"), "input.sessionID"),
         tool=_text(inputs.get("tool"), "input.tool"), arguments=arguments_of(arguments),
         call_id=_optional_text(inputs.get("callID")), result=result, failed=failed, duration_ms=duration_ms,
-        hook_event_name=f"tool.execute.{data['event']}",
+        hook_event_name=f"tool.execute.{event}",
     )
 
 
