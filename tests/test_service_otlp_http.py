@@ -125,6 +125,21 @@ def test_invalid_spans_are_rejected_as_a_partial_success() -> None:
         assert [(s.labels["service_name"], s.value) for s in tools] == [("json-agent", 1.0)]
 
 
+def test_a_number_too_long_for_python_costs_its_span_not_the_request() -> None:
+    """A 5,000-digit intValue (past Python's integer-digit limit, where json.loads refuses the whole
+    document) is read as analyze reads it: that span is rejected, the request's other spans judged."""
+    with running_service() as service:
+        huge = _tool_span("eee19b7ec3c1b177")
+        huge["attributes"].append({"key": "retries", "value": {"intValue": "HUGE"}})
+        body = _request_json([_tool_span("eee19b7ec3c1b174"), huge]).replace(b'"HUGE"', b"9" * 5000)  # a JSON number
+        status, answer, _ = post(service, "/v1/traces", body, "application/json")
+        assert status == 200 and json.loads(answer)["partialSuccess"]["rejectedSpans"] == "1"
+        assert service.flush()
+        tools = [s.value for s in scrape(service)["otelguard_spans"]
+                 if s.name.endswith("_total") and s.labels["otelguard_span_kind"] == "tool"]
+        assert tools == [1.0]
+
+
 def test_a_full_success_has_no_partial_success() -> None:
     with running_service() as service:
         request = ExportTraceServiceRequest()

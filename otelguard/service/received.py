@@ -28,6 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from ..analyzer.otlp_json import ReadSpan
 from ..errors import OtelGuardError
+from .. import otlp_json_values
 from ..otlp_json_values import SPAN_ID_BYTES, STATUS_CODES, TRACE_ID_BYTES, hex_id
 from ..otlp_logs import LogRecordFields, LogsRead, read_records
 from ..records import SpanEvent, SpanView, Status
@@ -109,7 +110,7 @@ def json_spans_of(body: bytes) -> Received:
 
 def _json_document(body: bytes, message: type[Message]) -> dict[str, Any]:
     try:
-        document = json.loads(body)
+        document = otlp_json_values.loads(body)  # (a number too long for Python costs its value, as in analyze)
     except (ValueError, RecursionError) as error:
         raise MalformedRequest(f"not JSON: {error}") from None
     if not isinstance(document, dict):
