@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from . import pricing
 from .config import GuardConfig
 from .errors import ConfigError
-from .terminal import BOLD, TextReport, action_style, counted, number
+from .text_report import BOLD, TextReport, action_style, counted, number
 
 DEFAULT_SERVE = "127.0.0.1:9464"
 SERVICE_NAME = "otelguard-demo"

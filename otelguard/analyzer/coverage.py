@@ -23,7 +23,7 @@ from .otlp_json import (
 from ..conventions import READ_LIMITS
 from ..otlp_logs import LogsRead
 from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
-from ..terminal import counted, number
+from ..text_report import counted, number
 from .cli_calls import CliCalls, missing_arguments_hint
 from .evaluations import RecordedEvaluations
 from .event_outputs import EventOutputs

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import IO, Any, NamedTuple
 
 from ..records import Verdict
-from ..terminal import BOLD, RED, YELLOW, TextReport, action_style, counted, number, printable, printable_json
+from ..terminal import printable, printable_json
+from ..text_report import BOLD, RED, YELLOW, TextReport, action_style, counted, number
 from .evaluations import RecordedEvaluations
 from .results import AgentSummary, Step
 from .run import Analysis

@@ -18,7 +18,8 @@ from ..analyzer.results import is_counting
 from ..engine import Judged
 from ..live.metrics import MAX_LABEL_CHARS
 from ..records import Verdict
-from ..terminal import TextReport, action_style, printable
+from ..terminal import printable
+from ..text_report import TextReport, action_style
 from .sessions import session_of_judged
 
 DEFAULT_MAX_LINES = 1000

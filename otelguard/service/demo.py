@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..terminal import BOLD, counted
+from ..text_report import BOLD, counted
 from .alerts import AlertLines
 from .judge import JudgeOptions
 from .server import GuardService, ServiceOptions
