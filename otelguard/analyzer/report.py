@@ -12,10 +12,11 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import IO, Any
 
+from ..detectors.evidence import steps_text
 from ..records import Verdict
 from ..terminal import printable, printable_json
 from .evaluations import RecordedEvaluations
-from .results import AgentSummary, Step
+from .results import AgentSummary, Step, is_counting
 from .run import Analysis
 
 _SPAN_WIDTH = 28
@@ -205,8 +206,12 @@ def _step_rows(step: Step, number_width: int) -> list[str]:
     if not step.verdicts:
         return [left.rstrip()]
     blank = " " * len(left)
-    return [((left if index == 0 else blank) + _verdict_cells(verdict)).rstrip()
-            for index, verdict in enumerate(step.verdicts)]
+    rows = []
+    for index, verdict in enumerate(step.verdicts):
+        rows.append(((left if index == 0 else blank) + _verdict_cells(verdict)).rstrip())
+        if verdict.evidence and not is_counting(verdict):  # a finding says which steps made it
+            rows.append(f"{blank}↳ evidence: steps {steps_text(verdict.evidence)}")
+    return rows
 
 
 def _verdict_cells(verdict: Verdict) -> str:

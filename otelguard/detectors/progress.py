@@ -21,18 +21,24 @@ The rules, each counting `repeats`:
 
 A call that continues a back-to-back run of identical calls (the repeat reminder's run, or one its
 include / exclude leaves out) is neither judged nor kept: that run is `repeat-tool-reminder`'s.
+
+A finding's evidence is the steps of the window that make its pattern (the cycle's periods, the
+repeats, the same results, the failures in a row), each step's number and span kept in the window.
+A rule never reports a pattern any of whose calls is of a tool it exempts (`exempt`); a lower rule
+may still report the call.
 """
 
 from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
-from ..records import Content, ToolCall
+from ..records import Content, Evidence, ToolCall
+from .evidence import MAX_EVIDENCE, earlier, of_tool_call, preview
 from .repeat import ToolFilter
 from .signatures import failed, failure_text, loose_arguments, outcome_signature
 
@@ -43,6 +49,7 @@ ERROR_LOOP = "error-loop"
 NEAR_DUPLICATE = "near-duplicate"
 
 _NO_ERROR = -1  # a step that did not fail (hash() never returns -1)
+_ID_MASK = (1 << 64) - 1
 _UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
 _NO_OUTPUT = hash("a failure whose source reports no output")
 _MAX_FAILING_TOOLS = 4  # tools whose last failing arguments are kept, to tell an error loop's
@@ -81,32 +88,39 @@ class Finding(NamedTuple):
     next_repeats: int  # repeats once that call continues it
     next_arguments: str = ""  # error-loop: the loose arguments its next call must be near-identical to
     exact: bool = False  # error-loop: identical only (the source reports no output)
+    evidence: tuple[Evidence, ...] = ()  # the steps that make it, oldest first, the judged call last
 
 
 class Window:
     """One agent run's last steps, oldest first, a field an array: the hashes of each step's call
     (`keys`), of call + outcome (`idents`), of loose call + outcome (`nears`), of its tool (`names`)
-    and of its error (`errors`; _NO_ERROR when it did not fail), and the error-loop and near-duplicate
-    runs ending at it."""
+    and of its error (`errors`; _NO_ERROR when it did not fail), the error-loop and near-duplicate
+    runs ending at it, and its step number and span id (`steps`, `spans`: its evidence)."""
 
-    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs")
+    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs", "steps", "spans")
 
     def __init__(self) -> None:
         self.keys, self.idents, self.nears, self.names = array("q"), array("q"), array("q"), array("q")
         self.errors, self.error_runs, self.near_runs = array("q"), array("q"), array("q")
+        self.steps, self.spans = array("q"), array("Q")
 
     def __len__(self) -> int:
         return len(self.keys)
 
-    def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int) -> None:
-        for column, value in zip((self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs,
-                                  self.near_runs), (key, ident, near, name, error, error_run, near_run)):
+    def _columns(self) -> tuple[array, ...]:
+        return (self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs, self.near_runs,
+                self.steps, self.spans)
+
+    def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int,
+               step: int, span_id: int) -> None:
+        for column, value in zip(self._columns(), (key, ident, near, name, error, error_run, near_run, step,
+                                                   span_id & _ID_MASK)):
             column.append(value)
 
     def drop_oldest(self) -> int:
         """Forget the oldest step; its key."""
         key = self.keys[0]
-        for column in (self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs, self.near_runs):
+        for column in self._columns():
             del column[0]
         return key
 
@@ -145,8 +159,9 @@ class ProgressDetector:
 
     def __init__(self, *, rules: tuple[str, ...], max_period: int, min_repeats: int, window: int,
                  min_errors: int, preview_chars: int, transparent: ToolFilter, seed_tools: ToolFilter,
-                 seed_results: bool = False):
+                 seed_results: bool = False, exempt: Mapping[str, Callable[[str], bool]] | None = None):
         self.transparent = transparent.tracks
+        self.exempt = dict(exempt or {})  # rule -> whether a tool name is exempt from it
         self.seed_tracks = seed_tools.tracks
         self.seed_results = seed_results
         self.rules = frozenset(rules)
@@ -174,10 +189,11 @@ class ProgressDetector:
         key = call_key(name, arguments)
         return key != state.previous and not (state.seed == key and self.seed_tracks(name))
 
-    def observe(self, state: ProgressState, call: ToolCall, name: str, *, judge: bool = True) -> Finding | None:
-        """Judge one ended call; None when no rule holds on it, or when it is not judged (a
-        transparent call, or one continuing a back-to-back run of identical calls). `judge` False:
-        only note it as the last call (one blocked at its start does not go on the pattern)."""
+    def observe(self, state: ProgressState, call: ToolCall, name: str, *, judge: bool = True, step: int = 0,
+                span_id: int = 0) -> Finding | None:
+        """Judge one ended call (step `step`, in span `span_id`); None when no rule holds on it, or when
+        it is not judged (a transparent call, or one continuing a back-to-back run of identical calls).
+        `judge` False: only note it as the last call (one blocked at its start does not go on the pattern)."""
         arguments = call.arguments
         key = call_key(name, arguments) if arguments is not None else next(_UNREAD_KEYS)
         previous, state.previous = state.previous, key
@@ -203,13 +219,49 @@ class ProgressDetector:
         else:
             outcome = outcome_signature(call.result)
         period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
-                              error, loose_text, exact)
-        finding = self._find(state, period, key, loose, outcome, error_preview)
-        if finding is not None and finding.rule != CYCLE:
-            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name,
-                                       next_arguments=loose_text or "", exact=exact)
+                              error, loose_text, exact, step, span_id)
+        finding = self._find(state, period, key, loose, outcome, error_preview, name)
+        if finding is not None:
+            if finding.rule != CYCLE:
+                finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name,
+                                           next_arguments=loose_text or "", exact=exact)
+            finding = finding._replace(evidence=self._evidence(state, finding, of_tool_call(step, span_id, call)))
         state.upcoming = finding
         return finding
+
+    def _evidence(self, state: ProgressState, finding: Finding, judged: Evidence) -> tuple[Evidence, ...]:
+        """The window's steps that make the finding's pattern, oldest first, the judged call (the last
+        step) as `judged`. An earlier step shows the judged call's previews where the rule found it the
+        same (the same call; the same outcome); a cycle's other calls, their own arguments."""
+        window, rule, repeats = state.window, finding.rule, finding.repeats
+        count = len(window)
+        last = count - 1
+        if rule == CYCLE:  # its whole periods in a row
+            positions: Sequence[int] = range(count - repeats * len(finding.labels), count)
+        elif rule == SAME_RESULT:  # the same step within the window
+            ident = window.idents[last]
+            positions = [at for at in range(max(0, count - self.window), count) if window.idents[at] == ident]
+        elif rule == ERROR_LOOP:  # the tool's failures in a row: its last `repeats` steps
+            name = window.names[last]
+            positions = [at for at in range(count) if window.names[at] == name][-repeats:]
+        else:  # interleaved-repeat and near-duplicate: the last `repeats` steps
+            positions = range(count - repeats, count)
+        positions = list(positions)[-MAX_EVIDENCE:]
+        same_outcome_always = rule in (ERROR_LOOP, NEAR_DUPLICATE)  # the same error / outcome by the rule
+        labels = state.labels or {}
+        entries = []
+        for at in positions[:-1]:
+            key = window.keys[at]
+            same_call = key == window.keys[last]
+            entry = earlier(window.steps[at], window.spans[at], judged, same_arguments=same_call,
+                            same_outcome=same_outcome_always or window.idents[at] == window.idents[last])
+            label = labels.get(key)
+            if not same_call and label is not None and rule == CYCLE:  # another call of the cycle: its own
+                entry = Evidence(entry.step, entry.span_id, label.name,
+                                 preview(label.preview, label.arguments_json, label.arguments_chars)
+                                 if label.arguments_chars else None, entry.outcome_preview)
+            entries.append(entry)
+        return (*entries, judged)
 
     def _label(self, name: str, arguments: str | None, call: ToolCall) -> Label:
         if arguments is None:
@@ -217,7 +269,8 @@ class ProgressDetector:
         return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
     def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall,
-                key: int, ident: int, near: int, error: int | None, loose_text: str | None, exact: bool) -> int:
+                key: int, ident: int, near: int, error: int | None, loose_text: str | None, exact: bool,
+                step: int, span_id: int) -> int:
         """Append the step to the window; return the shortest period whose run has `min_repeats` (0: none)."""
         window = state.window
         name_hash = hash(name)
@@ -246,7 +299,8 @@ class ProgressDetector:
                 state.labels = {}
             if key not in state.labels:
                 state.labels[key] = self._label(name, arguments, call)
-        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run)
+        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run, step,
+                      span_id)
         if len(window) > self._capacity:
             dropped = window.drop_oldest()
             if state.labels and dropped not in window.keys:
@@ -268,36 +322,43 @@ class ProgressDetector:
         return shortest
 
     def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
-              error_preview: str | None) -> Finding | None:
+              error_preview: str | None, tool: str) -> Finding | None:
+        """The first rule that holds on the call just appended (of `tool`) and exempts none of its pattern's tools."""
         rules, runs, labels, min_repeats = self.rules, state.runs, state.labels, self.min_repeats
         window = state.window
         count = len(window)
         name = ""  # `observe` names the current call; a cycle names its own
         if period:  # the shortest period names the pattern
             length = runs[period] + period
-            if period == 1 and INTERLEAVED_REPEAT in rules:
+            if period == 1 and INTERLEAVED_REPEAT in rules and not self._exempts(INTERLEAVED_REPEAT, tool):
                 return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1)
             if period > 1 and CYCLE in rules:
                 block_keys = window.keys[count - period:]
                 assert labels is not None  # each step of the block was seen p steps before: labelled
                 block = tuple(labels[k] for k in block_keys)
-                return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None, block_keys[0],
-                               block[0].name, (length + 1) // period)
+                if not self._exempts(CYCLE, *(label.name for label in block)):
+                    return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None,
+                                   block_keys[0], block[0].name, (length + 1) // period)
         ident = window.idents[-1]
-        if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
+        if SAME_RESULT in rules and outcome is not None and labels and key in labels \
+                and not self._exempts(SAME_RESULT, tool):  # (seen before)
             recent = window.idents[max(0, count - self.window):]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
                 if recent.count(ident) >= min_repeats else ()
             if len(same) >= min_repeats and not self._cycle_in_the_making(runs, same):
                 return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1)
         error_run = window.error_runs[-1]
-        if ERROR_LOOP in rules and error_run >= self.min_errors:
+        if ERROR_LOOP in rules and error_run >= self.min_errors and not self._exempts(ERROR_LOOP, tool):
             return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, window.names[-1], window.errors[-1]), (),
                            error_preview, key, name, error_run + 1)
         near_run = window.near_runs[-1]
-        if NEAR_DUPLICATE in rules and near_run >= min_repeats:
+        if NEAR_DUPLICATE in rules and near_run >= min_repeats and not self._exempts(NEAR_DUPLICATE, tool):
             return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1)
         return None
+
+    def _exempts(self, rule: str, *tools: str) -> bool:
+        exempt = self.exempt.get(rule)
+        return exempt is not None and any(exempt(tool) for tool in tools)
 
     def _cycle_in_the_making(self, runs: Sequence[int], same: Sequence[int]) -> bool:
         """Whether the steps from the first of `same` to now repeat with the spacing of `same`: a

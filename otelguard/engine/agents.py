@@ -31,23 +31,26 @@ class AgentRef(NamedTuple):
     """Which agent a span belongs to: the state key and the agent's name for reports and labels.
 
     `run_span_id`: the agent-run span, for hooks bound to that run. `scope_run_id`: the run span whose
-    end ends this agent, when one does (see the module doc).
+    end ends this agent, when one does (see the module doc). `session`: the run's conversation or
+    session id, when it names one (what a pause is keyed by).
     """
 
     key: str
     name: str | None
     run_span_id: int | None = None
     scope_run_id: int | None = None
+    session: str | None = None
 
 
 def agent_of_run(run: AgentRun, trace_id: int, span_id: int, enclosing: AgentRef | None) -> AgentRef:
     """The agent of a run that starts in span `span_id`, inside `enclosing`'s run if any."""
     durable = run.durable_key
+    session = run.conversation_id or (enclosing.session if enclosing is not None else None)
     if durable:
-        return AgentRef(_bounded(durable), run.name, span_id)
+        return AgentRef(_bounded(durable), run.name, span_id, session=session)
     if enclosing is not None and run.name:
-        return AgentRef(_bounded(f"{enclosing.key}/{run.name}"), run.name, span_id, enclosing.scope_run_id)
-    return AgentRef(f"span:{trace_id:032x}:{span_id:016x}", run.name, span_id, span_id)
+        return AgentRef(_bounded(f"{enclosing.key}/{run.name}"), run.name, span_id, enclosing.scope_run_id, session)
+    return AgentRef(f"span:{trace_id:032x}:{span_id:016x}", run.name, span_id, span_id, session)
 
 
 def _bounded(key: str) -> str:
@@ -65,13 +68,15 @@ def trace_agent(trace_id: int) -> AgentRef:
 
 
 class AgentState:
-    """One agent's lock and its guards' states (one per guard, in the engine's order), made with the agent."""
+    """One agent's lock, its guards' states (one per guard, in the engine's order), made with the agent,
+    and how many of its model and tool calls were judged (the last one's step number)."""
 
-    __slots__ = ("lock", "guard_states")
+    __slots__ = ("lock", "guard_states", "steps")
 
     def __init__(self, guard_states: list[Any]):
         self.lock = threading.Lock()
         self.guard_states = guard_states
+        self.steps = 0
 
 
 class Agents:

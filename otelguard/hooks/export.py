@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import fields
 from typing import Any
 
 from ..records import Verdict
@@ -35,17 +34,13 @@ def send_later(event: HookEvent, verdicts: tuple[Verdict, ...]) -> None:
     import subprocess
 
     batch = {"endpoint": endpoint, "cli": event.cli, "session": event.session, "tool": event.tool,
-             "phase": event.phase, "verdicts": [_fields(verdict) for verdict in verdicts]}
+             "phase": event.phase, "verdicts": [verdict.to_json() for verdict in verdicts]}
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
     sender = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env, start_new_session=True)
     assert sender.stdin is not None
     sender.stdin.write(json.dumps(batch).encode())  # a few hundred bytes: the pipe takes them at once
     sender.stdin.close()
-
-
-def _fields(verdict: Verdict) -> dict[str, Any]:
-    return {field.name: getattr(verdict, field.name) for field in fields(verdict)}
 
 
 def send(batch: dict[str, Any]) -> None:
@@ -76,7 +71,7 @@ def send(batch: dict[str, Any]) -> None:
     metrics = GuardMetrics(meters)
     logger = logs.get_logger("otelguard", __version__)
     for verdict_fields in batch["verdicts"]:
-        verdict = Verdict(**verdict_fields)
+        verdict = Verdict.from_json(verdict_fields)
         metrics.verdict(verdict, batch["cli"])  # (the run-length histogram too)
         attributes = {**verdict.attributes(), "event.name": "otelguard.verdict", "otelguard.hook.cli": batch["cli"],
                       "otelguard.hook.phase": batch["phase"], "session.id": batch["session"],

@@ -11,38 +11,26 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
+from ..conventions import SESSION_ATTRIBUTES, session_of  # noqa: F401  (the service's names for them)
 from ..engine import Judged
 from ..records import Verdict
-from ..semconv import GEN_AI_CONVERSATION_ID
 
-SESSION_ATTRIBUTES = (GEN_AI_CONVERSATION_ID, "session.id", "conversation.id")
 MAX_SESSIONS = 10_000
 MAX_VERDICTS_PER_SESSION = 50
 MAX_SESSION_CHARS = 256
 
 
-def session_of(attributes: Mapping[str, Any]) -> str | None:
-    """The first session attribute present as a non-empty string."""
-    for key in SESSION_ATTRIBUTES:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
 def verdict_event(service: str | None, judged: Judged, verdict: Verdict) -> dict[str, Any]:
     """One verdict as the JSON object the webhook posts and the decision API answers: the verdict's
-    fields, its agent, session, trace and span ids (hex, as OTLP/JSON writes them), and the time."""
+    fields (`Verdict.to_json`: its `evidence` and `paused` too), its agent, session, trace and span ids
+    (hex, as OTLP/JSON writes them), and the time."""
     span = judged.span
-    event: dict[str, Any] = {field.name: getattr(verdict, field.name) for field in fields(verdict)}
-    event["action"] = str(verdict.action)
+    event = verdict.to_json()
     event.update(
         agent=judged.agent.name, agent_key=judged.agent.key, service=service,
-        session=session_of(span.attributes) if span is not None else None,
+        session=(session_of(span.attributes) if span is not None else None) or judged.agent.session,
         trace_id=f"{span.trace_id:032x}" if span is not None else None,
         span_id=f"{span.span_id:016x}" if span is not None else None,
         time=round(time.time(), 3))
