@@ -58,7 +58,7 @@ def test_a_sessions_recent_verdicts_are_answered() -> None:
         assert {v["service"] for v in verdicts} == {"codex_exec"} and {v["tool"] for v in verdicts} == {"exec_command"}
         other = _get(service, "?" + urllib.parse.urlencode({"session": "conversation/2 ?&"}))[1]["verdicts"]
         assert [(v["action"], v["repeat_count"]) for v in other] == [("none", 2), ("remind", 3)]
-        assert _get(service, "?session=never-seen") == (200, {"session": "never-seen", "verdicts": []})
+        assert _get(service, "?session=never-seen") == (200, {"session": "never-seen", "paused": False, "verdicts": []})
         assert _get(service, "")[0] == 400
         assert _get(service, "?session=" + "x" * 257)[0] == 400
         assert _get(service, "?session=conversation-1", token=None)[0] == 401

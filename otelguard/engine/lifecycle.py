@@ -220,6 +220,9 @@ class GuardEngine:
         """Deliver again to the agents of `session`; whether it was paused."""
         return self._paused.pop(session, False) is None
 
+    def session_paused(self, session: str) -> bool:
+        return session in self._paused
+
     def is_paused(self, agent: AgentRef | None, attributes: Mapping[str, Any]) -> bool:
         """Whether a span of `agent` with these attributes belongs to a paused session (its run's, or
         the one the span names)."""

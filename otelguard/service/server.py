@@ -179,7 +179,7 @@ class GuardService:
         asks the agent for something, and handed to the caller's `on_verdict`."""
         event = verdict_event(service, judged, verdict)
         self.recent.add(event)
-        if self.webhook is not None and needs_delivery(verdict):
+        if self.webhook is not None and needs_delivery(verdict) and not verdict.paused:  # a paused session hears nothing
             self.webhook.send(event)
         if self._on_verdict is not None:
             self._on_verdict(service, judged, verdict)
