@@ -274,6 +274,7 @@ class GuardEngine:
                 guard.on_tool_start(guard_state, call, span, decision, step=upcoming)
         if self.is_paused(agent, span.attributes):  # a block and a deadline are actions on the agent
             decision.block = decision.budget_ms = None
+            decision.no_deadline = True
         return decision
 
     def _judge(self, source: SpanSource, classification: Classification, agent: AgentRef,

@@ -14,6 +14,8 @@ class ToolStart:
 
     budget_ms: float | None = None
     block: Verdict | None = None
+    # No deadline for this call, not even one its tool declares (an exempt tool, a paused session).
+    no_deadline: bool = False
 
 
 @dataclass(slots=True, frozen=True)

@@ -35,6 +35,7 @@ class TimeoutPolicy(Guard):
     def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart, *,
                       step: int = 0) -> None:
         if call.name is not None and self._exempt(call.name):
+            decision.no_deadline = True
             return
         decision.budget_ms = declared_budget_ms(span.attributes)
 
