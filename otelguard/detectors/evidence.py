@@ -24,6 +24,11 @@ PREVIEW_CHARS = 200
 _ID_MASK = (1 << 64) - 1
 
 
+def span_id_kept(span_id: int) -> int:
+    """A span id as the trails keep it: 64 unsigned bits (what any real span id is)."""
+    return span_id & _ID_MASK
+
+
 class StepTrail(array):
     """(step, span id) of the last `MAX_EVIDENCE` steps of a pattern in the making, oldest first, flat in
     one array (no object per step)."""
@@ -35,7 +40,7 @@ class StepTrail(array):
 
     def add(self, step: int, span_id: int) -> None:
         self.append(step)
-        self.append(span_id & _ID_MASK)
+        self.append(span_id_kept(span_id))
         if len(self) > 2 * MAX_EVIDENCE:
             del self[:2]
 
@@ -72,14 +77,14 @@ def tool_outcome(call: ToolCall) -> str | None:
 
 def of_tool_call(step: int, span_id: int, call: ToolCall) -> Evidence:
     """The judged tool call as evidence, with previews of its own arguments and outcome."""
-    return Evidence(step, span_id & _ID_MASK, call.name,
+    return Evidence(step, span_id_kept(span_id), call.name,
                     preview(call.arguments, call.arguments_content is Content.OK or not call.arguments),
                     preview(tool_outcome(call)))
 
 
 def of_model_call(step: int, span_id: int, judged_text: str | None) -> Evidence:
     """The judged model call as evidence, with a preview of the text its rule judged (reasoning or output)."""
-    return Evidence(step, span_id & _ID_MASK, outcome_preview=preview(judged_text) if judged_text else None)
+    return Evidence(step, span_id_kept(span_id), outcome_preview=preview(judged_text) if judged_text else None)
 
 
 def earlier(step: int, span_id: int, judged: Evidence, *, same_arguments: bool, same_outcome: bool,

@@ -38,7 +38,7 @@ from difflib import SequenceMatcher
 from typing import NamedTuple
 
 from ..records import Content, Evidence, ToolCall
-from .evidence import MAX_EVIDENCE, earlier, of_tool_call, preview
+from .evidence import MAX_EVIDENCE, earlier, of_tool_call, preview, span_id_kept
 from .repeat import ToolFilter
 from .signatures import failed, failure_text, loose_arguments, outcome_signature
 
@@ -49,7 +49,6 @@ ERROR_LOOP = "error-loop"
 NEAR_DUPLICATE = "near-duplicate"
 
 _NO_ERROR = -1  # a step that did not fail (hash() never returns -1)
-_ID_MASK = (1 << 64) - 1
 _UNREAD_KEYS = itertools.count(1 << 62)  # arguments not read: a key equal to no other call's
 _NO_OUTPUT = hash("a failure whose source reports no output")
 _MAX_FAILING_TOOLS = 4  # tools whose last failing arguments are kept, to tell an error loop's
@@ -114,7 +113,7 @@ class Window:
     def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int,
                step: int, span_id: int) -> None:
         for column, value in zip(self._columns(), (key, ident, near, name, error, error_run, near_run, step,
-                                                   span_id & _ID_MASK)):
+                                                   span_id_kept(span_id))):
             column.append(value)
 
     def drop_oldest(self) -> int:
@@ -249,6 +248,7 @@ class ProgressDetector:
         positions = list(positions)[-MAX_EVIDENCE:]
         same_outcome_always = rule in (ERROR_LOOP, NEAR_DUPLICATE)  # the same error / outcome by the rule
         labels = state.labels or {}
+        others: dict[int, tuple[str, str | None]] = {}  # a cycle's other calls: tool and preview, made once each
         entries = []
         for at in positions[:-1]:
             key = window.keys[at]
@@ -257,9 +257,10 @@ class ProgressDetector:
                             same_outcome=same_outcome_always or window.idents[at] == window.idents[last])
             label = labels.get(key)
             if not same_call and label is not None and rule == CYCLE:  # another call of the cycle: its own
-                entry = Evidence(entry.step, entry.span_id, label.name,
-                                 preview(label.preview, label.arguments_json, label.arguments_chars)
-                                 if label.arguments_chars else None, entry.outcome_preview)
+                if key not in others:
+                    others[key] = (label.name, preview(label.preview, label.arguments_json, label.arguments_chars)
+                                   if label.arguments_chars else None)
+                entry = Evidence(entry.step, entry.span_id, *others[key], entry.outcome_preview)
             entries.append(entry)
         return (*entries, judged)
 
