@@ -4,6 +4,7 @@
     otelguard demo [ARGS...]
     otelguard serve [--http HOST:PORT] [--grpc HOST:PORT] [--metrics HOST:PORT] [--config F] [--forward URL]
     otelguard hook {claude-code,gemini-cli,codex,opencode} | otelguard hook reset SESSION
+    otelguard hook pause CLI [SESSION] | otelguard hook resume [CLI [SESSION]]
     otelguard install-hook CLI [--user|--project] [--dry-run] / otelguard uninstall-hook CLI ...
 
 One function per subcommand: `_add_<name>_parser` declares it, `_run_<name>` runs it. `main` never
@@ -408,31 +409,56 @@ def _add_hook_parser(subparsers: Any) -> None:
             "judges the call with the guards against the session's recent calls (kept in a local SQLite "
             "history), and answers in the CLI's JSON: a reminder as context for the model, a blocked call "
             "as denied. Always exits 0; any error allows the call and is logged beside the history. "
-            "`otelguard hook reset SESSION` forgets one session."
+            "`otelguard hook reset SESSION` forgets one session. `otelguard hook pause CLI [SESSION]` pauses "
+            "a session (default: the CLI's session that called a tool last): its calls are still judged and "
+            "recorded, and nothing is said to the CLI, until `otelguard hook resume [CLI [SESSION]]` (no "
+            "argument: every paused session)."
         ),
         epilog="environment: OTELGUARD_CONFIG (default ~/.config/otelguard/config.yaml), OTELGUARD_HOOK_DB "
                "(default ${XDG_STATE_HOME:-~/.local/state}/otelguard/hooks.sqlite3), OTELGUARD_OTLP_ENDPOINT "
-               "(send verdicts as OTLP metrics and logs).",
+               "(send verdicts as OTLP metrics and logs), OTELGUARD_DISABLE=1 in the CLI's environment (pause "
+               "its sessions).",
     )
-    parser.add_argument("cli", choices=[*HOOK_CLIS, "reset"], metavar="CLI",
-                        help=f"the CLI whose hook this is ({', '.join(HOOK_CLIS)}), or reset")
-    parser.add_argument("session", nargs="?", metavar="SESSION", help="with reset: the session id to forget")
+    parser.add_argument("cli", choices=[*HOOK_CLIS, "reset", "pause", "resume"], metavar="CLI",
+                        help=f"the CLI whose hook this is ({', '.join(HOOK_CLIS)}), or reset, pause, resume")
+    parser.add_argument("operands", nargs="*", metavar="ARG",
+                        help="reset SESSION; pause CLI [SESSION]; resume [CLI [SESSION]]")
     parser.set_defaults(run=_run_hook, parser=parser)
 
 
 def _run_hook(args: argparse.Namespace) -> int:
-    if args.cli != "reset":
-        if args.session is not None or args.extra:
+    operands = [*args.operands, *args.extra]
+    if args.cli in HOOK_CLIS:
+        if operands:
             args.parser.error("a hook takes no arguments besides the CLI (its input comes on stdin)")
         from .hooks.command import run as run_hook
 
         return run_hook(args.cli, sys.stdin.buffer, sys.stdout)
-    if not args.session or args.extra:
-        args.parser.error("usage: otelguard hook reset SESSION")
-    from .hooks.decision import reset
+    from .hooks import decision
 
-    removed = reset(args.session)
-    print(f"{PROG} hook reset: {removed} event(s) of session {args.session!r} removed")
+    if args.cli == "reset":
+        if len(operands) != 1:
+            args.parser.error("usage: otelguard hook reset SESSION")
+        removed = decision.reset(operands[0])
+        print(f"{PROG} hook reset: {removed} event(s) of session {operands[0]!r} removed")
+        return EXIT_OK
+    if args.cli == "pause":
+        if not 1 <= len(operands) <= 2 or operands[0] not in HOOK_CLIS:
+            args.parser.error(f"usage: otelguard hook pause CLI [SESSION] (CLI: {', '.join(HOOK_CLIS)})")
+        session = decision.pause(operands[0], operands[1] if len(operands) == 2 else None)
+        if session is None:
+            print(f"{PROG} hook pause: {operands[0]} has no session in the history yet; name one", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"{PROG} hook pause: {operands[0]} session {printable(session, 200)} paused: its calls are judged "
+              f"and recorded, nothing is said to the CLI (otelguard hook resume {operands[0]} to end it)")
+        return EXIT_OK
+    if len(operands) > 2 or (operands and operands[0] not in HOOK_CLIS):
+        args.parser.error(f"usage: otelguard hook resume [CLI [SESSION]] (CLI: {', '.join(HOOK_CLIS)})")
+    resumed = decision.resume(*(operands + [None, None])[:2])
+    for cli, session in resumed:
+        print(f"{PROG} hook resume: {cli} session {printable(session, 200)} resumed")
+    if not resumed:
+        print(f"{PROG} hook resume: no paused session to resume")
     return EXIT_OK
 
 

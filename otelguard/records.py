@@ -9,7 +9,7 @@ not frozen; treat them as read-only all the same.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Mapping
 
@@ -175,8 +175,35 @@ Record = AgentRun | ToolCall | ModelCall
 
 
 @dataclass(slots=True, frozen=True)
+class Evidence:
+    """One step that made a verdict's pattern: its number among its agent's judged model and tool
+    calls (from 1; 0 when no engine numbered it), its span, its tool, and previews of its arguments
+    and outcome (escaped, at most `detectors.evidence.PREVIEW_CHARS` characters each; None where the
+    guard did not keep them: see `detectors.evidence`)."""
+
+    step: int
+    span_id: int
+    tool: str | None = None
+    arguments_preview: str | None = None
+    outcome_preview: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as `analyze --json`, the decision API and the webhook write it (ids in hex)."""
+        return {"step": self.step, "span_id": f"{self.span_id:016x}", "tool": self.tool,
+                "arguments_preview": self.arguments_preview, "outcome_preview": self.outcome_preview}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Evidence:
+        return cls(int(value["step"]), int(str(value["span_id"]), 16), value.get("tool"),
+                   value.get("arguments_preview"), value.get("outcome_preview"))
+
+
+@dataclass(slots=True, frozen=True)
 class Verdict:
-    """What a guard decided about one span. `message` is the text sent to the agent, if any."""
+    """What a guard decided about one span. `message` is the text sent to the agent, if any.
+    `evidence`: the steps that made its pattern, oldest first, the judged step last (at most
+    `detectors.evidence.MAX_EVIDENCE`). `paused`: its agent's session is paused, so nothing of it
+    reaches the agent (it is still recorded and counted)."""
 
     guard: str
     verdict: str  # tool_timeout | repeated_tool_call | thinking_loop | repetitive_output | no_progress
@@ -193,6 +220,8 @@ class Verdict:
     # says (never compared): no-progress finds a pattern after several repeats, the repeat ladder at
     # its first repeat (None: the loop starts at the judged call).
     loop_since: tuple[int, int] | None = field(default=None, compare=False)
+    evidence: tuple[Evidence, ...] = ()
+    paused: bool = False
 
     def attributes(self) -> dict[str, Any]:
         """The otelguard.* span attributes of design §5."""
@@ -210,4 +239,29 @@ class Verdict:
             attrs["otelguard.stream.chars"] = self.stream_chars
         if self.error_code is not None:
             attrs["otelguard.error.code"] = self.error_code
+        if self.evidence:
+            attrs["otelguard.evidence.span_ids"] = tuple(f"{entry.span_id:016x}" for entry in self.evidence)
+            attrs["otelguard.evidence.steps"] = tuple(entry.step for entry in self.evidence)
+        if self.paused:
+            attrs["otelguard.paused"] = True
         return attrs
+
+    def to_json(self) -> dict[str, Any]:
+        """Every field as JSON takes it (the action as its name, each evidence entry as an object):
+        what the decision API, the webhook and a hook's sender carry."""
+        out = {name: getattr(self, name) for name in _VERDICT_FIELDS}
+        out["action"] = str(self.action)
+        out["evidence"] = [entry.to_json() for entry in self.evidence]
+        return out
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Verdict:
+        """The verdict `to_json` wrote."""
+        known = {name: value[name] for name in _VERDICT_FIELDS if name in value}
+        known["action"] = Action.parse(known.get("action"))
+        known["evidence"] = tuple(Evidence.from_json(entry) for entry in known.get("evidence") or ())
+        return cls(**known)
+
+
+# What a verdict says (`loop_since`, the engine's bookkeeping for its loop's spend, is not).
+_VERDICT_FIELDS = tuple(each.name for each in fields(Verdict) if each.compare)

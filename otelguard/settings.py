@@ -11,7 +11,7 @@ at hand (a CLI hook's cache) builds the guards without it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
 from annotated_types import Ge, Gt, Le, MinLen
@@ -130,15 +130,19 @@ def _past_the_cycle_span(value: int, info: Any) -> int:
 
 # Tool-name patterns (`*` is the only special character), given as a YAML/JSON list.
 ToolPatterns = Annotated[tuple[str, ...], Check(_non_empty_patterns, before=_as_tuple)]
+# Every guard's `exempt_tools`: patterns (as `include` / `exclude` take them) of tools that never
+# trigger the guard; each guard says what that means for its calls.
 Ratio = Annotated[float, Ge(0), Le(1), Check(before=_ratio_number)]
 Text = Annotated[str, MinLen(1)]
 
 
 @dataclass(slots=True, frozen=True)
 class TimeoutPolicyConfig(_Settings):
-    """Zero config: budgets come from the tools' own declarations."""
+    """Budgets come from the tools' own declarations; none is armed for an exempt tool."""
 
     guard_id: ClassVar[str] = "timeout-policy"
+
+    exempt_tools: ToolPatterns = ()
 
 
 @dataclass(slots=True, frozen=True)
@@ -157,6 +161,9 @@ class RepeatToolReminderConfig(_Settings):
     # True: a call whose result differs from the previous identical call's restarts the run (polling
     # whose result moves on is progress). False, the seed's: results are not read.
     result_aware: bool = False
+    # An exempt tool's identical calls are a run of their own (another tool's call still breaks it),
+    # never reminded or blocked; unlike `exclude`, its calls do break other tools' runs.
+    exempt_tools: ToolPatterns = ()
 
 
 NO_PROGRESS_RULES = (CYCLE, INTERLEAVED_REPEAT, SAME_RESULT, ERROR_LOOP, NEAR_DUPLICATE)
@@ -164,6 +171,10 @@ DEFAULT_TRANSPARENT_TOOLS = ("think", "todo_write", "todo_read", "TodoWrite", "T
                              "write_todos", "update_plan", "sequentialthinking", "sequential_thinking")
 
 _NoProgressRule = Literal[NO_PROGRESS_RULES]  # type: ignore[valid-type]  # of constants: pydantic reads it, mypy cannot
+
+
+def _rules_exemptions(value: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    return {rule: patterns for rule, patterns in value.items() if patterns}  # (an empty list exempts nothing)
 
 
 @dataclass(slots=True, frozen=True)
@@ -179,8 +190,13 @@ class NoProgressConfig(_Settings):
     steer_after: Annotated[int, Ge(1)] = 2
     stop_after: Annotated[int | None, Ge(3)] = None
     arguments_preview_chars: Annotated[int, Ge(1)] = 200
-    include_arguments: bool = True
+    include_arguments: bool = True  # false: messages quote neither arguments nor results
     quote_untrusted: bool = True  # false: no tool names, arguments or error text in messages (as above)
+    # A pattern any of whose calls is of an exempt tool is reported by no rule (`exempt_tools`) or not
+    # by the rules named (`exempt_tools_by_rule`: rule -> patterns); its calls are still steps.
+    exempt_tools: ToolPatterns = ()
+    exempt_tools_by_rule: Annotated[dict[_NoProgressRule, ToolPatterns], Check(_rules_exemptions)] = \
+        field(default_factory=dict)
 
     def _check_agreement(self) -> None:
         if self.window < 2 * self.min_repeats - 1:
@@ -226,6 +242,9 @@ class ThinkingLoopGuardConfig(_Settings):
     text_loop_streak: Annotated[int, Ge(0), Check(_streak_length)] = 5
     text_loop_streak_similarity: Annotated[float, Gt(0), Le(1), Check(before=_ratio_number)] = 0.4
     text_loop_action: Literal["none", "warn", "steer", "cancel"] = "steer"
+    # A model call that asks for an exempt tool is no thinking step (judged after it ends as a call
+    # with reasoning too short to judge); the mid-stream breaker cuts before tool calls are known.
+    exempt_tools: ToolPatterns = ()
 
 
 GuardSettings = TimeoutPolicyConfig | RepeatToolReminderConfig | ThinkingLoopGuardConfig | NoProgressConfig

@@ -3,12 +3,14 @@
 Wrap the stream the agent consumes; every visible text delta is fed to the breaker, and on a trip
 the agent is steered (when `break_correction`) and the consumer gets `RepetitiveOutputError`. A
 repetition that completes only in the stream's last deltas is flagged when the stream runs out (the
-verdict, with action `none`, on the model span), not cut: there is nothing left to cut.
+verdict, with action `none`, on the model span), not cut: there is nothing left to cut. In a paused
+session (`GuardSpanProcessor.pause`) a trip is recorded, marked `paused`, and the stream goes on.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any, overload
 
 from opentelemetry import trace as trace_api
@@ -82,10 +84,15 @@ class _Watch:
         trip = breaker.push(text)
         return self.tripped(trip) if trip is not None else None
 
-    def tripped(self, trip: Trip) -> RepetitiveOutputError:
-        """The breaker tripped: tell the engine and the agent; the error for the consumer."""
+    def tripped(self, trip: Trip) -> RepetitiveOutputError | None:
+        """The breaker tripped: tell the engine and the agent; the error for the consumer (None in a
+        paused session: the cut is recorded, not made)."""
         assert self.guard is not None  # a trip comes from a breaker, made by the guard
-        verdict = self._reported(self.guard.break_verdict(trip, cut=True), self._on_open_model_span())
+        verdict = self.guard.break_verdict(trip, cut=True)
+        if self.processor is not None and self.processor.is_paused(self.span):
+            self._reported(replace(verdict, paused=True), self._on_open_model_span())
+            return None
+        verdict = self._reported(verdict, self._on_open_model_span())
         return RepetitiveOutputError(
             f"model output repeated itself for {verdict.stream_chars} characters "
             f"(rule {verdict.rule}); stream cut by otelguard",

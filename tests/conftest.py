@@ -121,5 +121,6 @@ def hook_state(tmp_path, monkeypatch):
     monkeypatch.setenv("OTELGUARD_HOOK_DB", str(state / "hooks.sqlite3"))
     monkeypatch.delenv("OTELGUARD_CONFIG", raising=False)
     monkeypatch.delenv("OTELGUARD_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTELGUARD_DISABLE", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     return state

@@ -5,7 +5,9 @@ with the hook installed by `otelguard install-hook` into a temporary home. The s
 into: the same call ten times, then an A/B alternation three times, then a final answer. The test
 reads what the model was shown (the requests it got) and the hook log: the reminders at the 3rd and
 5th identical call reach the model as context, the 8th, 9th and 10th are denied before they run with
-the guard's message, and the session still ends normally with the final answer.
+the guard's message, the alternation's reminder names its steps, and the session still ends normally
+with the final answer. Claude Code also runs paused (`otelguard hook pause`: the model is told nothing,
+the verdicts are logged) and with its looping tool exempt (`exempt_tools`: never reminded).
 
 Tier `agent_cli`: skipped without the CLIs (with the command that installs them), failed under CI.
 """
@@ -17,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -191,3 +194,59 @@ def test_a_looping_cli_is_reminded_then_blocked_and_its_session_ends_normally(sa
     # the tool's name
     assert llm.first_step_showing("- arguments: ") == (None if name == "codex" else 5)
     assert llm.first_step_showing("- tool: ") == (None if name == "codex" else 5)
+    # The alternation's reminder (a rule beyond the seed's) names the steps that made it: the six calls
+    # after the ten identical ones (for Codex, whose hook context is a system-level message, nothing
+    # else of them). (Claude Code answers a second Read of an unchanged file with another text: its
+    # alternation makes no cycle.)
+    cycle = "- steps: 11, 12, 13, 14, 15, 16"
+    assert llm.first_step_showing(cycle) == (None if name == "claude-code" else IDENTICAL_CALLS + 6)
+
+
+def run_claude_code_loop(sandbox, *extra: str) -> tuple[FakeLLM, subprocess.CompletedProcess]:
+    """Claude Code through the scripted loop (`extra`: more command-line arguments), its hook installed."""
+    home, work, state, env = sandbox
+    assert otelguard_main(["install-hook", "claude-code"]) == 0
+    cli = CLIS["claude-code"]
+    llm = FakeLLM(Script(calls=[cli.loop_call(work)] * IDENTICAL_CALLS + cli.a_b(work) * 3, final=FINAL))
+    try:
+        done = run([binary("agent_cli", cli.binary), "-p", "list the files", "--output-format", "stream-json",
+                    "--verbose", "--allowedTools", "Bash,Read", *extra],
+                   {**env, "ANTHROPIC_BASE_URL": llm.url, "ANTHROPIC_API_KEY": "sk-test",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                    "DISABLE_TELEMETRY": "1"}, work)
+    finally:
+        llm.close()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert FINAL in done.stdout
+    return llm, done
+
+
+GUARD_TEXTS = (SHORT_TEXT, "Repeated tool call", "No progress:")
+
+
+def test_a_paused_claude_code_session_is_told_nothing_and_its_verdicts_are_recorded(sandbox):
+    """`otelguard hook pause claude-code SESSION` before the run: every scripted call runs (none denied), no
+    guard text reaches the model, and the hook log records the ladder, each verdict marked paused."""
+    session = str(uuid.uuid4())
+    assert otelguard_main(["hook", "pause", "claude-code", session]) == 0
+    llm, _ = run_claude_code_loop(sandbox, "--session-id", session)
+    assert max(step for step, _ in llm.requests) == IDENTICAL_CALLS + 6
+    assert all(llm.first_step_showing(text) is None for text in GUARD_TEXTS)
+    acted = [line for line in hook_log_lines(sandbox[2]) if " INFO " in line]
+    ladder = [re.search(r"repeat-tool-reminder/\S+ (remind|block) at call (\d+) \(paused: not delivered\)", line)
+              for line in acted if "repeat-tool-reminder/" in line]
+    assert [match.groups() for match in ladder if match] == [
+        ("remind", "3"), ("remind", "5"), ("block", "8"), ("block", "9"), ("block", "10")]
+    assert all(session in line and "(paused: not delivered)" in line for line in acted)
+
+
+def test_claude_codes_exempt_tool_is_never_reminded(sandbox):
+    """`exempt_tools: [Bash]` on repeat-tool-reminder: ten identical `ls -la` calls all run, and no reminder
+    or denial of that guard reaches the model or the log."""
+    config = sandbox[1] / "otelguard.yaml"
+    config.write_text("guards:\n  - id: repeat-tool-reminder\n    config: {exempt_tools: [Bash]}\n")
+    sandbox[3]["OTELGUARD_CONFIG"] = str(config)
+    llm, _ = run_claude_code_loop(sandbox)
+    assert max(step for step, _ in llm.requests) == IDENTICAL_CALLS + 6
+    assert llm.first_step_showing(SHORT_TEXT) is None and llm.first_step_showing("Repeated tool call") is None
+    assert not [line for line in hook_log_lines(sandbox[2]) if "repeat-tool-reminder/" in line or " ERROR " in line]

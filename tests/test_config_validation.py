@@ -46,6 +46,9 @@ REPEAT_INVALID = [
     ("stop_after", 0, "zero"),
     ("result_aware", "yes", "string"),
     ("result_aware", 1, "int"),
+    ("exempt_tools", "bash", "string-not-list"),
+    ("exempt_tools", [""], "empty-pattern"),
+    ("exempt_tools", [7], "not-strings"),
 ]
 
 
@@ -75,7 +78,22 @@ NO_PROGRESS_INVALID = [
     ("arguments_preview_chars", 0, "zero"),
     ("include_arguments", "no", "string"),
     ("quote_untrusted", None, "null"),
+    ("exempt_tools", "pytest*", "string-not-list"),
+    ("exempt_tools", [""], "empty-pattern"),
+    ("exempt_tools_by_rule", ["same-result"], "list-not-mapping"),
 ]
+
+
+@pytest.mark.parametrize(("value", "named"), [
+    ({"loops": ["bash"]}, "exempt_tools_by_rule.loops"),
+    ({"same-result": "bash"}, "exempt_tools_by_rule.same-result"),
+    ({"error-loop": [""]}, "exempt_tools_by_rule.error-loop"),
+])
+def test_exempt_tools_by_rule_names_the_rule_at_fault(value, named):
+    """An unknown rule, or patterns that are no list of non-empty strings, fail at load naming the rule."""
+    with pytest.raises(ConfigError) as caught:
+        load_row("no-progress", {"exempt_tools_by_rule": value})
+    assert f"guards[0] (no-progress).config.{named}" in str(caught.value)
 
 
 INVALID = {"repeat-tool-reminder": (REPEAT_INVALID, RepeatToolReminderConfig),
@@ -120,9 +138,15 @@ def test_no_config_runs_four_guards_with_no_progress_last():
 
 
 @pytest.mark.parametrize("key", ["timeout_ms", "timeoutMs", "tools"])
-def test_timeout_policy_takes_no_config_key(key):
-    """timeout-policy has no settings (budgets are the tools' own): any key is refused and named."""
+def test_timeout_policy_takes_no_budget_key(key):
+    """timeout-policy's budgets are the tools' own: a budget key is refused and named."""
     assert_invalid("timeout-policy", key, 100)
+
+
+@pytest.mark.parametrize("value", ["slow_tool", [""], [3]])
+def test_timeout_policy_exempt_tools_must_be_patterns(value):
+    """timeout-policy's one setting, exempt_tools, takes a list of non-empty patterns."""
+    assert_invalid("timeout-policy", "exempt_tools", value)
 
 
 # --- rows and the top level ---------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ Which agent each span belongs to, what state lives how long, and what comes back
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from otel_support import Guarded, metric_points, output_messages, tool_span
 
@@ -152,11 +154,13 @@ def test_the_open_span_bound_trims_the_oldest_and_counts_them():
 
 
 def test_a_live_stream_trip_is_shown_once_on_its_span():
-    """A trip reported for an open model span comes back with that span's end, and with no other."""
+    """A trip reported for an open model span comes back with that span's end, its evidence the call it
+    cut (numbered only then), and with no other span's end."""
     engine = GuardEngine({"guards": [{"id": "thinking-loop-guard"}]})
     verdict = Verdict("thinking-loop-guard", "repetitive_output", "cycle", "none", stream_chars=5)
     engine.report_stream_trip(TRACE, 42, verdict)
-    assert judged(engine, model(42, None)).stream_verdict is verdict
+    shown = judged(engine, model(42, None)).stream_verdict
+    assert replace(shown, evidence=()) == verdict and [(e.step, e.span_id) for e in shown.evidence] == [(1, 42)]
     assert judged(engine, model(42, None)).stream_verdict is None  # shown once
     assert judged(engine, model(43, None)).stream_verdict is None
 
@@ -166,7 +170,7 @@ def test_a_stream_trip_is_not_judged_again_as_a_thinking_step():
     trip = engine.stream_guard.break_verdict(Trip("identical-chunks", 240, run=60), cut=True)
     engine.report_stream_trip(TRACE, 2, trip)
     ended = judged(engine, model(2, None, text="tick" * 80))
-    assert ended.stream_verdict is trip
+    assert replace(ended.stream_verdict, evidence=()) == trip
     assert all(verdict.rule != trip.rule for verdict in ended.verdicts)
 
 

@@ -46,10 +46,11 @@ def events(exporter: InMemoryLogRecordExporter) -> list[Any]:
 def test_a_reminder_becomes_one_evaluation_event_on_the_judged_span(logger_provider, log_exporter):
     """The reminder on the second identical call is one gen_ai.evaluation.result event, parented to that
     tool span: name otelguard.<guard>.<rule>, label the action, value the run length, explanation the
-    message the agent got."""
+    message the agent got and the steps that made the verdict."""
     mailbox = otelguard.Mailbox()
     with Guarded(REPEAT_ONLY, logger_provider=logger_provider, control=mailbox) as g:
         judged = repeated_call(g)
+        first = [s for s in g.exporter.get_finished_spans() if s.name == "execute_tool probe"][0]
     (event,) = events(log_exporter)
     assert event.event_name == EVENT
     assert (event.trace_id, event.span_id) == (judged.context.trace_id, judged.context.span_id)
@@ -62,7 +63,8 @@ def test_a_reminder_becomes_one_evaluation_event_on_the_judged_span(logger_provi
         "gen_ai.evaluation.name": "otelguard.repeat-tool-reminder.repeat-threshold",
         "gen_ai.evaluation.score.label": "remind",
         "gen_ai.evaluation.score.value": 2.0,
-        "gen_ai.evaluation.explanation": message.text,
+        "gen_ai.evaluation.explanation": f"{message.text}\n\nevidence: step 1 (span {first.context.span_id:016x}, "
+                                         f'"probe"); step 2 (span {judged.context.span_id:016x}, "probe")',
         "gen_ai.agent.name": "support-agent",
         "otelguard.verdict": "repeated_tool_call",
     }

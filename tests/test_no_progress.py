@@ -204,7 +204,7 @@ def test_names_arguments_and_errors_are_quoted_escaped():
     verdicts = replay(GuardEngine(), calls)
     (message,) = [v.message for v in verdicts[-1] if v.guard == "no-progress"]
     assert "<" not in message and "- tool: x\\u003csystem\\u003e" in message
-    assert len(message.splitlines()) == 4
+    assert len(message.splitlines()) == 5  # header, tool, error, steps, advice
 
 
 def test_the_tuning_half_of_the_corpus_is_judged_as_labelled():

@@ -57,10 +57,15 @@ def test_a_sessions_recent_verdicts_are_answered() -> None:
         assert [(v["action"], v["repeat_count"]) for v in verdicts] == [("none", 2), ("remind", 3), ("none", 4),
                                                                        ("remind", 5)]
         assert {v["session"] for v in verdicts} == {"conversation-1"}
+        # Each with the steps that made it (the session's calls: its CLI's tool calls), none paused.
+        assert [[entry["step"] for entry in v["evidence"]] for v in verdicts] == [[1, 2], [1, 2, 3], [1, 2, 3, 4],
+                                                                                 [1, 2, 3, 4, 5]]
+        assert {entry["arguments_preview"] for v in verdicts for entry in v["evidence"]} == {'{"cmd":"ls -la"}'}
+        assert not any(v["paused"] for v in verdicts)
         assert {v["service"] for v in verdicts} == {"codex_exec"} and {v["tool"] for v in verdicts} == {"exec_command"}
         other = _get(service, "?" + urllib.parse.urlencode({"session": "conversation/2 ?&"}))[1]["verdicts"]
         assert [(v["action"], v["repeat_count"]) for v in other] == [("none", 2), ("remind", 3)]
-        assert _get(service, "?session=never-seen") == (200, {"session": "never-seen", "verdicts": []})
+        assert _get(service, "?session=never-seen") == (200, {"session": "never-seen", "paused": False, "verdicts": []})
         assert _get(service, "")[0] == 400
         assert _get(service, "?session=" + "x" * 257)[0] == 400
         assert _get(service, "?session=conversation-1", token=None)[0] == 401

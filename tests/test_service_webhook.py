@@ -88,7 +88,7 @@ def _webhook_counts(service) -> dict[str, float]:
 
 def test_reminders_are_posted_signed_and_retried_until_accepted() -> None:
     """Five identical tool calls: reminders at the 3rd and 5th are posted (the counting verdicts
-    are not); the receiver's 503 is retried, each attempt signed afresh."""
+    are not), with their evidence; the receiver's 503 is retried, each attempt signed afresh."""
     with receiving(statuses=[503]) as receiver, \
             running_service(webhook=receiver.url, webhook_secret=SECRET) as service:
         send_with(OTLPSpanExporter(endpoint=service.http_url + "/v1/traces"), "hooked-agent")
@@ -103,6 +103,10 @@ def test_reminders_are_posted_signed_and_retried_until_accepted() -> None:
         assert first["agent"] == "planner" and first["service"] == "hooked-agent"
         assert len(first["trace_id"]) == 32 and len(first["span_id"]) == 16
         assert first["message"].startswith("You are repeating the exact same tool call")
+        # The steps that made it: the three identical calls, the judged one last; the session not paused.
+        assert [entry["step"] for entry in first["evidence"]] == [1, 2, 3] and first["paused"] is False
+        assert first["evidence"][-1]["span_id"] == first["span_id"]
+        assert first["evidence"][0]["arguments_preview"] == '{"city":"Paris"}'
         assert len({event["id"] for event in receiver.accepted}) == 2
         assert _webhook_counts(service) == {"delivered": 2, "failed": 0, "dropped": 0, "retries": 1}
 

@@ -101,6 +101,8 @@ THINKING_INVALID = [
     ("text_loop_streak", -1, "negative"),
     ("text_loop_streak_similarity", 1.5, "above-one"),
     ("text_loop_action", "break", "not-an-action"),
+    ("exempt_tools", "think", "string-not-list"),
+    ("exempt_tools", [""], "empty-pattern"),
 ]
 
 

@@ -12,11 +12,12 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import IO, Any, NamedTuple
 
+from ..detectors.evidence import steps_text
 from ..records import Verdict
 from ..terminal import printable, printable_json
 from ..text_report import BOLD, RED, YELLOW, TextReport, action_style, counted, number
 from .evaluations import RecordedEvaluations
-from .results import AgentSummary, Step
+from .results import AgentSummary, Step, is_counting
 from .run import Analysis
 
 _SPAN_WIDTH = 22
@@ -221,12 +222,15 @@ def _agent_table(agent: AgentSummary, steps: Iterator[Step], width: int) -> Iter
 
 
 def _step_rows(step: Step, number_width: int) -> Iterator[_Line]:
-    """The step's row, then a line for each of its verdicts under its span column."""
+    """The step's row, then a line for each of its verdicts under its span column (a finding's next
+    line says which steps made it)."""
     yield _Line(f"  {step.number:>{number_width}}  {step.kind:<5}  {_cut(step.span_name, _SPAN_WIDTH):<{_SPAN_WIDTH}}  "
                 f"{_cut(step.what, 1000)}", cut=True)
     indent = " " * (2 + number_width + 2 + 5 + 2)
     for verdict in step.verdicts:
         yield _Line(f"{indent}↳ {_verdict_cells(verdict)}".rstrip(), action_style(verdict.action))
+        if verdict.evidence and not is_counting(verdict):
+            yield _Line(f"{indent}  evidence: steps {steps_text(verdict.evidence)}")
 
 
 def _verdict_cells(verdict: Verdict) -> str:

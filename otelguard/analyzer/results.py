@@ -198,6 +198,8 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
         "stream_chars": verdict.stream_chars,
         "error_code": verdict.error_code,
         "message": verdict.message,
+        "evidence": [entry.to_json() for entry in verdict.evidence],
+        "paused": verdict.paused,
     }
 
 
@@ -252,7 +254,8 @@ class Findings:
                 return
             agent.quiet_rows += 1
         model = model_name(span, judged.classification) if kind is SpanKind.MODEL else None
-        step = Step(agent.steps_total, kind.value, span.trace_id, span.span_id, span.name,
+        # The engine's step number: the one the verdicts' evidence names.
+        step = Step(judged.step, kind.value, span.trace_id, span.span_id, span.name,
                     judged.classification.convention, summarize(judged.record, model), tuple(shown))
         row = _step_row(step)
         self._spool.add_step(agent.key, row)

@@ -9,6 +9,7 @@ The calls, used by the live processor and the offline analyzer alike:
 - `model_usage(span, classification)`: a model span's model name, token counts and finish reasons,
   read only by whoever reports them (no guard judges them, so `read` leaves them out);
   `model_name(span, classification)` is its model alone.
+- `session_of(attributes)`: the agent session a span names, if any.
 
 Nothing here imports OpenTelemetry; spans come as `SpanView`s.
 """
@@ -32,7 +33,8 @@ from ..records import (
 from . import genai, openinference, openllmetry
 from ._values import READ_LIMITS, ReadLimits, model_name_of
 
-__all__ = ["MARKER_KEYS", "NAMED_SPANS", "READ_LIMITS", "ReadLimits", "classify", "model_name", "model_usage", "read"]
+__all__ = ["MARKER_KEYS", "NAMED_SPANS", "READ_LIMITS", "SESSION_ATTRIBUTES", "ReadLimits", "classify", "model_name",
+           "model_usage", "read", "session_of"]
 
 NAMED_SPANS = genai.LEGACY_SPAN_NAMES | openllmetry.NAMED_MODEL_SPANS
 # Any of these keys makes a span worth a closer look; a span with none of them (and no known name)
@@ -40,6 +42,20 @@ NAMED_SPANS = genai.LEGACY_SPAN_NAMES | openllmetry.NAMED_MODEL_SPANS
 MARKER_KEYS = frozenset(
     {sc.OPENINFERENCE_SPAN_KIND, sc.GEN_AI_OPERATION_NAME, sc.TRACELOOP_SPAN_KIND, sc.LLM_REQUEST_TYPE}
 )
+
+
+# The attributes that name an agent session: Claude Code and opencode `session.id`, Gemini CLI and the
+# GenAI conventions `gen_ai.conversation.id`, Codex CLI `conversation.id`.
+SESSION_ATTRIBUTES = (sc.GEN_AI_CONVERSATION_ID, sc.SESSION_ID, "conversation.id")
+
+
+def session_of(attributes: Mapping[str, Any]) -> str | None:
+    """The first session attribute present as a non-empty string."""
+    for key in SESSION_ATTRIBUTES:
+        value = attributes.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:

@@ -21,18 +21,24 @@ The rules, each counting `repeats`:
 
 A call that continues a back-to-back run of identical calls (the repeat reminder's run, or one its
 include / exclude leaves out) is neither judged nor kept: that run is `repeat-tool-reminder`'s.
+
+A finding's evidence is the steps of the window that make its pattern (the cycle's periods, the
+repeats, the same results, the failures in a row), each step's number and span kept in the window.
+A rule never reports a pattern any of whose calls is of a tool it exempts (`exempt`); a lower rule
+may still report the call.
 """
 
 from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
-from ..records import Content, ToolCall
+from ..records import Content, Evidence, ToolCall
+from .evidence import MAX_EVIDENCE, earlier, of_tool_call, preview, span_id_kept
 from .repeat import ToolFilter
 from .signatures import failed, failure_text, loose_arguments, outcome_signature
 
@@ -86,35 +92,43 @@ class Finding(NamedTuple):
     # tokens before the model call that asked for it (its `ToolCall.tokens_before`), where the loop's
     # spend counts from. None when not known (no model call had reported usage).
     since: tuple[int, int] | None = None
+    evidence: tuple[Evidence, ...] = ()  # the steps that make it, oldest first, the judged call last
 
 
 class Window:
     """One agent run's last steps, oldest first, a field an array: the hashes of each step's call
     (`keys`), of call + outcome (`idents`), of loose call + outcome (`nears`), of its tool (`names`)
     and of its error (`errors`; _NO_ERROR when it did not fail), the error-loop and near-duplicate
-    runs ending at it, and where it stands in the agent's spend (`spent`: its call's `tokens_before`,
-    input then output, two entries a step; _NO_TOKENS when not known)."""
+    runs ending at it, its step number and span id (`steps`, `spans`: its evidence), and where it
+    stands in the agent's spend (`spent`: its call's `tokens_before`, input then output, two entries a
+    step; _NO_TOKENS when not known)."""
 
-    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs", "spent")
+    __slots__ = ("keys", "idents", "nears", "names", "errors", "error_runs", "near_runs", "steps", "spans", "spent")
 
     def __init__(self) -> None:
         self.keys, self.idents, self.nears, self.names = array("q"), array("q"), array("q"), array("q")
-        self.errors, self.error_runs, self.near_runs, self.spent = array("q"), array("q"), array("q"), array("q")
+        self.errors, self.error_runs, self.near_runs = array("q"), array("q"), array("q")
+        self.steps, self.spans, self.spent = array("q"), array("Q"), array("q")
 
     def __len__(self) -> int:
         return len(self.keys)
 
+    def _columns(self) -> tuple[array, ...]:
+        """The columns of one entry a step (`spent` has two)."""
+        return (self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs, self.near_runs,
+                self.steps, self.spans)
+
     def append(self, key: int, ident: int, near: int, name: int, error: int, error_run: int, near_run: int,
-               tokens_before: tuple[int, int] | None) -> None:
-        for column, value in zip((self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs,
-                                  self.near_runs), (key, ident, near, name, error, error_run, near_run)):
+               step: int, span_id: int, tokens_before: tuple[int, int] | None) -> None:
+        for column, value in zip(self._columns(), (key, ident, near, name, error, error_run, near_run, step,
+                                                   span_id_kept(span_id))):
             column.append(value)
         self.spent.extend(tokens_before if tokens_before is not None else _NO_TOKENS)
 
     def drop_oldest(self) -> int:
         """Forget the oldest step; its key."""
         key = self.keys[0]
-        for column in (self.keys, self.idents, self.nears, self.names, self.errors, self.error_runs, self.near_runs):
+        for column in self._columns():
             del column[0]
         del self.spent[:2]
         return key
@@ -162,8 +176,9 @@ class ProgressDetector:
 
     def __init__(self, *, rules: tuple[str, ...], max_period: int, min_repeats: int, window: int,
                  min_errors: int, preview_chars: int, transparent: ToolFilter, seed_tools: ToolFilter,
-                 seed_results: bool = False):
+                 seed_results: bool = False, exempt: Mapping[str, Callable[[str], bool]] | None = None):
         self.transparent = transparent.tracks
+        self.exempt = dict(exempt or {})  # rule -> whether a tool name is exempt from it
         self.seed_tracks = seed_tools.tracks
         self.seed_results = seed_results
         self.rules = frozenset(rules)
@@ -191,10 +206,11 @@ class ProgressDetector:
         key = call_key(name, arguments)
         return key != state.previous and not (state.seed == key and self.seed_tracks(name))
 
-    def observe(self, state: ProgressState, call: ToolCall, name: str, *, judge: bool = True) -> Finding | None:
-        """Judge one ended call; None when no rule holds on it, or when it is not judged (a
-        transparent call, or one continuing a back-to-back run of identical calls). `judge` False:
-        only note it as the last call (one blocked at its start does not go on the pattern)."""
+    def observe(self, state: ProgressState, call: ToolCall, name: str, *, judge: bool = True, step: int = 0,
+                span_id: int = 0) -> Finding | None:
+        """Judge one ended call (step `step`, in span `span_id`); None when no rule holds on it, or when
+        it is not judged (a transparent call, or one continuing a back-to-back run of identical calls).
+        `judge` False: only note it as the last call (one blocked at its start does not go on the pattern)."""
         arguments = call.arguments
         key = call_key(name, arguments) if arguments is not None else next(_UNREAD_KEYS)
         previous, state.previous = state.previous, key
@@ -220,13 +236,51 @@ class ProgressDetector:
         else:
             outcome = outcome_signature(call.result)
         period = self._append(state, name, arguments, call, key, hash((key, outcome)), hash((loose, outcome)),
-                              error, loose_text, exact)
-        finding = self._find(state, period, key, loose, outcome, error_preview)
-        if finding is not None and finding.rule != CYCLE:
-            finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name,
-                                       next_arguments=loose_text or "", exact=exact)
+                              error, loose_text, exact, step, span_id)
+        finding = self._find(state, period, key, loose, outcome, error_preview, name)
+        if finding is not None:
+            if finding.rule != CYCLE:
+                finding = finding._replace(labels=(self._label(name, arguments, call),), next_tool=name,
+                                           next_arguments=loose_text or "", exact=exact)
+            finding = finding._replace(evidence=self._evidence(state, finding, of_tool_call(step, span_id, call)))
         state.upcoming = finding
         return finding
+
+    def _evidence(self, state: ProgressState, finding: Finding, judged: Evidence) -> tuple[Evidence, ...]:
+        """The window's steps that make the finding's pattern, oldest first, the judged call (the last
+        step) as `judged`. An earlier step shows the judged call's previews where the rule found it the
+        same (the same call; the same outcome); a cycle's other calls, their own arguments."""
+        window, rule, repeats = state.window, finding.rule, finding.repeats
+        count = len(window)
+        last = count - 1
+        if rule == CYCLE:  # its whole periods in a row
+            positions: Sequence[int] = range(count - repeats * len(finding.labels), count)
+        elif rule == SAME_RESULT:  # the same step within the window
+            ident = window.idents[last]
+            positions = [at for at in range(max(0, count - self.window), count) if window.idents[at] == ident]
+        elif rule == ERROR_LOOP:  # the tool's failures in a row: its last `repeats` steps
+            name = window.names[last]
+            positions = [at for at in range(count) if window.names[at] == name][-repeats:]
+        else:  # interleaved-repeat and near-duplicate: the last `repeats` steps
+            positions = range(count - repeats, count)
+        positions = list(positions)[-MAX_EVIDENCE:]
+        same_outcome_always = rule in (ERROR_LOOP, NEAR_DUPLICATE)  # the same error / outcome by the rule
+        labels = state.labels or {}
+        others: dict[int, tuple[str, str | None]] = {}  # a cycle's other calls: tool and preview, made once each
+        entries = []
+        for at in positions[:-1]:
+            key = window.keys[at]
+            same_call = key == window.keys[last]
+            entry = earlier(window.steps[at], window.spans[at], judged, same_arguments=same_call,
+                            same_outcome=same_outcome_always or window.idents[at] == window.idents[last])
+            label = labels.get(key)
+            if not same_call and label is not None and rule == CYCLE:  # another call of the cycle: its own
+                if key not in others:
+                    others[key] = (label.name, preview(label.preview, label.arguments_json, label.arguments_chars)
+                                   if label.arguments_chars else None)
+                entry = Evidence(entry.step, entry.span_id, *others[key], entry.outcome_preview)
+            entries.append(entry)
+        return (*entries, judged)
 
     def _label(self, name: str, arguments: str | None, call: ToolCall) -> Label:
         if arguments is None:
@@ -234,7 +288,8 @@ class ProgressDetector:
         return Label(name, arguments[:self.preview_chars], len(arguments), call.arguments_content is Content.OK)
 
     def _append(self, state: ProgressState, name: str, arguments: str | None, call: ToolCall,
-                key: int, ident: int, near: int, error: int | None, loose_text: str | None, exact: bool) -> int:
+                key: int, ident: int, near: int, error: int | None, loose_text: str | None, exact: bool,
+                step: int, span_id: int) -> int:
         """Append the step to the window; return the shortest period whose run has `min_repeats` (0: none)."""
         window = state.window
         name_hash = hash(name)
@@ -263,8 +318,8 @@ class ProgressDetector:
                 state.labels = {}
             if key not in state.labels:
                 state.labels[key] = self._label(name, arguments, call)
-        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run,
-                      call.tokens_before)
+        window.append(key, ident, near, name_hash, _NO_ERROR if error is None else error, error_run, near_run, step,
+                      span_id, call.tokens_before)
         if len(window) > self._capacity:
             dropped = window.drop_oldest()
             if state.labels and dropped not in window.keys:
@@ -286,7 +341,8 @@ class ProgressDetector:
         return shortest
 
     def _find(self, state: ProgressState, period: int, key: int, loose: int, outcome: int | None,
-              error_preview: str | None) -> Finding | None:
+              error_preview: str | None, tool: str) -> Finding | None:
+        """The first rule that holds on the call just appended (of `tool`) and exempts none of its pattern's tools."""
         rules, runs, labels, min_repeats = self.rules, state.runs, state.labels, self.min_repeats
         window = state.window
         count = len(window)
@@ -295,17 +351,19 @@ class ProgressDetector:
             length = runs[period] + period
             # The pattern's `length` steps end here; its first repeat is the step after its first period.
             since = window.tokens_before(max(0, count - runs[period]))
-            if period == 1 and INTERLEAVED_REPEAT in rules:
+            if period == 1 and INTERLEAVED_REPEAT in rules and not self._exempts(INTERLEAVED_REPEAT, tool):
                 return Finding(INTERLEAVED_REPEAT, length, (INTERLEAVED_REPEAT, key), (), None, key, name, length + 1,
                                since=since)
             if period > 1 and CYCLE in rules:
                 block_keys = window.keys[count - period:]
                 assert labels is not None  # each step of the block was seen p steps before: labelled
                 block = tuple(labels[k] for k in block_keys)
-                return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None, block_keys[0],
-                               block[0].name, (length + 1) // period, since=since)
+                if not self._exempts(CYCLE, *(label.name for label in block)):
+                    return Finding(CYCLE, length // period, (CYCLE, frozenset(block_keys)), block, None,
+                                   block_keys[0], block[0].name, (length + 1) // period, since=since)
         ident = window.idents[-1]
-        if SAME_RESULT in rules and outcome is not None and labels and key in labels:  # (seen before)
+        if SAME_RESULT in rules and outcome is not None and labels and key in labels \
+                and not self._exempts(SAME_RESULT, tool):  # (seen before)
             recent = window.idents[max(0, count - self.window):]
             same = [count - len(recent) + at for at, other in enumerate(recent) if other == ident] \
                 if recent.count(ident) >= min_repeats else []
@@ -313,11 +371,11 @@ class ProgressDetector:
                 return Finding(SAME_RESULT, len(same), (SAME_RESULT, key), (), None, key, name, len(same) + 1,
                                since=window.tokens_before(same[1]))
         error_run = window.error_runs[-1]
-        if ERROR_LOOP in rules and error_run >= self.min_errors:
+        if ERROR_LOOP in rules and error_run >= self.min_errors and not self._exempts(ERROR_LOOP, tool):
             return Finding(ERROR_LOOP, error_run, (ERROR_LOOP, window.names[-1], window.errors[-1]), (),
                            error_preview, key, name, error_run + 1, since=self._second_failure(window))
         near_run = window.near_runs[-1]
-        if NEAR_DUPLICATE in rules and near_run >= min_repeats:
+        if NEAR_DUPLICATE in rules and near_run >= min_repeats and not self._exempts(NEAR_DUPLICATE, tool):
             return Finding(NEAR_DUPLICATE, near_run, (NEAR_DUPLICATE, loose), (), None, loose, name, near_run + 1,
                            since=window.tokens_before(max(0, count - near_run + 1)))
         return None
@@ -333,6 +391,10 @@ class ProgressDetector:
                     return window.tokens_before(at)
                 oldest = at
         return window.tokens_before(oldest) if oldest is not None else None
+
+    def _exempts(self, rule: str, *tools: str) -> bool:
+        exempt = self.exempt.get(rule)
+        return exempt is not None and any(exempt(tool) for tool in tools)
 
     def _cycle_in_the_making(self, runs: Sequence[int], same: Sequence[int]) -> bool:
         """Whether the steps from the first of `same` to now repeat with the spacing of `same`: a

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
+from .evidence import StepTrail
 
 
 class ToolFilter:
@@ -30,6 +31,16 @@ class ToolFilter:
 
 def _every_tool(tool_name: str) -> bool:
     return True
+
+
+def _no_tool(tool_name: str) -> bool:
+    return False
+
+
+def any_of(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a tool name matches one of `patterns` (as `ToolFilter` matches them; none: no name does):
+    the test of an `exempt_tools` setting."""
+    return _Patterns(patterns).match if patterns else _no_tool
 
 
 class _Patterns:
@@ -71,22 +82,28 @@ def _glob_match(name: str, prefix: str, middle: tuple[str, ...], suffix: str) ->
 
 @dataclass(slots=True)
 class RepeatChain:
-    """The current run of identical (tool, canonical arguments) calls of one agent. (Tool and
-    arguments in two fields, not a tuple key: a tuple per agent is 56 B more state.)"""
+    """The current run of identical (tool, canonical arguments) calls of one agent, and the steps of
+    its last calls (its evidence). (Tool and arguments in two fields, not a tuple key: a tuple per
+    agent is 56 B more state.)"""
 
     tool: str | None = None
     arguments: str | bytes | None = None  # compacted (`compact_arguments`)
     count: int = 0
     result: int | None = None  # the run's result signature, when results are compared
+    trail: StepTrail = field(default_factory=StepTrail)
 
-    def observe(self, tool_name: str, canonical_arguments: str, result: int | None = None) -> int:
-        """Record one tracked call; return its position in the run of identical calls (1 = first).
-        `result`: its result's signature, when a changed result restarts the run (else None)."""
+    def observe(self, tool_name: str, canonical_arguments: str, result: int | None = None, *, step: int = 0,
+                span_id: int = 0) -> int:
+        """Record one tracked call, step `step` in span `span_id`; return its position in the run of
+        identical calls (1 = first). `result`: its result's signature, when a changed result restarts
+        the run (else None)."""
         arguments = compact_arguments(canonical_arguments)
         if tool_name == self.tool and arguments == self.arguments and result == self.result:
             self.count += 1
+            self.trail.add(step, span_id)
         else:
             self.tool, self.arguments, self.count, self.result = tool_name, arguments, 1, result
+            self.trail.restart(step, span_id)
         return self.count
 
     def matches(self, tool_name: str, canonical_arguments: str) -> bool:
@@ -96,6 +113,7 @@ class RepeatChain:
     def reset(self) -> None:
         """A new user prompt starts a new chain."""
         self.tool, self.arguments, self.count, self.result = None, None, 0, None
+        del self.trail[:]
 
 
 _VERBATIM_UP_TO = 64

@@ -11,8 +11,8 @@ collapsed), exact up to SKETCH_SIZE distinct windows and sampled beyond; answers
 a window are similar only when equal.
 
 State per run: one bounded sketch of the previous answer (its text, when it is too short to have a
-window) and two counters (its own; the thinking rule's `stalled`, `fires` and gram state are never
-touched).
+window), two counters and the steps of the streak's last answers (its evidence); its own: the
+thinking rule's `stalled`, `fires` and gram state are never touched.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass
 
+from .evidence import StepTrail
 from .text import gram_hashes, grams
 from .thinking import estimated_containment, sketch
 
@@ -32,12 +33,13 @@ MAX_ANSWER_CHARS = 4096  # an answer is compared on its first this many characte
 class TextLoopJudgement:
     answers: int  # answers in the streak that tripped (counting this one)
     fire: bool  # react now (false once max_fires reactions were sent)
+    before: tuple[tuple[int, int], ...] = ()  # (step, span id) of the streak's earlier answers, oldest first
 
 
 class TextLoopState:
     """One agent run's text-only answers. Not thread-safe: the caller serialises calls per agent."""
 
-    __slots__ = ("_previous", "_previous_size", "near", "restating", "fires")
+    __slots__ = ("_previous", "_previous_size", "near", "restating", "fires", "trail")
 
     def __init__(self) -> None:
         self.reset()
@@ -48,10 +50,12 @@ class TextLoopState:
         self._previous_size = 0  # the sketched answer's count of distinct windows
         self.near = self.restating = 0  # the streaks ending at the previous answer (answers in them)
         self.fires = 0
+        self.trail: StepTrail | None = None  # the streaks' last answers, made with the first answer
 
     def tool_called(self) -> None:
         self._previous = None
         self.near = self.restating = 0
+        self.trail = None
 
 
 class TextLoopDetector:
@@ -63,8 +67,9 @@ class TextLoopDetector:
         self.streak, self.streak_similarity = streak, streak_similarity
         self.max_fires = max_fires
 
-    def observe(self, state: TextLoopState, text: str) -> TextLoopJudgement | None:
-        """A text-only answer of the run; a judgement when it completes a streak."""
+    def observe(self, state: TextLoopState, text: str, *, step: int = 0, span_id: int = 0) -> TextLoopJudgement | None:
+        """A text-only answer of the run (step `step`, in span `span_id`); a judgement when it completes
+        a streak."""
         normal = " ".join(text[:MAX_ANSWER_CHARS].lower().split())
         previous = state._previous
         windows = grams(normal)
@@ -78,6 +83,13 @@ class TextLoopDetector:
             state._previous, state._previous_size = sketch(hashes, SKETCH_SIZE), len(windows)
         state.near = state.near + 1 if similar >= self.similarity else 1
         state.restating = state.restating + 1 if similar >= self.streak_similarity else 1
+        trail = state.trail
+        if trail is None:
+            trail = state.trail = StepTrail()
+        if max(state.near, state.restating) == 1:
+            trail.restart(step, span_id)
+        else:
+            trail.add(step, span_id)
         answers = 0
         if state.near >= self.repeats:
             answers = state.near
@@ -85,8 +97,10 @@ class TextLoopDetector:
             answers = state.restating
         if not answers:
             return None
+        before = tuple(trail.pairs(answers)[:-1])
         state.near = state.restating = 0  # a further reaction takes another full streak
+        state.trail = None
         fire = state.fires < self.max_fires
         state.fires += fire
-        return TextLoopJudgement(answers, fire)
+        return TextLoopJudgement(answers, fire, before)
 

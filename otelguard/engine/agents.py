@@ -34,7 +34,8 @@ class AgentRef(NamedTuple):
     `run_span_id`: the agent-run span, for hooks bound to that run. `scope_run_id`: the run span whose
     end ends this agent, when one does (see the module doc). Both are span ids in `trace_id`: span ids
     are unique only within a trace (copied or replayed data reuses them). `session`: the run's
-    conversation or session id as its convention reads it, else its enclosing run's.
+    conversation or session id as its convention reads it, else its enclosing run's (what a pause is
+    keyed by).
     """
 
     key: str
@@ -57,8 +58,8 @@ class AgentRef(NamedTuple):
 
 def agent_of_run(run: AgentRun, trace_id: int, span_id: int, enclosing: AgentRef | None) -> AgentRef:
     """The agent of a run that starts in span `span_id`, inside `enclosing`'s run if any."""
-    session = run.conversation_id or (enclosing.session if enclosing is not None else None)
     durable = run.durable_key
+    session = run.conversation_id or (enclosing.session if enclosing is not None else None)
     if durable:
         return AgentRef(_bounded(durable), run.name, span_id, None, trace_id, session)
     if enclosing is not None and run.name:
@@ -83,13 +84,15 @@ def trace_agent(trace_id: int) -> AgentRef:
 
 class AgentState:
     """One agent's lock and its guards' states (one per guard, in the engine's order), made with the
-    agent; and what it has spent (`loop_spend.AgentSpend`), made when first needed."""
+    agent; how many of its model and tool calls were judged (the last one's step number); and what it
+    has spent (`loop_spend.AgentSpend`), made when first needed."""
 
-    __slots__ = ("lock", "guard_states", "spend")
+    __slots__ = ("lock", "guard_states", "steps", "spend")
 
     def __init__(self, guard_states: list[Any]):
         self.lock = threading.Lock()
         self.guard_states = guard_states
+        self.steps = 0
         self.spend: AgentSpend | None = None
 
 

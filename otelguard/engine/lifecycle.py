@@ -9,9 +9,15 @@ span's life is the driver's business. Per span the engine:
 2. classifies the rest by convention;
 3. at start: finds the span's agent (a new run resets that agent's repeat chain) and asks the guards
    about a tool call before it runs (budget, pre-emptive block);
-4. at end: reads the span into a record and runs the guards on it, under the agent's lock; counts a
-   model call's usage into the agent's spend, and steps the agent's loop of each loop verdict
-   (`loop_spend`): what the loop has spent so far comes back with the verdicts.
+4. at end: reads the span into a record, numbers it among its agent's judged calls (its step) and
+   runs the guards on it, under the agent's lock; each verdict carries the steps that made its
+   pattern (`records.Evidence`, kept by the guards: `detectors.evidence`). It counts a model call's
+   usage into the agent's spend, and steps the agent's loop of each loop verdict (`loop_spend`): what
+   the loop has spent so far comes back with the verdicts.
+
+A paused session (`pause`) is judged as any other, and its verdicts say so (`Verdict.paused`); only
+what would reach the agent is held back: the engine asks no tool budget and no block at a tool's
+start, and each driver delivers no paused verdict.
 
 It imports nothing from OpenTelemetry, so every driver reaches the same verdict on the same spans.
 """
@@ -19,10 +25,13 @@ It imports nothing from OpenTelemetry, so every driver reaches the same verdict 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from .. import conventions
-from ..conventions import classify
+from ..conventions import classify, session_of
+from ..detectors.evidence import of_model_call
 from ..forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
 from ..loop_spend import AgentSpend, LoopStep, loop_step
@@ -49,6 +58,7 @@ DEFAULT_MAX_AGENTS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
 DEFAULT_MAX_OPEN_SPANS = 100_000
 _MAX_PENDING_STREAM_TRIPS = 1024
+MAX_PAUSED_SESSIONS = 10_000
 
 _NO_CALL = ToolCall(name=None, arguments=None)
 SpanKey = tuple[int, int]  # (trace id, span id)
@@ -77,6 +87,7 @@ class Judged(NamedTuple):
     # A stream trip reported live (`report_stream_trip`): shown on the span, not reported again.
     stream_verdict: Verdict | None = None
     loop_steps: tuple[LoopStep, ...] = ()  # each loop verdict's step of its loop, with the spend so far
+    step: int = 0  # the span's number among its agent's judged model and tool calls (0: an agent span)
 
     @property
     def shown(self) -> tuple[Verdict, ...]:
@@ -121,6 +132,8 @@ class GuardEngine:
         # A tool's start attributes are read into a ToolCall only for a guard that judges them there.
         self._read_tools_at_start = any(guard.reads_tool_start for guard in self.guards)
         self._bounds = (max_agents, idle_ttl_s, max_open_spans, clock, on_evict)
+        # Paused sessions, oldest first: kept in a forked child (a pause is the user's, not the process's).
+        self._paused: dict[str, None] = {}
         self._start_afresh()
         reinit_after_fork(self, "_start_afresh")
 
@@ -207,6 +220,45 @@ class GuardEngine:
         when the span ends, and does not judge the cut call as a thinking step."""
         self._stream_trips.put((trace_id, span_id), verdict)
 
+    # --- pausing a session -------------------------------------------------------------------------
+    def pause(self, session: str) -> None:
+        """Deliver nothing to the agents of `session` (a conversation or session id: `conventions.
+        SESSION_ATTRIBUTES`) until `resume`: their spans are still judged, their verdicts marked
+        `paused`. At most MAX_PAUSED_SESSIONS are held; past it the oldest pause ends (counted as an
+        eviction of `paused`)."""
+        paused = self._paused
+        paused.pop(session, None)
+        paused[session] = None
+        if len(paused) > MAX_PAUSED_SESSIONS:
+            try:
+                del paused[next(iter(paused))]
+            except (KeyError, RuntimeError, StopIteration):
+                return  # another thread changed it meanwhile: it is bounded again by the next pause
+            on_evict = self._bounds[4]
+            if on_evict is not None:
+                on_evict("paused", "capacity", 1)
+
+    def resume(self, session: str) -> bool:
+        """Deliver again to the agents of `session`; whether it was paused."""
+        return self._paused.pop(session, False) is None
+
+    def session_paused(self, session: str) -> bool:
+        return session in self._paused
+
+    def is_paused(self, agent: AgentRef | None, attributes: Mapping[str, Any]) -> bool:
+        """Whether a span of `agent` with these attributes belongs to a paused session (its run's, or
+        the one the span names)."""
+        paused = self._paused
+        if not paused:
+            return False
+        if agent is not None and agent.session is not None and agent.session in paused:
+            return True
+        return session_of(attributes) in paused
+
+    @property
+    def paused_sessions(self) -> tuple[str, ...]:
+        return tuple(self._paused)
+
     def agent_of(self, trace_id: int, span_id: int) -> AgentRef | None:
         """The agent of an open span inside an agent run, if any."""
         return self._open.get((trace_id, span_id))
@@ -239,8 +291,12 @@ class GuardEngine:
         assert isinstance(call, ToolCall)
         state = self._agents.state(agent)
         with state.lock:
+            upcoming = state.steps + 1  # the step it becomes when it ends (unless another call ends first)
             for guard, guard_state in zip(self.guards, state.guard_states):
-                guard.on_tool_start(guard_state, call, span, decision)
+                guard.on_tool_start(guard_state, call, span, decision, step=upcoming)
+        if self.is_paused(agent, span.attributes):  # a block and a deadline are actions on the agent
+            decision.block = decision.budget_ms = None
+            decision.no_deadline = True
         return decision
 
     def _judge(self, source: SpanSource, classification: Classification, agent: AgentRef,
@@ -251,11 +307,13 @@ class GuardEngine:
         usage = None
         state = self._agents.state(agent)
         with state.lock:
+            state.steps += 1
+            step = state.steps
             if isinstance(record, ToolCall):
                 if state.spend is not None:
                     record.tokens_before = state.spend.asked_before
                 for guard, guard_state in zip(self.guards, state.guard_states):
-                    verdicts += guard.on_tool_end(guard_state, record, span, timed_out_ms)
+                    verdicts += guard.on_tool_end(guard_state, record, span, timed_out_ms, step=step)
             elif isinstance(record, ModelCall):
                 usage = conventions.model_usage(span, classification)
                 if usage.input_tokens is not None or usage.output_tokens is not None:
@@ -263,9 +321,16 @@ class GuardEngine:
                     _spend_of(state).model_ended(usage, top_level=parent is None or parent.kind is not SpanKind.TOOL)
                 facts = _NO_LIVE_FACTS if live_trip is None else ModelFacts(live_trip=live_trip)
                 for guard, guard_state in zip(self.guards, state.guard_states):
-                    verdicts += guard.on_model_end(guard_state, record, span, facts)
-            steps = self._loop_steps(state, verdicts, record, usage) if verdicts else ()
-        return Judged(classification, agent, span, record, tuple(verdicts), live_trip, steps)
+                    verdicts += guard.on_model_end(guard_state, record, span, facts, step=step)
+            loop_steps = self._loop_steps(state, verdicts, record, usage) if verdicts else ()
+        if live_trip is not None:  # its evidence is the call it cut, numbered only now
+            text = record.text if isinstance(record, ModelCall) else None
+            live_trip = replace(live_trip, evidence=(of_model_call(step, span.span_id, text),))
+        if self.is_paused(agent, span.attributes):
+            verdicts = [replace(verdict, paused=True) for verdict in verdicts]
+            if live_trip is not None:
+                live_trip = replace(live_trip, paused=True)
+        return Judged(classification, agent, span, record, tuple(verdicts), live_trip, loop_steps, step)
 
     def _loop_steps(self, state: AgentState, verdicts: list[Verdict], record: Record,
                     usage: ModelUsage | None) -> tuple[LoopStep, ...]:

@@ -14,6 +14,8 @@ class ToolStart:
 
     budget_ms: float | None = None
     block: Verdict | None = None
+    # No deadline for this call, not even one its tool declares (an exempt tool, a paused session).
+    no_deadline: bool = False
 
 
 @dataclass(slots=True, frozen=True)
@@ -31,6 +33,11 @@ class Guard:
     span (or the analyzer's thread). Hooks must be quick, must not block, must not do I/O and must
     not call out to the agent: they return verdicts, and the caller delivers reactions after
     releasing the lock.
+
+    `step` is the call's number among its agent's judged model and tool calls (at a tool's start, the
+    number it gets when it ends; 0 when no engine numbers the calls). Each verdict carries, as its
+    `evidence`, the steps that made its pattern (`detectors.evidence`), the judged one last.
+    `exempt_tools` (every guard's settings): patterns of tools that never trigger the guard.
     """
 
     id: str = ""
@@ -46,13 +53,16 @@ class Guard:
         """A new agent run (a user prompt) started for this agent: reset `state` to what `new_state`
         would make (a state made for this very run is fresh already, and resetting it changes nothing)."""
 
-    def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
+    def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart, *,
+                      step: int = 0) -> None:
         """A tool span started; fill `decision` (budget, pre-emptive block)."""
 
-    def on_tool_end(self, state: Any, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
+    def on_tool_end(self, state: Any, call: ToolCall, span: SpanView, timed_out_ms: float | None, *,
+                    step: int = 0) -> list[Verdict]:
         """A tool span ended. `timed_out_ms` is set when the guard's own deadline fired first."""
         return []
 
-    def on_model_end(self, state: Any, call: ModelCall, span: SpanView, facts: ModelFacts) -> list[Verdict]:
+    def on_model_end(self, state: Any, call: ModelCall, span: SpanView, facts: ModelFacts, *,
+                     step: int = 0) -> list[Verdict]:
         """A model span ended."""
         return []

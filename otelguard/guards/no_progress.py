@@ -5,6 +5,10 @@ near-duplicate going on for `steer_after` more repeats steers (same-result and e
 per pattern); with `stop_after`, the call that would bring it to that many
 repeats is blocked at its start (when its arguments are known there; at its end otherwise), as the
 repeat reminder's `stop_after` does.
+
+A rule beyond the seed's: its message names its evidence (the steps of the pattern, and with
+`include_arguments` the result those calls kept getting). `exempt_tools` exempts tools from every
+rule, `exempt_tools_by_rule` from the rules named.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 from ..actions import Action
 from ..canonical import cut_preview, escape_quoted
+from ..detectors.evidence import of_tool_call, steps_text, then
 from ..detectors.progress import (
     CYCLE,
     ERROR_LOOP,
@@ -24,8 +29,8 @@ from ..detectors.progress import (
     ProgressState,
     call_key,
 )
-from ..detectors.repeat import ToolFilter
-from ..records import SpanView, ToolCall, Verdict
+from ..detectors.repeat import ToolFilter, any_of
+from ..records import Evidence, SpanView, ToolCall, Verdict
 from ..settings import NoProgressConfig, RepeatToolReminderConfig
 from .base import Guard, ToolStart
 
@@ -54,6 +59,7 @@ _BLOCK_ADVICE = (
     "calls again: take a different action, or finish the task with what you have."
 )
 _REMIND_ONCE = frozenset({SAME_RESULT, ERROR_LOOP})
+_SAME_OUTCOME = frozenset({INTERLEAVED_REPEAT, SAME_RESULT, NEAR_DUPLICATE})  # messages quote that outcome
 _MAX_PATTERNS = 8  # patterns remembered per agent run, to escalate rather than remind again
 
 
@@ -68,6 +74,9 @@ class NoProgress(Guard):
             transparent=ToolFilter(include=config.transparent),
             seed_tools=ToolFilter(repeat.include, repeat.exclude) if repeat is not None else ToolFilter(),
             seed_results=repeat is not None and repeat.result_aware,
+            exempt={rule: any_of(config.exempt_tools + config.exempt_tools_by_rule.get(rule, ()))
+                    for rule in config.rules
+                    if config.exempt_tools or config.exempt_tools_by_rule.get(rule)},
         )
         # A block before the call runs needs its arguments; without stop_after, a start does nothing.
         self.reads_tool_start = config.stop_after is not None
@@ -78,18 +87,22 @@ class NoProgress(Guard):
     def on_agent_run(self, state: ProgressState) -> None:
         self._detector.reset(state)
 
-    def on_tool_start(self, state: ProgressState, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
+    def on_tool_start(self, state: ProgressState, call: ToolCall, span: SpanView, decision: ToolStart, *,
+                      step: int = 0) -> None:
         stop, finding, name, arguments = self.config.stop_after, state.upcoming, call.name, call.arguments
         if stop is None or finding is None or name is None or arguments is None or finding.next_repeats < stop:
             return
         if not self._detector.judges(state, name, arguments) or not self._detector.continues(finding, name, arguments):
             return
-        verdict = self._verdict(finding, Action.BLOCK, finding.next_repeats, name, _since(state, finding))
+        # The pattern's steps so far, then the call blocked.
+        evidence = then(finding.evidence, of_tool_call(step, span.span_id, call))
+        verdict = self._verdict(finding, Action.BLOCK, finding.next_repeats, name, _since(state, finding), evidence)
         state.blocked = (call_key(name, arguments), verdict)
         if decision.block is None:
             decision.block = verdict
 
-    def on_tool_end(self, state: ProgressState, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
+    def on_tool_end(self, state: ProgressState, call: ToolCall, span: SpanView, timed_out_ms: float | None, *,
+                    step: int = 0) -> list[Verdict]:
         name = call.name
         if name is None:
             return []
@@ -99,17 +112,17 @@ class NoProgress(Guard):
             if call.arguments is not None and blocked[0] == call_key(name, call.arguments):
                 self._detector.observe(state, call, name, judge=False)  # not on the pattern, but the last call
                 return [blocked[1]]
-        finding = self._detector.observe(state, call, name)
+        finding = self._detector.observe(state, call, name, step=step, span_id=span.span_id)
         if finding is None:
             return []
         return [self._react(state, finding)]
 
     def _react(self, state: ProgressState, finding: Finding) -> Verdict:
-        stop, repeats = self.config.stop_after, finding.repeats
+        stop, repeats, evidence = self.config.stop_after, finding.repeats, finding.evidence
         tool = finding.labels[-1].name  # the call just judged
         since = _since(state, finding)
         if stop is not None and repeats >= stop:
-            return self._verdict(finding, Action.BLOCK, repeats, tool, since)
+            return self._verdict(finding, Action.BLOCK, repeats, tool, since, evidence)
         if state.reacted is None:
             state.reacted = {}
         reacted = state.reacted.get(finding.pattern)
@@ -117,35 +130,41 @@ class NoProgress(Guard):
             if len(state.reacted) >= _MAX_PATTERNS:
                 del state.reacted[next(iter(state.reacted))]  # the oldest
             state.reacted[finding.pattern] = [repeats, False, since]
-            return self._verdict(finding, Action.REMIND, repeats, tool, since)
+            return self._verdict(finding, Action.REMIND, repeats, tool, since, evidence)
         first, steered, _ = reacted
         # A same result or error seen again is no new evidence of a loop: one reminder per pattern.
         # The cycle rules' repeats are the same calls with the same results each time: they escalate.
         if not steered and finding.rule not in _REMIND_ONCE and repeats >= first + self.config.steer_after:
             reacted[1] = True
-            return self._verdict(finding, Action.STEER, repeats, tool, since)
+            return self._verdict(finding, Action.STEER, repeats, tool, since, evidence)
         return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, Action.NONE, tool=tool, repeat_count=repeats,
-                       loop_since=since)
+                       loop_since=since, evidence=evidence)
 
-    def _verdict(self, finding: Finding, action: Action, repeats: int, tool: str,
-                 since: tuple[int, int] | None) -> Verdict:
+    def _verdict(self, finding: Finding, action: Action, repeats: int, tool: str, since: tuple[int, int] | None,
+                 evidence: tuple[Evidence, ...]) -> Verdict:
         """A verdict that acts, on the call of `tool` (the one judged, or the one blocked at its start)."""
-        return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, action, self._message(finding, action, repeats),
-                       tool=tool, repeat_count=repeats, loop_since=since)
+        return Verdict(self.id, NO_PROGRESS_VERDICT, finding.rule, action,
+                       self._message(finding, action, repeats, evidence), tool=tool, repeat_count=repeats,
+                       loop_since=since, evidence=evidence)
 
-    def _message(self, finding: Finding, action: Action, repeats: int) -> str:
-        # Names, arguments and errors came from the model or a tool: quoted escaped, never as markup,
-        # and not at all where the message is shown in a system-level role (quote_untrusted).
+    def _message(self, finding: Finding, action: Action, repeats: int, evidence: tuple[Evidence, ...]) -> str:
+        # Names, arguments, errors and results came from the model or a tool: quoted escaped, never as
+        # markup, and not at all where the message is shown in a system-level role (quote_untrusted).
         header = _HEADERS[finding.rule].format(calls=len(finding.labels), repeats=repeats, window=self.config.window)
         if action is Action.BLOCK:
             header = "Tool call blocked. " + header
         lines = [header, *self._quoted(finding)] if self.config.quote_untrusted else [header]
+        lines.append(f"- steps: {steps_text(evidence)}")
+        if finding.rule in _SAME_OUTCOME and self.config.quote_untrusted and self.config.include_arguments:
+            outcome = next((entry.outcome_preview for entry in reversed(evidence) if entry.outcome_preview), None)
+            if outcome is not None:
+                lines.append(f"- result each time: {outcome}")
         lines.append(_BLOCK_ADVICE if action is Action.BLOCK else _STEER_ADVICE if action is Action.STEER
                      else _REMIND_ADVICE)
         return "\n".join(lines)
 
     def _quoted(self, finding: Finding) -> list[str]:
-        """The lines naming the calls: their tools, arguments (include_arguments) or error."""
+        """The lines naming the calls: their tools, and their arguments or error (include_arguments)."""
         if finding.rule == CYCLE:
             return [f"- call {number}: {escape_quoted(label.name)}" + self._arguments(label, " ")
                     for number, label in enumerate(finding.labels, start=1)]
@@ -155,7 +174,7 @@ class NoProgress(Guard):
             arguments = self._arguments(label, "")
             if arguments:
                 lines.append(f"- arguments: {arguments}")
-        elif finding.error_preview is not None:
+        elif finding.error_preview is not None and self.config.include_arguments:
             lines.append(f"- error: {cut_preview(finding.error_preview, len(finding.error_preview), False)}")
         return lines
 

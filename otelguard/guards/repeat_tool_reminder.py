@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from ..actions import Action
 from ..canonical import arguments_preview, escape_quoted
-from ..detectors.repeat import RepeatChain, ToolFilter
+from ..detectors.evidence import of_tool_call, pattern
+from ..detectors.repeat import RepeatChain, ToolFilter, any_of
 from ..detectors.signatures import outcome_signature
-from ..records import Content, SpanView, ToolCall, Verdict
+from ..records import Content, Evidence, SpanView, ToolCall, Verdict
 from ..settings import RepeatToolReminderConfig
 from .base import Guard, ToolStart
 
@@ -36,6 +37,7 @@ class RepeatToolReminder(Guard):
     def __init__(self, config: RepeatToolReminderConfig):
         self.config = config
         self._filter = ToolFilter(config.include, config.exclude)
+        self._exempt = any_of(config.exempt_tools)
         self._first = config.thresholds[0]
         stop = config.stop_after
         self._reminders = frozenset(t for t in config.thresholds if stop is None or t < stop)
@@ -55,18 +57,24 @@ class RepeatToolReminder(Guard):
             return None
         return name
 
-    def on_tool_start(self, state: RepeatChain, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
+    def on_tool_start(self, state: RepeatChain, call: ToolCall, span: SpanView, decision: ToolStart, *,
+                      step: int = 0) -> None:
         stop, arguments = self.config.stop_after, call.arguments
         if stop is None or arguments is None:
             return
         name = self._tracked_name(call)
-        if name is None:
+        if name is None or self._exempt(name):
             return
-        upcoming = state.count + 1 if state.matches(name, arguments) else 1
+        continues = state.matches(name, arguments)
+        upcoming = state.count + 1 if continues else 1
         if upcoming >= stop:
-            decision.block = self._verdict(name, call, upcoming)
+            # The calls of the run so far (none when it starts with this one), then the call blocked.
+            evidence = pattern(state.trail.pairs() if continues else (), of_tool_call(step, span.span_id, call),
+                               same_arguments=True)
+            decision.block = self._verdict(name, call, upcoming, evidence)
 
-    def on_tool_end(self, state: RepeatChain, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
+    def on_tool_end(self, state: RepeatChain, call: ToolCall, span: SpanView, timed_out_ms: float | None, *,
+                    step: int = 0) -> list[Verdict]:
         name = self._tracked_name(call)
         if name is None:
             return []
@@ -75,24 +83,31 @@ class RepeatToolReminder(Guard):
             state.reset()  # arguments not captured: no key, so nothing can claim a repeat across it
             return []
         # result_aware: an identical call whose result changed (polling that moves on) restarts the run.
-        count = state.observe(name, arguments, outcome_signature(call.result) if self.config.result_aware else None)
-        if count < 2:
+        result_aware = self.config.result_aware
+        count = state.observe(name, arguments, outcome_signature(call.result) if result_aware else None,
+                              step=step, span_id=span.span_id)
+        if count < 2 or self._exempt(name):  # an exempt tool's run is kept (it breaks others'), never judged
             return []
-        return [self._verdict(name, call, count)]
+        # The run's calls: identical arguments; the same result where results are compared.
+        evidence = pattern(state.trail.pairs()[:-1], of_tool_call(step, span.span_id, call), same_arguments=True,
+                           same_outcome=result_aware)
+        return [self._verdict(name, call, count, evidence)]
 
-    def _verdict(self, name: str, call: ToolCall, count: int) -> Verdict:
+    def _verdict(self, name: str, call: ToolCall, count: int, evidence: tuple[Evidence, ...]) -> Verdict:
         stop = self.config.stop_after
         if stop is not None and count >= stop:
             text = self._detailed("Repeated tool call blocked:", name, count, call, _STOP_ADVICE)
-            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-stop", Action.BLOCK, text, tool=name, repeat_count=count)
+            return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-stop", Action.BLOCK, text, tool=name, repeat_count=count,
+                           evidence=evidence)
         if count in self._reminders:
             if count == self._first:
                 text = SHORT_TEXT
             else:
                 text = self._detailed("Repeated tool call detected:", name, count, call, _DETAILED_ADVICE)
             return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.REMIND, text, tool=name,
-                           repeat_count=count)
-        return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.NONE, tool=name, repeat_count=count)
+                           repeat_count=count, evidence=evidence)
+        return Verdict(self.id, REPEATED_TOOL_CALL, "repeat-threshold", Action.NONE, tool=name, repeat_count=count,
+                       evidence=evidence)
 
     def _detailed(self, header: str, name: str, count: int, call: ToolCall, advice: str) -> str:
         # The name and arguments came from the model: quoted escaped, never as markup or lines of their

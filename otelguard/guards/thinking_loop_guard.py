@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from dataclasses import replace
 
 from ..actions import Action
+from ..detectors.evidence import StepTrail, of_model_call, pattern, steps_text
 from ..detectors.novelty import NoveltyMeter
+from ..detectors.repeat import any_of
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector, ThinkingRules
-from ..records import ModelCall, SpanView, ToolCall, Verdict
+from ..records import Evidence, ModelCall, SpanView, ToolCall, Verdict
 from ..settings import ThinkingLoopGuardConfig
 from .base import Guard, ModelFacts
 
@@ -26,22 +29,27 @@ def break_correction_text(chars: int) -> str:
     )
 
 
-def text_loop_text(answers: int) -> str:
+def text_loop_text(answers: int, evidence: tuple[Evidence, ...] = ()) -> str:
+    """The text-loop rule's message, naming the answers' steps (a rule beyond the seed's: its evidence
+    is in its message; the answers themselves are not quoted back)."""
+    steps = f" (steps {steps_text(evidence)})" if evidence else ""
     return (
-        f"You have given {answers} text-only answers in a row that restate each other, and no tool was "
-        "called. Do not repeat that answer: if you meant to act, call the tool in the required format; "
+        f"You have given {answers} text-only answers in a row that restate each other{steps}, and no tool "
+        "was called. Do not repeat that answer: if you meant to act, call the tool in the required format; "
         "otherwise give one final answer that adds something new."
     )
 
 
 class ThinkingState:
-    """An agent's state: the seed rule's detector, kept for the agent's lifetime, and the text-loop
-    rule's own, reset with every run. Neither rule reads or writes the other's."""
+    """An agent's state: the seed rule's detector, kept for the agent's lifetime, with the steps of its
+    current stall (while there is one), and the text-loop rule's own, reset with every run. Neither
+    rule reads or writes the other's."""
 
-    __slots__ = ("detector", "text_loop")
+    __slots__ = ("detector", "stalls", "text_loop")
 
     def __init__(self, detector: ThinkingLoopDetector, text_loop: TextLoopState | None):
         self.detector = detector
+        self.stalls: StepTrail | None = None
         self.text_loop = text_loop
 
 
@@ -51,6 +59,7 @@ class ThinkingLoopGuard(Guard):
     def __init__(self, config: ThinkingLoopGuardConfig):
         self.config = config
         c = config
+        self._exempt = any_of(c.exempt_tools)
         self._novelty = c.min_novelty > 0
         self._text_loop = TextLoopDetector(
             repeats=c.text_loop_repeats or 10**9, similarity=c.text_loop_similarity,
@@ -72,7 +81,7 @@ class ThinkingLoopGuard(Guard):
             state.text_loop.reset()
 
     def on_tool_end(self, state: ThinkingState, call: ToolCall, span: SpanView,
-                    timed_out_ms: float | None) -> list[Verdict]:
+                    timed_out_ms: float | None, *, step: int = 0) -> list[Verdict]:
         """A tool call ended: the text-loop streak ends with it."""
         if state.text_loop is not None:
             state.text_loop.tool_called()
@@ -119,7 +128,7 @@ class ThinkingLoopGuard(Guard):
 
     # --- after the call ----------------------------------------------------------------------
     def on_model_end(self, state: ThinkingState, call: ModelCall, span: SpanView,
-                     facts: ModelFacts) -> list[Verdict]:
+                     facts: ModelFacts, *, step: int = 0) -> list[Verdict]:
         verdicts: list[Verdict] = []
         if facts.live_trip is not None:
             # Already reported when it tripped; the engine shows it on the span.
@@ -128,25 +137,49 @@ class ThinkingLoopGuard(Guard):
         else:
             stream_verdict = self._judge_recorded_output(call)
             if stream_verdict is not None:
-                verdicts.append(stream_verdict)
+                # Its evidence is the call whose output repeated itself.
+                verdicts.append(replace(stream_verdict, evidence=(
+                    of_model_call(step, span.span_id, call.text or call.reasoning),)))
                 if stream_verdict.action == Action.BREAK:
                     return verdicts
         has_output = call.has_output
-        # Output not captured: do not claim "no output" without evidence.
-        judgement = state.detector.observe(True if has_output is None else has_output, call.reasoning)
-        if judgement is not None and judgement.step is not Step.PROGRESS:
-            action, message = Action.NONE, None
-            if judgement.fire:
-                action, message = self._reaction(judgement.step)
-            verdicts.append(Verdict(self.id, THINKING_LOOP, judgement.step.value, action, message,
-                                    thinking_stalled=judgement.stalled))
+        if not self._asks_exempt_tool(call):
+            stalled = self._judge_thinking_step(state, call, span, step)
+            if stalled is not None:
+                verdicts.append(stalled)
         if state.text_loop is not None and has_output:
-            text_loop = self._judge_text_only_answer(state.text_loop, call)
+            text_loop = self._judge_text_only_answer(state.text_loop, call, span, step)
             if text_loop is not None:
                 verdicts.append(text_loop)
         return verdicts
 
-    def _judge_text_only_answer(self, state: TextLoopState, call: ModelCall) -> Verdict | None:
+    def _asks_exempt_tool(self, call: ModelCall) -> bool:
+        exempt = self._exempt
+        return any(requested.name is not None and exempt(requested.name) for requested in call.tool_calls)
+
+    def _judge_thinking_step(self, state: ThinkingState, call: ModelCall, span: SpanView, step: int) -> Verdict | None:
+        """The seed's thinking rules; a stall's evidence is the stalled calls (the last of a longer stall)."""
+        has_output = call.has_output
+        # Output not captured: do not claim "no output" without evidence.
+        judgement = state.detector.observe(True if has_output is None else has_output, call.reasoning)
+        if judgement is None:
+            return None
+        if judgement.step is Step.PROGRESS:
+            state.stalls = None
+            return None
+        stalls = state.stalls
+        if stalls is None or judgement.stalled == 1:  # (a reaction restarts the count of stalled calls)
+            stalls = state.stalls = StepTrail()
+        stalls.add(step, span.span_id)
+        evidence = pattern(stalls.pairs()[:-1], of_model_call(step, span.span_id, call.reasoning))
+        action, message = Action.NONE, None
+        if judgement.fire:
+            action, message = self._reaction(judgement.step)
+        return Verdict(self.id, THINKING_LOOP, judgement.step.value, action, message,
+                       thinking_stalled=judgement.stalled, evidence=evidence)
+
+    def _judge_text_only_answer(self, state: TextLoopState, call: ModelCall, span: SpanView,
+                                step: int) -> Verdict | None:
         """The text-loop rule: a tool call asked for ends the streak (whether or not the tool then runs:
         a framework may reject the call); a text-only answer whose reasoning is below the seed rule's
         floor (what the seed rule judges is its own) extends or starts one."""
@@ -156,13 +189,14 @@ class ThinkingLoopGuard(Guard):
         detector = self._text_loop
         if detector is None or len(call.reasoning) >= self.config.min_reasoning_chars:
             return None
-        judgement = detector.observe(state, call.text)
+        judgement = detector.observe(state, call.text, step=step, span_id=span.span_id)
         if judgement is None:
             return None
+        evidence = pattern(judgement.before, of_model_call(step, span.span_id, call.text))
         action, message = Action.NONE, None
         if judgement.fire and self.config.text_loop_action != "none":
-            action, message = self._reaction_to_text_loop(judgement.answers)
-        return Verdict(self.id, THINKING_LOOP, TEXT_LOOP, action, message)
+            action, message = self._reaction_to_text_loop(judgement.answers, evidence)
+        return Verdict(self.id, THINKING_LOOP, TEXT_LOOP, action, message, evidence=evidence)
 
     def _judge_recorded_output(self, call: ModelCall) -> Verdict | None:
         """Replay recorded chunks delta by delta, as `watch_stream` fed them live (text to the text
@@ -210,11 +244,11 @@ class ThinkingLoopGuard(Guard):
                 return self.break_verdict(trip, cut=False)
         return None
 
-    def _reaction_to_text_loop(self, answers: int) -> tuple[Action, str | None]:
+    def _reaction_to_text_loop(self, answers: int, evidence: tuple[Evidence, ...]) -> tuple[Action, str | None]:
         action = self.config.text_loop_action
         if action == "cancel":
             return Action.CANCEL, self.config.cancel_cause
-        text = text_loop_text(answers)
+        text = text_loop_text(answers, evidence)
         return (Action.WARN, text + " If this continues it will be interrupted.") if action == "warn" \
             else (Action.STEER, text)
 

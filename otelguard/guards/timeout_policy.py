@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..actions import Action
+from ..detectors.evidence import of_tool_call
+from ..detectors.repeat import any_of
 from ..detectors.timeout import is_framework_timeout
 from ..records import SpanView, ToolCall, Verdict
 from ..semconv import OTELGUARD_TOOL_TIMEOUT_MS
@@ -27,14 +29,24 @@ class TimeoutPolicy(Guard):
 
     def __init__(self, config: TimeoutPolicyConfig):
         self.config = config
+        self._exempt = any_of(config.exempt_tools)
+        self.reads_tool_start = bool(config.exempt_tools)  # an exempt tool is known by its name at its start
 
-    def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart) -> None:
+    def on_tool_start(self, state: Any, call: ToolCall, span: SpanView, decision: ToolStart, *,
+                      step: int = 0) -> None:
+        if call.name is not None and self._exempt(call.name):
+            decision.no_deadline = True
+            return
         decision.budget_ms = declared_budget_ms(span.attributes)
 
-    def on_tool_end(self, state: Any, call: ToolCall, span: SpanView, timed_out_ms: float | None) -> list[Verdict]:
+    def on_tool_end(self, state: Any, call: ToolCall, span: SpanView, timed_out_ms: float | None, *,
+                    step: int = 0) -> list[Verdict]:
+        if call.name is not None and self._exempt(call.name):
+            return []
         if timed_out_ms is not None:
             return [Verdict(self.id, TOOL_TIMEOUT_VERDICT, "tool-timeout", Action.ABORT, tool=call.name,
-                            error_code="TOOL_TIMEOUT")]
+                            error_code="TOOL_TIMEOUT", evidence=(of_tool_call(step, span.span_id, call),))]
         if is_framework_timeout(call.result, call.error_message):
-            return [Verdict(self.id, TOOL_TIMEOUT_VERDICT, "framework-timeout", Action.NONE, tool=call.name)]
+            return [Verdict(self.id, TOOL_TIMEOUT_VERDICT, "framework-timeout", Action.NONE, tool=call.name,
+                            evidence=(of_tool_call(step, span.span_id, call),))]
         return []

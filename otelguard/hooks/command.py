@@ -11,7 +11,8 @@ wants a token). A warm service spares the hook the engine's imports and its repl
 imported only when the service gives no answer within 50 ms (`OTELGUARD_URL_TIMEOUT_MS`), the hook
 then deciding locally and saying so in its log. Whatever listens at that URL, the hook relays only an
 answer otelguard itself gives that CLI (`answers.read`: never an `allow`, never a system message);
-anything else is logged and the call decided locally.
+anything else is logged and the call decided locally. With `OTELGUARD_DISABLE=1` the service is told
+(`X-Otelguard-Disable: 1`), and the call is judged as in a paused session either way.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO, NoReturn, TextIO
 
 from . import log, paths
 
+DISABLE_HEADER = "X-Otelguard-Disable"  # the CLI runs with OTELGUARD_DISABLE: judge its call as paused
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
@@ -96,6 +98,8 @@ def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
     token = os.environ.get("OTELGUARD_TOKEN")
     if token:
         headers["Authorization"] = f"Bearer {token}"
+    if paths.disabled():
+        headers[DISABLE_HEADER] = "1"
     try:
         where = urlsplit(url)
         timeout_s = float(os.environ.get("OTELGUARD_URL_TIMEOUT_MS") or DEFAULT_SERVICE_TIMEOUT_MS) / 1000

@@ -4,12 +4,17 @@ The session's recent calls are replayed from the local history (`replay`) into a
 new call is judged, and the history gets the call, all under the history's write lock (parallel calls
 take turns). Input the CLI does not document, an invalid config, a locked or unreadable history, or
 any error of otelguard's own allows the call (nothing printed) and is written to the log.
+
+A paused session (`otelguard hook pause`, `OTELGUARD_DISABLE=1`, or a pause the caller knows of:
+`otelguard serve`'s) is judged and recorded the same; its verdicts are marked paused, logged, sent,
+and nothing is printed.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 
 from ..actions import Action
 from ..engine import GuardEngine
@@ -25,12 +30,17 @@ from .replay import SessionReplay
 _REMIND_RANK = Action.REMIND.rank
 
 
-def answer(cli: str, data: bytes) -> str:
-    """What `otelguard hook <cli>` prints for this hook input (`otelguard serve`'s `POST /v1/hook/<cli>`)."""
-    return answer_with_call(cli, data, paths.log_path())[0]
+def _never(session: str) -> bool:
+    return False
 
 
-def answer_with_call(cli: str, data: bytes, log_path: str,
+def answer(cli: str, data: bytes, *, paused: Callable[[str], bool] = _never) -> str:
+    """What `otelguard hook <cli>` prints for this hook input (`otelguard serve`'s `POST /v1/hook/<cli>`).
+    `paused(session)`: a pause the caller knows of, besides the history's and the environment's."""
+    return answer_with_call(cli, data, paths.log_path(), paused=paused)[0]
+
+
+def answer_with_call(cli: str, data: bytes, log_path: str, *, paused: Callable[[str], bool] = _never,
                      ) -> tuple[str, HookEvent | None, tuple[Verdict, ...], tuple[LoopStep, ...]]:
     """(what to print, the call, its verdicts, their loops' spend)."""
     try:
@@ -42,7 +52,7 @@ def answer_with_call(cli: str, data: bytes, log_path: str,
         log.write(log_path, "WARNING", f"{cli} session {printable(event.session)}: hook input nested deeper than "
                   f"{MAX_DEPTH} levels; its deeper values are judged as their JSON text")
     try:
-        decision, verdicts, loop_steps = decide(event)
+        decision, verdicts, loop_steps = decide(event, paused=paused)
     except hook_config.HookConfigError as error:
         log.write(log_path, "ERROR", f"invalid config, every call is allowed until it is fixed: {error}")
         return "", event, (), ()
@@ -67,7 +77,8 @@ def answer_with_call(cli: str, data: bytes, log_path: str,
         log.write(log_path, "INFO", f"{cli} session {printable(event.session)}, {event.phase} "
                   f"{printable(event.tool)}: " + "; ".join(
                       f"{v.guard}/{v.rule} {v.action}" + (f" at call {v.repeat_count}" if v.repeat_count else "")
-                      + _loop_spend(v, loop_steps) for v in acted))
+                      + _loop_spend(v, loop_steps) + (" (paused: not delivered)" if v.paused else "")
+                      for v in acted))
     return render(event.cli, event.hook_event_name, decision), event, verdicts, loop_steps
 
 
@@ -84,13 +95,16 @@ def _loop_spend(verdict: Verdict, loop_steps: tuple[LoopStep, ...]) -> str:
     return f" (loop spent {spend.input_tokens} tokens in, {spend.output_tokens} out, {cost})"
 
 
-def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...], tuple[LoopStep, ...]]:
+def decide(event: HookEvent, *, paused: Callable[[str], bool] = _never,
+           ) -> tuple[Decision, tuple[Verdict, ...], tuple[LoopStep, ...]]:
     """The local path: judge `event` against its session's history: the decision, the verdicts and
     their loops' spend."""
     history = HookHistory(paths.db_path())
     try:
         engine = GuardEngine(hook_config.load(history, paths.config_path(), event.cli), max_agents=64, idle_ttl_s=None,
                              max_open_spans=4096)  # one session a process
+        if paths.disabled() or paused(event.session) or history.is_paused(event.cli, event.session):
+            engine.pause(event.session)  # judged as ever; the engine marks its verdicts, nothing is said
         with history.locked():
             events = history.events(event.cli, event.session)
             if event.call_id is not None and any(stored.call_id == event.call_id and stored.phase == event.phase
@@ -122,8 +136,8 @@ def decide(event: HookEvent) -> tuple[Decision, tuple[Verdict, ...], tuple[LoopS
 
 def decision_after(verdicts: tuple[Verdict, ...]) -> Decision:
     """After a call: one message for the model, the guards' texts joined without repeats; a cancel
-    among them stops the agent instead."""
-    reacting = [v for v in verdicts if v.message and Action.parse(v.action).rank >= _REMIND_RANK]
+    among them stops the agent instead. A paused verdict says nothing."""
+    reacting = [v for v in verdicts if v.message and not v.paused and Action.parse(v.action).rank >= _REMIND_RANK]
     if not reacting:
         return Decision()
     text = "\n\n".join(dict.fromkeys(v.message for v in reacting if v.message))
@@ -149,5 +163,27 @@ def reset(session: str) -> int:
     history = HookHistory(paths.db_path())
     try:
         return history.reset(session)
+    finally:
+        history.close()
+
+
+def pause(cli: str, session: str | None) -> str | None:
+    """Pause one session of `cli` (None: the one that called a tool last); the session paused, or
+    None when the CLI has none in the history."""
+    history = HookHistory(paths.db_path())
+    try:
+        session = session or history.latest_session(cli)
+        if session is not None:
+            history.pause(cli, session)
+        return session
+    finally:
+        history.close()
+
+
+def resume(cli: str | None, session: str | None) -> list[tuple[str, str]]:
+    """End pauses (see `HookHistory.resume`); the (cli, session) resumed."""
+    history = HookHistory(paths.db_path())
+    try:
+        return history.resume(cli, session)
     finally:
         history.close()

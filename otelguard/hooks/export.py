@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import fields
 from typing import Any
 
 from ..loop_spend import LoopStep
@@ -38,7 +37,7 @@ def send_later(event: HookEvent, verdicts: tuple[Verdict, ...], loop_steps: tupl
     import subprocess
 
     batch = {"endpoint": endpoint, "cli": event.cli, "session": event.session, "tool": event.tool,
-             "phase": event.phase, "verdicts": [_fields(verdict) for verdict in verdicts],
+             "phase": event.phase, "verdicts": [verdict.to_json() for verdict in verdicts],
              "loops": [next((step.spend.attributes() for step in loop_steps if step.verdict is verdict), {})
                        for verdict in verdicts]}
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}
@@ -47,11 +46,6 @@ def send_later(event: HookEvent, verdicts: tuple[Verdict, ...], loop_steps: tupl
     assert sender.stdin is not None
     sender.stdin.write(json.dumps(batch).encode())  # a few hundred bytes: the pipe takes them at once
     sender.stdin.close()
-
-
-def _fields(verdict: Verdict) -> dict[str, Any]:
-    # What the verdict says (`loop_since`, the engine's bookkeeping, is not: its spend goes in "loops").
-    return {field.name: getattr(verdict, field.name) for field in fields(verdict) if field.compare}
 
 
 def send(batch: dict[str, Any]) -> None:
@@ -82,7 +76,7 @@ def send(batch: dict[str, Any]) -> None:
     metrics = GuardMetrics(meters)
     logger = logs.get_logger("otelguard", __version__)
     for verdict_fields, loop_spend in zip(batch["verdicts"], batch.get("loops") or [{}] * len(batch["verdicts"])):
-        verdict = Verdict(**verdict_fields)
+        verdict = Verdict.from_json(verdict_fields)
         metrics.verdict(verdict, batch["cli"])  # (the run-length histogram too)
         attributes = {**verdict.attributes(), **loop_spend, "event.name": "otelguard.verdict",
                       "otelguard.hook.cli": batch["cli"],

@@ -5,8 +5,11 @@ writing its own event, so the hooks of parallel tool calls take turns and each s
 it (WAL mode: readers never wait; a hook waits at most `BUSY_TIMEOUT_S` for the lock, then its call
 is allowed and the wait logged).
 
+The file also holds the paused sessions (`otelguard hook pause`): a paused session's calls are judged
+and recorded, and nothing is said to the CLI.
+
 Bounded: a session keeps its last `WINDOW` events (what a hook replays); the file keeps at most
-`MAX_EVENTS` events in all, none older than `MAX_AGE_S`, pruned every `PRUNE_EVERY` events; values
+`MAX_EVENTS` events in all, none older than `MAX_AGE_S` (a pause neither), pruned every `PRUNE_EVERY` events; values
 are bounded on the way in (`payload.bounded`). Tool arguments and results are the user's data: the
 file and its directory are private to the user. Writes are not synced (`synchronous = OFF`: a sync
 costs a hook more than the rest of its work): an OS crash may lose the last calls or damage the file,
@@ -27,7 +30,7 @@ from typing import Any
 from . import paths
 from .payload import HookEvent
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the paused sessions
 WINDOW = 256  # events of a session a hook replays (about 128 calls)
 MAX_EVENTS = 20_000
 MAX_AGE_S = 7 * 24 * 3600.0
@@ -54,6 +57,8 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_session ON events (session, cli, seq);
 CREATE INDEX IF NOT EXISTS events_by_age ON events (at);
 CREATE TABLE IF NOT EXISTS config_cache (key TEXT PRIMARY KEY, dump TEXT NOT NULL, at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS paused (cli TEXT NOT NULL, session TEXT NOT NULL, at REAL NOT NULL,
+                                   PRIMARY KEY (cli, session));
 """
 
 
@@ -154,14 +159,45 @@ class HookHistory:
         db = self._db
         db.execute("DELETE FROM events WHERE seq <= ?", (newest - MAX_EVENTS,))
         db.execute("DELETE FROM events WHERE at < ?", (time.time() - MAX_AGE_S,))
+        db.execute("DELETE FROM paused WHERE at < ?", (time.time() - MAX_AGE_S,))
         db.execute("DELETE FROM events WHERE session = ? AND cli = ? AND seq < (SELECT seq FROM events"
                    " WHERE session = ? AND cli = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
                    (session, cli, session, cli, WINDOW - 1))
 
     def reset(self, session: str) -> int:
-        """Forget one session (of any CLI); returns the events removed."""
+        """Forget one session (of any CLI), and its pause; returns the events removed."""
         with self.locked():
+            self._db.execute("DELETE FROM paused WHERE session = ?", (session,))
             return self._db.execute("DELETE FROM events WHERE session = ?", (session,)).rowcount
+
+    # --- paused sessions ---------------------------------------------------------------------------
+    def latest_session(self, cli: str) -> str | None:
+        """The CLI's session that called a tool last, if any."""
+        row = self._db.execute("SELECT session FROM events WHERE cli = ? ORDER BY seq DESC LIMIT 1", (cli,)).fetchone()
+        return None if row is None else row[0]
+
+    def pause(self, cli: str, session: str) -> None:
+        with self.locked():
+            self._db.execute("INSERT OR REPLACE INTO paused (cli, session, at) VALUES (?, ?, ?)",
+                             (cli, session, time.time()))
+
+    def resume(self, cli: str | None = None, session: str | None = None) -> list[tuple[str, str]]:
+        """End the pauses of one session, of every session of `cli`, or (neither given) of all;
+        returns the (cli, session) resumed."""
+        where, values = [], []
+        for column, value in (("cli", cli), ("session", session)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                values.append(value)
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
+        with self.locked():
+            resumed = self._db.execute(f"SELECT cli, session FROM paused{condition} ORDER BY at", values).fetchall()
+            self._db.execute(f"DELETE FROM paused{condition}", values)
+        return [(row[0], row[1]) for row in resumed]
+
+    def is_paused(self, cli: str, session: str) -> bool:
+        return self._db.execute("SELECT 1 FROM paused WHERE cli = ? AND session = ?", (cli, session)).fetchone() \
+            is not None
 
     def count(self) -> int:
         return self._db.execute("SELECT count(*) FROM events").fetchone()[0]

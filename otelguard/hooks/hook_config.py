@@ -110,6 +110,15 @@ def for_cli(config: GuardConfig, cli: str) -> tuple[GuardSettings, ...]:
                  for settings in config.settings)
 
 
+def _as_tuples(value: Any) -> Any:
+    """A dumped value with its lists made tuples again, also as the values of a mapping (rule -> patterns)."""
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, dict):
+        return {key: _as_tuples(item) for key, item in value.items()}
+    return value
+
+
 def _settings(dump: dict[str, Any]) -> tuple[GuardSettings, ...]:
     """The settings `_validate` dumped (JSON turned their tuples into lists)."""
     if dump.get("format") != DUMP_FORMAT or not isinstance(dump.get("guards"), list):
@@ -120,7 +129,6 @@ def _settings(dump: dict[str, Any]) -> tuple[GuardSettings, ...]:
         values = row.get("config") if settings_type is not None else None
         if settings_type is None or not isinstance(values, dict):
             raise ValueError(f"not a validated config row: {row!r}")
-        fields: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
-                                  for name, value in values.items()}
+        fields: dict[str, Any] = {name: _as_tuples(value) for name, value in values.items()}
         rows.append(settings_type(**fields))
     return tuple(rows)

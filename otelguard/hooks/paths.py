@@ -2,7 +2,9 @@
 
 - config: `OTELGUARD_CONFIG`, else `~/.config/otelguard/config.yaml` when it exists, else none (defaults);
 - history: `OTELGUARD_HOOK_DB`, else `${XDG_STATE_HOME:-~/.local/state}/otelguard/hooks.sqlite3`;
-- log: `hooks.log` beside the history.
+- log: `hooks.log` beside the history;
+- `OTELGUARD_DISABLE=1` (in the CLI's environment, which the hook inherits): every session of that CLI
+  process is paused (judged and recorded, nothing said to the CLI).
 
 The directory is the user's own and private (`private_directory`): the hooks keep their state only
 where no one else can put a file or a link of their own. Plain strings (no pathlib: a hook process
@@ -16,6 +18,12 @@ import os
 CONFIG_ENV = "OTELGUARD_CONFIG"
 DB_ENV = "OTELGUARD_HOOK_DB"
 LOG_NAME = "hooks.log"
+DISABLE_ENV = "OTELGUARD_DISABLE"
+
+
+def disabled() -> bool:
+    """Whether the CLI was started with `OTELGUARD_DISABLE` set to anything but empty, 0, false or no."""
+    return os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def config_path() -> str | None:

@@ -5,7 +5,9 @@ Control hooks run off the span thread (`ControlDispatcher`); the span thread wai
 `hook_wait_s`. The control of an agent run is the one bound when its span started
 (`otelguard.bind_control`), else the one bound where the verdict is reached, else the processor's
 default. When several guards react to one span, the agent gets one message (`one_message`); each
-verdict is still counted and written on the span.
+verdict is still counted and written on the span. A paused session's verdicts (`Verdict.paused`) are
+counted and written alike, and reach no control (counted in `otelguard.control.calls` with outcome
+`paused`).
 """
 
 from __future__ import annotations
@@ -131,7 +133,10 @@ class Delivery:
                 self.evaluations.emit(verdict, span.trace_id, span.span_id, agent_name=judged.agent.name,
                                       response_id=span.attributes.get("gen_ai.response.id"), extra=step_spent)
             if needs_delivery(verdict):
-                reactions.append(verdict)
+                if verdict.paused:
+                    self.metrics.control(verdict.action, "paused")
+                else:
+                    reactions.append(verdict)
         if reactions:
             self._deliver(judged.agent, one_message(reactions))
         return spent
@@ -143,7 +148,10 @@ class Delivery:
             self.evaluations.emit(verdict, span_context.trace_id, span_context.span_id,
                                   agent_name=agent.name if agent else None, trace_flags=span_context.trace_flags)
         if needs_delivery(verdict):
-            self._deliver(agent, verdict)
+            if verdict.paused:
+                self.metrics.control(verdict.action, "paused")
+            else:
+                self._deliver(agent, verdict)
 
     def _deliver(self, agent: AgentRef | None, verdict: Verdict) -> None:
         control = self.runs.control(agent) or bound_control() or self.default_control

@@ -10,7 +10,8 @@ replay). Backends that know the conventions show these without knowing otelguard
     gen_ai.evaluation.score.label  the action (remind, steer, cancel, ...; none)
     gen_ai.evaluation.score.value  the count the verdict rests on: the run of identical calls, the
                                    stalled model calls, or the repeated characters (when it has one)
-    gen_ai.evaluation.explanation  the message the agent got (when it got one)
+    gen_ai.evaluation.explanation  the message the agent got (when it got one), then the verdict's
+                                   evidence: the steps that made its pattern, with their spans
     gen_ai.response.id             the judged model response's id (when the span has one)
 
 plus the span's own `otelguard.*` verdict attributes and `gen_ai.agent.name`, and for a loop (of
@@ -30,6 +31,7 @@ from opentelemetry._logs import LoggerProvider, SeverityNumber, get_logger
 from .._version import __version__
 from ..actions import Action
 from ..containment import Containment
+from ..detectors.evidence import explained
 from ..conventions.genai_events import AGENT_NAME, EXPLANATION, LABEL, NAME, VALUE, evaluation_name
 from ..conventions.genai_events import EVALUATION as EVENT_NAME
 from ..errors import ConfigError
@@ -45,8 +47,9 @@ def evaluation_attributes(verdict: Verdict, agent_name: str | None, response_id:
     count = next((n for n in (verdict.repeat_count, verdict.thinking_stalled, verdict.stream_chars) if n is not None), None)
     if count is not None:
         attributes[VALUE] = float(count)
-    if verdict.message is not None:
-        attributes[EXPLANATION] = verdict.message
+    explanation = "\n\n".join(part for part in (verdict.message, explained(verdict.evidence)) if part)
+    if explanation:
+        attributes[EXPLANATION] = explanation
     if isinstance(response_id, str) and response_id:
         attributes["gen_ai.response.id"] = response_id
     if agent_name:

@@ -190,6 +190,24 @@ class GuardSpanProcessor(SpanProcessor):
             return span
         return enriched(span, shown, spent)
 
+    # --- pausing a session ---------------------------------------------------------------------------
+    def pause(self, session: str) -> None:
+        """Hold back everything the guard would send the agents of `session` (the conversation or
+        session id of their agent runs: `gen_ai.conversation.id`, `session.id` or `conversation.id`)
+        until `resume`: no message, steer or cancel reaches their control, no tool call is blocked or
+        given a deadline, no stream is cut. Their spans are still judged: the verdicts are counted,
+        written on the spans and emitted as events, each marked `paused` (`otelguard.paused`).
+        Thread-safe; takes effect for the spans that end from now on."""
+        self.engine.pause(session)
+
+    def resume(self, session: str) -> bool:
+        """Deliver to the agents of `session` again; whether it was paused."""
+        return self.engine.resume(session)
+
+    def is_paused(self, span: Any) -> bool:
+        """Whether an open span belongs to a paused session."""
+        return self.engine.is_paused(self.agent_of(span), getattr(span, "attributes", None) or {})
+
     # --- for the user-facing API -----------------------------------------------------------------
     def holds(self, span: Any) -> bool:
         """Whether this guard tracks the open span: a tool span, or any span inside an agent run."""

@@ -49,13 +49,14 @@ def timeout_error(budget_ms: float) -> dict[str, Any]:
 
 class _ArmedTool:
     """An open tool span's budget and block. Its signal is made when the tool asks for it or a
-    deadline needs it."""
+    deadline needs it. `no_deadline`: none may be armed, not even one the tool declares itself."""
 
-    __slots__ = ("budget_ms", "block_message", "signal", "deadline")
+    __slots__ = ("budget_ms", "block_message", "no_deadline", "signal", "deadline")
 
-    def __init__(self, budget_ms: float | None, block_message: str | None):
+    def __init__(self, budget_ms: float | None, block_message: str | None, no_deadline: bool = False):
         self.budget_ms = budget_ms
         self.block_message = block_message
+        self.no_deadline = no_deadline
         self.signal: ToolSignal | None = None
         self.deadline: Deadline | None = None
 
@@ -80,7 +81,8 @@ class ToolBudgets:
 
     def started(self, span_id: int, decision: ToolStart) -> None:
         """A tool span started: keep what the guards decided, and arm its declared budget."""
-        armed = _ArmedTool(decision.budget_ms, decision.block.message if decision.block is not None else None)
+        armed = _ArmedTool(decision.budget_ms, decision.block.message if decision.block is not None else None,
+                           decision.no_deadline)
         self.open_tools.put(span_id, armed)
         if decision.budget_ms is not None and self.enabled:
             self._arm(armed, decision.budget_ms)
@@ -109,7 +111,7 @@ class ToolBudgets:
         if armed is None:
             return self.standalone(budget_ms)
         signal = self._signal(armed)
-        if armed.deadline is None:
+        if armed.deadline is None and not armed.no_deadline:
             self._arm(armed, budget_ms)
         return signal
 

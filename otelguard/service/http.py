@@ -9,7 +9,8 @@ further: a gzip bomb costs at most that much); 415 for another content type or e
 `Retry-After` while the judge's queue is full (and, from uvicorn, past `max_connections`); 404 and
 405 (Starlette's own) for other paths and methods. With a token, every route first asks for it
 (`access.RequireToken`: 401). `GET /v1/verdicts?session=ID` answers a session's recent verdicts as
-JSON (the decision API, for clients that ask rather than listen).
+JSON (the decision API, for clients that ask rather than listen); `POST /v1/sessions/ID/pause` and
+`/resume` pause a session and end its pause (`GuardEngine.pause`).
 
 The event loop only reads bodies: decompressing and decoding them (work that grows with a body's
 size) runs on the service's decoding threads (`GuardService.off_loop`), so a large request never
@@ -33,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
 from ..hooks import CLIS as HOOK_CLIS
+from ..hooks.command import DISABLE_HEADER
 from ..hooks.decision import answer as answer_hook
 from .access import RequireToken
 from .judge import QueueFull
@@ -99,8 +101,24 @@ def receiver_app(service: GuardService) -> Starlette:
         session = request.query_params.get("session", "")
         if not session or len(session) > MAX_SESSION_CHARS:
             return JSONResponse({"error": f"give ?session=ID (1 to {MAX_SESSION_CHARS} characters)"}, 400)
-        return JSONResponse({"session": session, "verdicts": service.recent.of(session)},
-                            headers={"Cache-Control": "no-store"})
+        return JSONResponse({"session": session, "paused": service.judge.engine.session_paused(session),
+                             "verdicts": service.recent.of(session)}, headers={"Cache-Control": "no-store"})
+
+    def pausing(pause: bool):
+        async def change(request: Request) -> Response:
+            """`POST /v1/sessions/ID/pause` (`/resume`): deliver nothing to the session's agents (again)."""
+            session = request.path_params["session"]
+            if not session or len(session) > MAX_SESSION_CHARS:
+                return JSONResponse({"error": f"a session id is 1 to {MAX_SESSION_CHARS} characters"}, 400)
+            engine = service.judge.engine
+            if pause:
+                engine.pause(session)
+            else:
+                engine.resume(session)
+            return JSONResponse({"session": session, "paused": engine.session_paused(session)},
+                                headers={"Cache-Control": "no-store"})
+
+        return change
 
     async def hook(request: Request) -> Response:
         """`POST /v1/hook/<cli>`: a coding-agent CLI's hook input, answered as `otelguard hook <cli>`
@@ -115,13 +133,19 @@ def receiver_app(service: GuardService) -> Starlette:
             return JSONResponse({"error": str(error)}, 413)
         except ClientDisconnect:
             return Response(status_code=400)
-        answer = await run_in_threadpool(answer_hook, cli, body)  # SQLite and the engine: off the loop
+        engine = service.judge.engine
+        disabled = request.headers.get(DISABLE_HEADER, "") == "1"  # the CLI runs with OTELGUARD_DISABLE
+        # SQLite and the engine: off the loop. A session paused here (POST /v1/sessions/ID/pause) is paused there.
+        answer = await run_in_threadpool(answer_hook, cli, body,
+                                         paused=lambda session: disabled or engine.session_paused(session))
         service.hook_calls.add(1, {"cli": cli})
         return Response(answer, media_type=JSON)
 
     return _guarded(Starlette(routes=[
         *(Route(f"/v1/{signal}", endpoint(signal), methods=["POST"]) for signal in ("traces", "logs", "metrics")),
         Route("/v1/verdicts", verdicts, methods=["GET"]),
+        Route("/v1/sessions/{session:path}/pause", pausing(True), methods=["POST"]),
+        Route("/v1/sessions/{session:path}/resume", pausing(False), methods=["POST"]),
         Route("/v1/hook/{cli}", hook, methods=["POST"]),
     ]), service.options.token, service.refused)
 

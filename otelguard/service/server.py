@@ -220,7 +220,7 @@ class GuardService:
         asks the agent for something, and handed to the caller's `on_verdict`."""
         event = verdict_event(service, judged, verdict)
         self.recent.add(event)
-        if self.webhook is not None and needs_delivery(verdict):
+        if self.webhook is not None and needs_delivery(verdict) and not verdict.paused:  # a paused session hears nothing
             self.webhook.send(event)
         if self.alerts is not None:
             self.alerts(service, judged, verdict)

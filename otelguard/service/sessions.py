@@ -12,16 +12,13 @@ import json
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Mapping
-from dataclasses import fields
 from typing import Any
 
+from ..conventions import SESSION_ATTRIBUTES, session_of  # noqa: F401  (the service's names for them)
 from ..engine import Judged
 from ..records import Verdict
-from ..semconv import GEN_AI_CONVERSATION_ID
 from ..terminal import cut
 
-SESSION_ATTRIBUTES = (GEN_AI_CONVERSATION_ID, "session.id", "conversation.id")
 MAX_SESSIONS = 10_000
 MAX_VERDICTS_PER_SESSION = 50
 MAX_SESSION_CHARS = 256  # the longest session id the API is asked for; a longer one is not kept
@@ -29,15 +26,6 @@ MAX_NAME_CHARS = 256  # each other name kept (tool, agent, service, ...), cut pa
 MAX_MESSAGE_CHARS = 4096  # the message kept, cut past this
 MAX_SESSION_BYTES = 64 * 1024  # a session's verdicts kept, as JSON; the oldest go first
 MAX_BYTES = 64 * 1024 * 1024  # every session's, as JSON; the least recently heard from go first
-
-
-def session_of(attributes: Mapping[str, Any]) -> str | None:
-    """The first session attribute present as a non-empty string."""
-    for key in SESSION_ATTRIBUTES:
-        value = attributes.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def session_of_judged(judged: Judged) -> str | None:
@@ -49,13 +37,11 @@ def session_of_judged(judged: Judged) -> str | None:
 
 def verdict_event(service: str | None, judged: Judged, verdict: Verdict) -> dict[str, Any]:
     """One verdict as the JSON object the webhook posts and the decision API answers: the verdict's
-    fields, its agent, session, trace and span ids (hex, as OTLP/JSON writes them), what its loop has
-    spent (`loop`: the span's `otelguard.loop.*` without the prefix; None for a verdict on no loop),
-    and the time."""
+    fields (`Verdict.to_json`: its `evidence` and `paused` too), its agent, session, trace and span ids
+    (hex, as OTLP/JSON writes them), what its loop has spent (`loop`: the span's `otelguard.loop.*`
+    without the prefix; None for a verdict on no loop), and the time."""
     span = judged.span
-    # What the verdict says (`loop_since` is the engine's bookkeeping: the spend is under "loop").
-    event: dict[str, Any] = {field.name: getattr(verdict, field.name) for field in fields(verdict) if field.compare}
-    event["action"] = str(verdict.action)
+    event = verdict.to_json()
     step = next((step for step in judged.loop_steps if step.verdict is verdict), None)
     event["loop"] = ({key.removeprefix("otelguard.loop."): value for key, value in step.spend.attributes().items()}
                      if step is not None else None)
