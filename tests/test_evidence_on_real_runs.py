@@ -92,7 +92,7 @@ def test_the_text_report_shows_the_evidence(capsys):
                                                     ".otlp.jsonl.gz")]) == 0
     lines = capsys.readouterr().out.splitlines()
     (row,) = [at for at, line in enumerate(lines) if "same-result" in line and "remind" in line]
-    assert lines[row + 1].strip() == "↳ evidence: steps 180, 190, 198"
+    assert lines[row + 1].strip() == "evidence: steps 180, 190, 198"
 
 
 @pytest.mark.thorough

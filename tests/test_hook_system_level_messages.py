@@ -34,7 +34,8 @@ def test_the_error_loop_reminder_quotes_the_error_only_where_context_is_the_user
     assert reminder.startswith("No progress: the tool keeps failing with the same error (3 times in a row):")
     quoted = [text for text in QUOTED[:3] if text in reminder]
     if cli == "codex":
-        assert quoted == [] and reminder.count("\n") == 1  # the header and the advice only
+        # The header, the steps (numbers only: nothing the model or a tool wrote) and the advice.
+        assert quoted == [] and reminder.splitlines()[1:-1] == ["- steps: 1, 2, 3"]
     else:
         assert quoted == list(QUOTED[:3]) and "<" not in reminder  # escaped, as any quote
 

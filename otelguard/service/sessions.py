@@ -110,6 +110,8 @@ class _Kept:
 
 
 def _kept(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with every text value cut: the message to `MAX_MESSAGE_CHARS`, the rest to `MAX_NAME_CHARS`."""
+    """The event with every text value cut: the message to `MAX_MESSAGE_CHARS`, the rest (the evidence's
+    tools and previews too) to `MAX_NAME_CHARS`."""
     return {key: cut(value, MAX_MESSAGE_CHARS if key == "message" else MAX_NAME_CHARS) if isinstance(value, str)
+            else [_kept(entry) for entry in value] if key == "evidence" and isinstance(value, list)
             else value for key, value in event.items()}
