@@ -38,7 +38,7 @@ from .records import Status
 
 __all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "SPAN_KINDS", "STATUS_CODES", "STATUS_CODE_NAMES", "TRACE_ID_BYTES",
            "UINT32", "UINT64", "Event", "Link", "NotOtlpJson", "Span", "TooManyDigits", "any_value", "attribute_values",
-           "attributes", "enum", "field", "hex_id", "integer", "items", "key_value", "key_values", "link", "loads", "span",
+           "attributes", "duplicated_keys", "enum", "field", "hex_id", "integer", "items", "key_value", "key_values", "link", "loads", "span",
            "status", "text"]
 
 TRACE_ID_BYTES = 16
@@ -93,6 +93,28 @@ def loads(text: str | bytes, **options: Any) -> Any:
             return json.loads(text, parse_int=_parse_int, **options)
         except ValueError:
             raise error from None
+
+
+def duplicated_keys(text: str) -> list[str]:
+    """The keys given more than once in one object of the JSON `text`, in the order met (a reader
+    keeps the last copy only: the earlier ones would be dropped unseen); [] for text that is no JSON."""
+    duplicated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        mapping = dict(items)
+        if len(mapping) != len(items):
+            seen: set[str] = set()
+            for key, _ in items:
+                if key in seen:
+                    duplicated.append(key)
+                seen.add(key)
+        return mapping
+
+    try:
+        loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return []
+    return duplicated
 
 
 def field(obj: Any, camel: str, snake: str) -> Any:

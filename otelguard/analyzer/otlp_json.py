@@ -312,31 +312,11 @@ def _duplicate_key_problems(text: str, containers: int, label: str, line: int) -
     copy: the first would be dropped unseen). `containers`: the container keys its parsed form holds."""
     if text.count(_CONTAINER_KEY_END) <= containers:
         return
-    duplicated = _duplicated_keys(text)
+    duplicated = otlp_json_values.duplicated_keys(text)
     if duplicated:
         names = ", ".join(repr(name[:40]) for name in duplicated[:_MAX_DUPLICATES_NAMED])
         yield ReadProblem(label, line, DUPLICATE_KEY, f"{names} given more than once in an object: the earlier "
                                                       "copies were not read")
-
-
-def _duplicated_keys(text: str) -> list[str]:
-    duplicated: list[str] = []
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        mapping = dict(items)
-        if len(mapping) != len(items):
-            seen: set[str] = set()
-            for key, _ in items:
-                if key in seen:
-                    duplicated.append(key)
-                seen.add(key)
-        return mapping
-
-    try:
-        loads(text, object_pairs_hook=pairs)
-    except (ValueError, RecursionError):
-        return []
-    return duplicated
 
 
 def _containers(document: Any) -> int:

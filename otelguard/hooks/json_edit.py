@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..otlp_json_values import duplicated_keys
+
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 DEFAULT_INDENT = "  "
@@ -59,17 +61,11 @@ class DuplicateKey(ValueError):
 def unique_keys(text: str) -> Any:
     """`json.loads(text)`, raising DuplicateKey for an object that gives a key twice (where the
     reader would keep the last copy only, and a rewrite would drop the first)."""
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        mapping = dict(items)
-        if len(mapping) != len(items):
-            seen: set[str] = set()
-            for key, _ in items:
-                if key in seen:
-                    raise DuplicateKey(key)
-                seen.add(key)
-        return mapping
-
-    return json.loads(text, object_pairs_hook=pairs)
+    value = json.loads(text)  # (its errors first: text that is no JSON has no duplicates to name)
+    duplicated = duplicated_keys(text)
+    if duplicated:
+        raise DuplicateKey(duplicated[0])
+    return value
 
 
 def locate(text: str) -> Node:
