@@ -155,3 +155,19 @@ def test_opencode_s_tool_calls_stand_after_the_request_that_asked_for_them(tmp_p
     assert [loop.spend.input_tokens for loop in agent.acted_loops] == [
         sum(asked[1:6]),  # the ladder: calls 2 to 6
         sum(asked[8:12])]  # the cycle: calls 9 to 12
+
+
+def test_the_summary_names_the_costliest_looping_agents_and_counts_the_rest(tmp_path: Path, capsys):
+    """Thirty runs that each loop on a tool: the summary's loop line counts all thirty, names ten agents
+    and counts the other twenty (every one is in --json), so its length does not grow with the input."""
+    import hostile_inputs
+
+    path = tmp_path / "thirty.jsonl"
+    hostile_inputs.traces_with_a_verdict(path, 30)
+    assert main(["analyze", str(path)]) == 0
+    summary = " ".join(capsys.readouterr().out.split("\nsummary\n", 1)[1].split())
+    assert "loops: 30 loops of tool calls" in summary
+    assert "and 20 more agents with loops (--json lists every one)" in summary
+    assert main(["analyze", "--json", str(path)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert sum(len(agent["loops"]) for agent in document["agents"]) == 30 == document["summary"]["loops"]["count"]

@@ -6,10 +6,11 @@ The JSON shape is the contract of design §6: `{"files", "config", "coverage", "
 
 from __future__ import annotations
 
+import heapq
 import io
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
 from ..detectors.evidence import steps_text
@@ -84,32 +85,37 @@ def summary_json(analysis: Analysis, fail_on: str | None) -> dict[str, Any]:
         "findings_by_action": dict(sorted(by_action.items())),
         "fail_on": fail_on,
         "failed": bool(fail_on and analysis.reached(fail_on)),
-        "loops": loop_totals(_looping(findings)),
+        "loops": loop_totals(findings.agents()),
         "evaluations": analysis.evaluations.summary_json(),
     }
 
 
-def _looping(findings: Any) -> list[Any]:
-    """The agents with a loop the guard acted on (few: each loop has a verdict with an action)."""
-    return [agent for agent in findings.agents() if agent.acted_loops]
-
-
-def loop_totals(agents: Any) -> dict[str, Any]:
+def loop_totals(agents: Iterable[Any]) -> dict[str, Any]:
     """The loops the guard acted on over `agents` (of model calls and of tool calls): how many, their
-    tokens and their price where known; those without a price, by why (`loop_spend`)."""
-    loops = [loop for agent in agents for loop in agent.acted_loops]
-    priced = [loop.spend.cost_usd for loop in loops if loop.spend.cost_usd is not None]
-    unpriced = Counter(loop.spend.unpriced for loop in loops if loop.spend.cost_usd is None)
-    tool_call_loops = sum(loop.of_tool_calls for loop in loops)
+    tokens and their price where known; those without a price, by why (`loop_spend`). Read as the
+    agents go by: every agent of a large input may have one."""
+    count = tool_call_loops = input_tokens = output_tokens = 0
+    priced: list[float] = []
+    unpriced: Counter[str | None] = Counter()
+    for agent in agents:
+        for loop in agent.acted_loops:
+            count += 1
+            tool_call_loops += loop.of_tool_calls
+            input_tokens += loop.spend.input_tokens or 0
+            output_tokens += loop.spend.output_tokens or 0
+            if loop.spend.cost_usd is None:
+                unpriced[loop.spend.unpriced] += 1
+            else:
+                priced.append(loop.spend.cost_usd)
     return {
-        "count": len(loops),
-        "model_call_loops": len(loops) - tool_call_loops,
+        "count": count,
+        "model_call_loops": count - tool_call_loops,
         "tool_call_loops": tool_call_loops,
-        "input_tokens": sum(loop.spend.input_tokens or 0 for loop in loops),
-        "output_tokens": sum(loop.spend.output_tokens or 0 for loop in loops),
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
         "cost_usd": round(sum(priced), 6) if priced else None,
-        "unpriced": len(loops) - len(priced),
-        "unpriced_by_reason": dict(sorted(unpriced.items())),
+        "unpriced": count - len(priced),
+        "unpriced_by_reason": dict(sorted(unpriced.items(), key=lambda item: str(item[0]))),
     }
 
 
@@ -280,7 +286,7 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str | _Line]:
         stalls, reactions, cuts = findings.thinking_stalls, findings.thinking_reactions, findings.cuts
         lines.append(f"  thinking: {number(stalls)} of {counted(model, 'model call')} stalled, "
                      f"{counted(reactions, 'reaction')}, {counted(cuts, 'stream')} cut mid-way")
-        lines.extend(_loop_lines(_looping(findings)))
+        lines.extend(_loop_lines(findings))
     if fail_on is not None:
         reached = analysis.reached(fail_on)
         if reached:
@@ -291,10 +297,13 @@ def _summary(analysis: Analysis, fail_on: str | None) -> list[str | _Line]:
     return lines
 
 
-def _loop_lines(agents: Any) -> list[str | _Line]:
-    """What the loops the guard acted on cost, in total and per agent (from their first repeated step
-    up to the step that broke them or the end of the input)."""
-    totals = loop_totals(agents)
+_LOOP_AGENTS_LISTED = 10  # the costliest agents' loops named in the summary; the rest are counted
+
+
+def _loop_lines(findings: Any) -> list[str | _Line]:
+    """What the loops the guard acted on cost, in total and for the agents whose loops cost most (from
+    their first repeated step up to the step that broke them or the end of the input)."""
+    totals = loop_totals(findings.agents())
     if not totals["count"]:
         return []
     def cost(value: float | None) -> str:
@@ -306,11 +315,15 @@ def _loop_lines(agents: Any) -> list[str | _Line]:
         why = next(iter(reasons)) if len(reasons) == 1 else ", ".join(f"{number(n)} {reason}" for reason, n in reasons.items())
         line += f" ({number(totals['unpriced'])} not priced: {why})"
     lines: list[str | _Line] = [line]
-    for agent in agents:
-        if agent.acted_loops:
-            mine = loop_totals([agent])
-            lines.append(f"    {agent.label}: {counted(mine['count'], 'loop')}, {number(mine['input_tokens'])} in, "
-                         f"{number(mine['output_tokens'])} out, {cost(mine['cost_usd'])}")
+    looping = ((loop_totals([agent]), agent.label) for agent in findings.agents() if agent.acted_loops)
+    costliest = heapq.nlargest(_LOOP_AGENTS_LISTED, looping,
+                               key=lambda each: (each[0]["cost_usd"] or 0.0, each[0]["input_tokens"] + each[0]["output_tokens"]))
+    for mine, label in costliest:
+        lines.append(f"    {label}: {counted(mine['count'], 'loop')}, {number(mine['input_tokens'])} in, "
+                     f"{number(mine['output_tokens'])} out, {cost(mine['cost_usd'])}")
+    agents = sum(1 for agent in findings.agents() if agent.acted_loops)
+    if agents > len(costliest):
+        lines.append(f"    and {counted(agents - len(costliest), 'more agent')} with loops (--json lists every one)")
     return lines
 
 
