@@ -1,7 +1,7 @@
 """Every fenced Python block in the README and docs/ is code that runs: it is either a marked region of
 a script in examples/ (`# [docs:NAME]` ... `# [/docs:NAME]`, compared dedented; test_examples_run.py
 runs the scripts), or it runs as is in a fresh interpreter. The strict MkDocs build passes (a broken
-link, a missing anchor or a page left out of the nav fails it)."""
+link, a missing anchor or a page left out of the nav fails it). Both run in the thorough profile (.ci/run's)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ BLOCKS = python_blocks()
 REGIONS = regions()
 
 
+@pytest.mark.thorough  # a fresh interpreter a block, and the docs' build: seconds the default run has not to spare
 @pytest.mark.parametrize(("where", "code"), BLOCKS, ids=[where for where, _ in BLOCKS])
 def test_a_python_block_is_an_example_region_or_runs_as_is(where, code, tmp_path):
     if code.strip() in REGIONS.values():
@@ -50,6 +51,7 @@ def test_every_example_region_is_shown_somewhere():
     assert [name for name, body in REGIONS.items() if body not in shown] == []
 
 
+@pytest.mark.thorough
 def test_the_docs_build_strictly(tmp_path):
     pytest.importorskip("mkdocs")
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
