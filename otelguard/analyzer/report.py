@@ -315,13 +315,20 @@ def _loop_lines(findings: Any) -> list[str | _Line]:
         why = next(iter(reasons)) if len(reasons) == 1 else ", ".join(f"{number(n)} {reason}" for reason, n in reasons.items())
         line += f" ({number(totals['unpriced'])} not priced: {why})"
     lines: list[str | _Line] = [line]
-    looping = ((loop_totals([agent]), agent.label) for agent in findings.agents() if agent.acted_loops)
-    costliest = heapq.nlargest(_LOOP_AGENTS_LISTED, looping,
-                               key=lambda each: (each[0]["cost_usd"] or 0.0, each[0]["input_tokens"] + each[0]["output_tokens"]))
-    for mine, label in costliest:
+    costliest: list[tuple[float, int, int, dict[str, Any], str]] = []  # a heap of the costliest: (price, tokens, n, ...)
+    agents = 0
+    for agent in findings.agents():
+        if agent.acted_loops:
+            mine = loop_totals([agent])
+            entry = (mine["cost_usd"] or 0.0, mine["input_tokens"] + mine["output_tokens"], agents, mine, agent.label)
+            agents += 1
+            if len(costliest) < _LOOP_AGENTS_LISTED:
+                heapq.heappush(costliest, entry)
+            else:
+                heapq.heappushpop(costliest, entry)
+    for _, _, _, mine, label in sorted(costliest, reverse=True):
         lines.append(f"    {label}: {counted(mine['count'], 'loop')}, {number(mine['input_tokens'])} in, "
                      f"{number(mine['output_tokens'])} out, {cost(mine['cost_usd'])}")
-    agents = sum(1 for agent in findings.agents() if agent.acted_loops)
     if agents > len(costliest):
         lines.append(f"    and {counted(agents - len(costliest), 'more agent')} with loops (--json lists every one)")
     return lines
