@@ -19,9 +19,9 @@ from pathlib import Path
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from otelguard.analyzer.otlp_json import iter_spans
-from otelguard.records import SpanView
-from otelguard.records import Status as ViewStatus
+from otelguard.otlp.json_spans import iter_spans
+from otelguard.model.records import SpanView
+from otelguard.model.records import Status as ViewStatus
 
 # Where the tests find them too: `tests/fixtures` in the repository, or OTELGUARD_FIXTURES.
 FIXTURES = Path(os.environ.get("OTELGUARD_FIXTURES") or Path(__file__).resolve().parents[1] / "tests" / "fixtures")

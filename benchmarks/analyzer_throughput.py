@@ -186,7 +186,7 @@ def bare_json(path: Path) -> float:
 
 def reader_only(path: Path) -> float:
     """otlp_json.iter_spans consumed, as the analyzer reads: lines, parsing (json), every span read."""
-    from otelguard.analyzer.otlp_json import iter_spans
+    from otelguard.otlp.json_spans import iter_spans
 
     started = time.perf_counter()
     for _ in iter_spans(path):
@@ -201,7 +201,7 @@ class _StubEngine:
 
     def __init__(self, config=None, **kwargs):
         from otelguard import conventions
-        from otelguard.config import GuardConfig
+        from otelguard.guards.config import GuardConfig
         from otelguard.engine import AgentRef, Judged
 
         self.config = GuardConfig()

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from no_progress_corpus.build import DIALECTS, Writer, long_healthy_run  # noqa: E402
 from no_progress_support import corpus, replay  # noqa: E402
 
-from otelguard.config import NO_PROGRESS_RULES  # noqa: E402
+from otelguard.guards.config import NO_PROGRESS_RULES  # noqa: E402
 from otelguard.engine import GuardEngine  # noqa: E402
 
 STOPPING = ("block", "abort", "cancel")

@@ -34,7 +34,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 import otelguard
-from otelguard import pricing
+from otelguard.engine import pricing
 from _bench import arguments
 from _text import prose
 

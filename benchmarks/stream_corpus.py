@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from loop_corpus import HELD_OUT, LEGIT, LOOP, TUNE, corpus, deltas, judge  # noqa: E402
 
-from otelguard.config import ThinkingLoopGuardConfig  # noqa: E402
+from otelguard.guards.config import ThinkingLoopGuardConfig  # noqa: E402
 from otelguard.detectors.novelty import lowest_novelty  # noqa: E402
 from otelguard.detectors.stream import StreamBreaker  # noqa: E402
 from otelguard.guards import ThinkingLoopGuard  # noqa: E402

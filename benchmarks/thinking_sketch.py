@@ -26,9 +26,9 @@ from array import array
 from pathlib import Path
 
 from otelguard import conventions
-from otelguard.analyzer import otlp_json
+from otelguard.otlp import json_spans as otlp_json
 from otelguard.detectors.text import containment, grams
-from otelguard.records import SpanKind, SpanView
+from otelguard.model.records import SpanKind, SpanView
 from _bench import arguments
 from state_memory import deep_size
 

@@ -20,21 +20,21 @@ from ._version import __version__
 # public name -> the module that defines it
 _EXPORTS = {
     "AgentCancelled": ".errors",
-    "AgentControl": ".control",
+    "AgentControl": ".reactions.control",
     "ConfigError": ".errors",
-    "GuardConfig": ".config",
-    "GuardMessage": ".control",
+    "GuardConfig": ".guards.config",
+    "GuardMessage": ".reactions.control",
     "GuardSpanProcessor": ".live.processor",
-    "Mailbox": ".control",
+    "Mailbox": ".reactions.control",
     "OtelGuardError": ".errors",
     "RepetitiveOutputError": ".errors",
-    "ToolSignal": ".signals",
+    "ToolSignal": ".live.signals",
     "ToolTimeoutError": ".errors",
-    "Verdict": ".records",
-    "bind_control": ".control",
-    "budget": ".tools",
-    "tool_signal": ".tools",
-    "watch_stream": ".streams",
+    "Verdict": ".model.records",
+    "bind_control": ".reactions.control",
+    "budget": ".live.tools",
+    "tool_signal": ".live.tools",
+    "watch_stream": ".live.streams",
 }
 
 __all__ = ["__version__", *_EXPORTS]  # the names above: one list
@@ -56,19 +56,19 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # (`X as X`: re-exported, for type checkers, which cannot read `__all__` above)
-    from .config import GuardConfig as GuardConfig
-    from .control import AgentControl as AgentControl
-    from .control import GuardMessage as GuardMessage
-    from .control import Mailbox as Mailbox
-    from .control import bind_control as bind_control
+    from .guards.config import GuardConfig as GuardConfig
+    from .reactions.control import AgentControl as AgentControl
+    from .reactions.control import GuardMessage as GuardMessage
+    from .reactions.control import Mailbox as Mailbox
+    from .reactions.control import bind_control as bind_control
     from .errors import AgentCancelled as AgentCancelled
     from .errors import ConfigError as ConfigError
     from .errors import OtelGuardError as OtelGuardError
     from .errors import RepetitiveOutputError as RepetitiveOutputError
     from .errors import ToolTimeoutError as ToolTimeoutError
     from .live.processor import GuardSpanProcessor as GuardSpanProcessor
-    from .records import Verdict as Verdict
-    from .signals import ToolSignal as ToolSignal
-    from .streams import watch_stream as watch_stream
-    from .tools import budget as budget
-    from .tools import tool_signal as tool_signal
+    from .model.records import Verdict as Verdict
+    from .live.signals import ToolSignal as ToolSignal
+    from .live.streams import watch_stream as watch_stream
+    from .live.tools import budget as budget
+    from .live.tools import tool_signal as tool_signal

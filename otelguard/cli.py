@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .hooks import CLIS as HOOK_CLIS
-from .terminal import printable, short_repr
+from .runtime.terminal import printable, short_repr
 
 PROG = "otelguard"
 _MESSAGE_CHARS = 1000  # an error line quotes at most this much of anything
@@ -136,8 +136,8 @@ class _OldSpelling(argparse.Action):
 
 
 def _add_analyze_parser(subparsers: Any) -> None:
-    from .analyzer.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
-    from .analyzer.replay import DEFAULT_FLUSH_AFTER_RECORDS, DEFAULT_MAX_BUFFERED_SPANS
+    from .otlp.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
+    from .replay.spans import DEFAULT_FLUSH_AFTER_RECORDS, DEFAULT_MAX_BUFFERED_SPANS
     from .engine import DEFAULT_MAX_AGENTS
     from .analyzer.results import (
         DEFAULT_MAX_QUIET_AGENTS,
@@ -257,7 +257,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
 def _analyze_config(args: argparse.Namespace) -> Any:
     """The guard config: --config (or the defaults) with the knob flags applied, validated."""
-    from .config import GuardConfig
+    from .guards.config import GuardConfig
     from .errors import ConfigError
 
     try:
@@ -317,7 +317,7 @@ def _int(text: str) -> int:
 
 
 def _add_demo_parser(subparsers: Any) -> None:
-    """`otelguard demo [ARGS...]`: every argument goes to `otelguard.demo.main(argv) -> int`.
+    """`otelguard demo [ARGS...]`: every argument goes to `otelguard.demo.run.main(argv) -> int`.
 
     The demo module (which pulls in an agent framework) is imported only when the command runs, so
     `otelguard analyze` never pays for it; without it, the command fails with a clear message.
@@ -340,9 +340,9 @@ def _add_passthrough_parser(subparsers: Any, name: str, run: Callable[[argparse.
 
 def _run_demo(args: argparse.Namespace) -> int:
     try:
-        demo = importlib.import_module("otelguard.demo")
+        demo = importlib.import_module("otelguard.demo.run")
     except ModuleNotFoundError as error:
-        if error.name == "otelguard.demo":
+        if error.name in ("otelguard.demo", "otelguard.demo.run"):
             raise UsageError("this installation of otelguard has no demo (otelguard.demo is missing)") from None
         raise UsageError(_missing_extra("demo", error)) from None
     status = demo.main([*args.passed, *args.extra])

@@ -353,7 +353,7 @@ def judge(sample: Sample, guard, *, reasoning: bool = False, seed: int = 0) -> O
     when nothing cut it, the call's end (`on_model_end`, which judges what only the whole text can
     tell); a text-loop sample call by call, a run starting where the sample says."""
     from otelguard.guards.base import ModelFacts
-    from otelguard.records import Content, ModelCall, RequestedToolCall, SpanView
+    from otelguard.model.records import Content, ModelCall, RequestedToolCall, SpanView
 
     span = SpanView(name="chat m", trace_id=1, span_id=2)
     if sample.rule == "text-loop":

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from otelguard.engine import GuardEngine
-from otelguard.records import SpanView, Status, Verdict
+from otelguard.model.records import SpanView, Status, Verdict
 
 CORPUS = Path(__file__).with_name("no_progress_corpus") / "corpus.jsonl"
 

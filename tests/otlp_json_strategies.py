@@ -10,8 +10,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from otelguard.analyzer.otlp_json import ReadProblem
-from otelguard.records import SpanView
+from otelguard.otlp.json_spans import ReadProblem
+from otelguard.model.records import SpanView
 
 
 def comparable(item: SpanView | ReadProblem) -> str:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from otelguard.analyzer.otlp_json import iter_spans
-from otelguard.records import SpanView
+from otelguard.otlp.json_spans import iter_spans
+from otelguard.model.records import SpanView
 
 REAL_RUNS = Path(__file__).with_name("realruns")
 TRACES = REAL_RUNS / "swe-lite-deepseek" / "traces"

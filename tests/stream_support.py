@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from otelguard.config import ThinkingLoopGuardConfig
+from otelguard.guards.config import ThinkingLoopGuardConfig
 from otelguard.detectors.stream import trailing_identical_run
 from otelguard.guards import ThinkingLoopGuard
 

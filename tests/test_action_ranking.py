@@ -14,10 +14,10 @@ from otel_support import Guarded, tool_span
 from test_analyzer_live import OtlpJsonLinesExporter
 
 import otelguard
-from otelguard.actions import ACTION_ORDER, Action, reaches, strongest
+from otelguard.model.actions import ACTION_ORDER, Action, reaches, strongest
 from otelguard.analyzer import analyze
 from otelguard.cli import main
-from otelguard.records import Verdict
+from otelguard.model.records import Verdict
 
 ORDER = ["none", "remind", "warn", "steer", "block", "abort", "break", "cancel"]
 

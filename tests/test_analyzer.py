@@ -695,19 +695,19 @@ def test_internal_error_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch) ->
 
 def test_demo_without_the_demo_module_fails_clearly(capsys, monkeypatch) -> None:
     """`otelguard demo` without otelguard.demo exits 2 with a message saying the module is missing."""
-    monkeypatch.setitem(sys.modules, "otelguard.demo", None)
+    monkeypatch.setitem(sys.modules, "otelguard.demo.run", None)
     code, _, err = run(capsys, "demo", "--help")
     assert code == 2 and "otelguard.demo is missing" in err
 
 
 def test_demo_arguments_are_passed_through(capsys, monkeypatch) -> None:
-    """Every argument after `demo`, options included, reaches otelguard.demo.main."""
+    """Every argument after `demo`, options included, reaches otelguard.demo.run.main."""
     import types
 
     seen: list[list[str]] = []
-    module = types.ModuleType("otelguard.demo")
+    module = types.ModuleType("otelguard.demo.run")
     module.main = lambda argv: seen.append(list(argv)) or 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "otelguard.demo", module)
+    monkeypatch.setitem(sys.modules, "otelguard.demo.run", module)
     assert run(capsys, "demo", "--scenario", "tool-loop", "-v")[0] == 0
     assert seen == [["--scenario", "tool-loop", "-v"]]
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 import hostile_inputs as hostile
 from hypothesis_support import PROFILE_VARIABLE, THOROUGH, examples
-from otelguard.analyzer.lines import LineReader
-from otelguard.analyzer.otlp_json import ReadProblem, iter_spans
+from otelguard.otlp.lines import LineReader
+from otelguard.otlp.json_spans import ReadProblem, iter_spans
 from otelguard.cli import main
 
 FULL = os.environ.get(PROFILE_VARIABLE) == THOROUGH

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from otelguard.analyzer.results import describe, summarize
-from otelguard.records import Content, ModelCall, RequestedToolCall, Status, ToolCall
+from otelguard.model.records import Content, ModelCall, RequestedToolCall, Status, ToolCall
 
 
 def test_model_step_keeps_lengths_not_text():

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otelguard.canonical import canonical_arguments, js_number
+from otelguard.model.canonical import canonical_arguments, js_number
 from otelguard.engine import GuardEngine
-from otelguard.records import SpanView
+from otelguard.model.records import SpanView
 
 from hypothesis_support import examples
 

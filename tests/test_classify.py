@@ -16,7 +16,7 @@ from otelguard.conventions import (
     openinference,
     openllmetry,
 )
-from otelguard.records import SpanKind
+from otelguard.model.records import SpanKind
 
 SPANS = [  # (name, attributes, (kind, convention) or None)
     ("chat gpt-4o", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}, ("model", "genai")),

@@ -279,7 +279,7 @@ def test_spans_after_shutdown_pass_through_untouched():
         assert not mailbox.drain()  # ...and none was judged
         assert not metric_points(g.metric_reader, "otelguard.verdicts")
         assert not metric_points(g.metric_reader, "otelguard.spans")
-        assert not metric_points(g.metric_reader, "otelguard.control.calls")
+        assert not metric_points(g.metric_reader, "otelguard.reactions.control.calls")
         with g.tracer.start_as_current_span("execute_tool slow", attributes={
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
                 "otelguard.tool.timeout_ms": 60_000}):
@@ -397,7 +397,7 @@ def test_children_forked_while_threads_end_spans_never_hang_on_a_guard_lock():
 def _guard_locks(g: Guarded, mailbox: otelguard.Mailbox) -> list:
     """Every lock otelguard's span path may take, in the engine, processor, metrics and a Mailbox.
     Listed by hand: a lock added to the span path must be added here, or the fork test won't hold it."""
-    from otelguard.live.metrics import LabelCap
+    from otelguard.reactions.metrics import LabelCap
 
     metrics = g.processor.metrics
     caps = [value._lock for value in vars(metrics).values() if isinstance(value, LabelCap)]

@@ -15,7 +15,7 @@ import pytest
 from vectors_support import assert_invalid, load_row
 
 import otelguard
-from otelguard.config import GuardConfig, NoProgressConfig, RepeatToolReminderConfig
+from otelguard.guards.config import GuardConfig, NoProgressConfig, RepeatToolReminderConfig
 from otelguard.errors import ConfigError
 
 # --- repeat-tool-reminder: what the vectors leave out ------------------------------------------------------

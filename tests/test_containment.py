@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
-from otelguard.containment import RAISE_ENV
+from otelguard.runtime.containment import RAISE_ENV
 from otel_support import Guarded, metric_points
 
 REPEAT_2 = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2]}}]}

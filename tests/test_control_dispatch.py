@@ -22,7 +22,7 @@ import pytest
 
 import otelguard
 from otel_support import Guarded, metric_points
-from otelguard.live.dispatch import ControlDispatcher
+from otelguard.reactions.dispatch import ControlDispatcher
 
 CALLS = 4  # thresholds [2, 3, 4]: three reminders an agent
 REPEAT = {"guards": [{"id": "repeat-tool-reminder", "config": {"thresholds": [2, 3, 4]}}]}
@@ -130,7 +130,7 @@ def _healthy_agents_get_every_reminder_in_order(g: Guarded) -> None:
 
 def _outcomes(g: Guarded) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
-    for attributes, value in metric_points(g.metric_reader, "otelguard.control.calls"):
+    for attributes, value in metric_points(g.metric_reader, "otelguard.reactions.control.calls"):
         counts[attributes["outcome"]] += value
     return counts
 

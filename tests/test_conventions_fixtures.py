@@ -15,8 +15,8 @@ import pytest
 from otel_support import FIXTURES
 
 from otelguard.conventions import classify, model_usage, read
-from otelguard.analyzer.otlp_json import ReadProblem, iter_spans
-from otelguard.records import AgentRun, Content, ModelCall, SpanKind, SpanView, ToolCall
+from otelguard.otlp.json_spans import ReadProblem, iter_spans
+from otelguard.model.records import AgentRun, Content, ModelCall, SpanKind, SpanView, ToolCall
 
 MANIFEST_PATH = FIXTURES / "MANIFEST.json"
 TRACE_FILES = sorted(

@@ -25,10 +25,10 @@ from opentelemetry.trace import StatusCode
 
 import otelguard
 from otelguard import conventions
-from otelguard import semconv as sc
+from otelguard.model import semconv as sc
 from otelguard.conventions import genai, openinference, openllmetry
 from otelguard.engine import GuardEngine
-from otelguard.records import AgentRun, ModelCall, SpanEvent, SpanKind, SpanView, Status, ToolCall
+from otelguard.model.records import AgentRun, ModelCall, SpanEvent, SpanKind, SpanView, Status, ToolCall
 
 import json_strategies
 from hypothesis_support import examples

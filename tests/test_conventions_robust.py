@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_support import examples
 
-from otelguard import semconv as sc
+from otelguard.model import semconv as sc
 from otelguard.conventions import classify, model_name, model_usage, read
-from otelguard.records import (
+from otelguard.model.records import (
     AgentRun,
     Chunk,
     Classification,

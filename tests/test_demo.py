@@ -19,11 +19,11 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from otelguard import demo
+from otelguard.demo import run as demo
 from otlp_collector_support import Collector, running_collector
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN_DEMO = ("import argparse, sys, otelguard.demo as d; p = argparse.ArgumentParser(); d.add_arguments(p); "
+RUN_DEMO = ("import argparse, sys, otelguard.demo.run as d; p = argparse.ArgumentParser(); d.add_arguments(p); "
             "raise SystemExit(d.main(p.parse_args(sys.argv[1:])))")
 ALERTS = [
     "ALERT  repeat-tool-reminder  rule=repeat-threshold  action=remind  agent=weather-agent  tool=get_weather  count=3",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 
-from otelguard import demo
+from otelguard.demo import run as demo
 
 
 def test_demo_replays_cli_captures_to_a_service_and_prints_alerts() -> None:

@@ -12,7 +12,7 @@ from otel_support import Guarded, metric_points, output_messages, tool_span
 
 from otelguard.detectors.stream import Trip
 from otelguard.engine import GuardEngine, Judged, Started
-from otelguard.records import SpanKind, SpanView, Verdict
+from otelguard.model.records import SpanKind, SpanView, Verdict
 
 TRACE = 0xABC
 

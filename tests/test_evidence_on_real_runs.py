@@ -17,7 +17,7 @@ from realruns_support import TRACES, command, rows, spans
 from otelguard.cli import main as otelguard_main
 from otelguard.detectors.evidence import MAX_EVIDENCE
 from otelguard.detectors.signatures import outcome_signature
-from otelguard.records import Status
+from otelguard.model.records import Status
 
 LABELS = {(row["file"], row["span_id"], row["rule"]): row for row in rows("labels.jsonl")}
 FILES = {row["trace_id"]: row["file"] for row in rows("swe-lite-deepseek/MANIFEST.jsonl")}

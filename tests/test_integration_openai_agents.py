@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import BaseModel
 
 import otelguard
-from otelguard.demo_scenarios import reasoning_text
+from otelguard.demo.scenarios import reasoning_text
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
 from otelguard.integrations.openai_agents import AgentsGuard
 

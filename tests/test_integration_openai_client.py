@@ -18,7 +18,7 @@ from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 
 import otelguard
-from otelguard.demo_scenarios import reasoning_text
+from otelguard.demo.scenarios import reasoning_text
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
 from otelguard.integrations.openai_client import agent_run, guard_messages, tool_call
 from otel_support import Guarded

@@ -28,7 +28,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 import otelguard
-from otelguard.demo_scenarios import CHANT_LINES, reasoning_text
+from otelguard.demo.scenarios import CHANT_LINES, reasoning_text
 from otelguard.guards.repeat_tool_reminder import SHORT_TEXT
 from otelguard.integrations.pydantic_ai import OtelGuard
 import otel_support

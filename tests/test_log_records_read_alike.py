@@ -1,4 +1,4 @@
-"""The analyzer and the service read log records alike (one reader, `otelguard.otlp_logs`): a logs request
+"""The analyzer and the service read log records alike (one reader, `otelguard.otlp.logs`): a logs request
 read from the JSON the analyzer parsed for spans and the same request decoded by the service give
 the same CLI tool calls, GenAI events, evaluation events and counts; and the analyzer reads a
 pretty-printed logs document as it reads one on a line.
@@ -14,9 +14,9 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from otelguard.analyzer import analyze
-from otelguard.analyzer.otlp_json import log_records
-from otelguard.otlp_logs import read_records
-from otelguard.service.received import log_calls_of, parse_json
+from otelguard.otlp.json_spans import log_records
+from otelguard.otlp.logs import read_records
+from otelguard.otlp.requests import log_calls_of, parse_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LOG_FILES = sorted([*FIXTURES.glob("*.logs.otlp.jsonl"), *(FIXTURES / "agent-clis").glob("*/logs.jsonl.gz")])

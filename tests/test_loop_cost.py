@@ -21,13 +21,13 @@ from otel_support import FIXTURES, Guarded, metric_points, output_messages
 from service_support import running_service
 from loopback_support import Recorder
 
-import otelguard.loop_spend
-from otelguard.actions import Action
+import otelguard.engine.loop_spend
+from otelguard.model.actions import Action
 from otelguard.analyzer import analyze
 from otelguard.cli import main
-from otelguard.loop_spend import AgentSpend, LoopStep, loop_step
-from otelguard.pricing import price_usd, wait_until_loaded
-from otelguard.records import ModelCall, ModelUsage, Verdict
+from otelguard.engine.loop_spend import AgentSpend, LoopStep, loop_step
+from otelguard.engine.pricing import price_usd, wait_until_loaded
+from otelguard.model.records import ModelCall, ModelUsage, Verdict
 
 THINKING = {"guards": [{"id": "thinking-loop-guard"}]}
 PRICED_MODEL = "gpt-4o"
@@ -179,7 +179,7 @@ def test_steps_before_the_table_was_loaded_are_priced_once_it_is(monkeypatch):
     spend = AgentSpend()
     usage = ModelUsage(PRICED_MODEL, output_tokens=700, input_tokens=1200)
     # Before the table is in, `price_usd` answers None (its documented answer) for every model.
-    monkeypatch.setattr(otelguard.pricing, "price_usd", lambda model, input_tokens, output_tokens: None)
+    monkeypatch.setattr(otelguard.engine.pricing, "price_usd", lambda model, input_tokens, output_tokens: None)
     first = model_loop_step(spend, stalled(1, Action.REMIND), usage)
     assert (first.spend.cost_usd, first.new_cost_usd) == (None, 0.0)
     monkeypatch.undo()  # the table is in

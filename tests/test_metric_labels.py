@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelguard
-from otelguard.live.metrics import MAX_LABEL_VALUES, OTHER, LabelCap
+from otelguard.reactions.metrics import MAX_LABEL_VALUES, OTHER, LabelCap
 from otel_support import Guarded, metric_points, output_messages
 
 SECRET = "PREVIEW-MARKER-7f3a"  # a value inside tool arguments, quoted by the detailed reminder

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from otelguard.conventions import classify, read
-from otelguard.records import Content, SpanView
+from otelguard.model.records import Content, SpanView
 
 
 @pytest.mark.parametrize(("parts", "text", "reasoning", "tools", "content"), [

@@ -8,7 +8,7 @@ import pytest
 from otel_support import Guarded, metric_points, output_messages
 
 from otelguard.conventions import classify, genai, model_name, model_usage, read
-from otelguard.records import Classification, Content, ModelUsage, SpanKind, SpanView, Status
+from otelguard.model.records import Classification, Content, ModelUsage, SpanKind, SpanView, Status
 
 _OUTPUT = json.dumps([{"role": "assistant", "parts": [
     {"type": "thinking", "content": "r" * 40}, {"type": "text", "content": "t" * 30},

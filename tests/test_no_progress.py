@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import otelguard
-from otelguard.config import GuardConfig
+from otelguard.guards.config import GuardConfig
 from otelguard.detectors.signatures import outcome_signature
 from otelguard.engine import GuardEngine
-from otelguard.records import Verdict
+from otelguard.model.records import Verdict
 
 from hypothesis_support import examples
 from no_progress_support import corpus, replay

@@ -22,10 +22,10 @@ from otel_support import FIXTURES
 from realruns_support import TRACES
 
 from otelguard.analyzer import analyze
-from otelguard.analyzer.otlp_json import iter_spans
+from otelguard.otlp.json_spans import iter_spans
 from otelguard.conventions.agent_clis import CliToolCall, as_tool_span
 from otelguard.engine import GuardEngine
-from otelguard.records import SpanView, Status
+from otelguard.model.records import SpanView, Status
 
 
 def acting(file: str) -> list[tuple[int, str, str]]:

@@ -19,7 +19,7 @@ from realruns_support import command, rows, spans
 
 from otelguard.detectors.prose import ProseFilter
 from otelguard.engine import GuardEngine
-from otelguard.records import SpanView
+from otelguard.model.records import SpanView
 
 LONG_COMMANDS = rows("long_commands_low_novelty.jsonl")
 

@@ -3,9 +3,9 @@ combined once each; every verdict is still recorded."""
 
 from __future__ import annotations
 
-from otelguard.actions import Action
-from otelguard.live.delivery import one_message
-from otelguard.records import Verdict
+from otelguard.model.actions import Action
+from otelguard.reactions.delivery import one_message
+from otelguard.model.records import Verdict
 
 
 def verdict(guard: str, action: Action, message: str | None) -> Verdict:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from hypothesis_support import examples
 from otel_support import FIXTURES
 
-from otelguard.analyzer.otlp_json import BAD_SPAN, ReadProblem, UnreadableInput, iter_spans
-from otelguard.records import SpanView, Status
+from otelguard.otlp.json_spans import BAD_SPAN, ReadProblem, UnreadableInput, iter_spans
+from otelguard.model.records import SpanView, Status
 
 TRACE_ID = "5b8efff798038103d269b633813fc60c"
 SPAN_ID = "eee19b7ec3c1b174"

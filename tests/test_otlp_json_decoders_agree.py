@@ -1,6 +1,6 @@
 """The service's OTLP/JSON request decoder and the analyzer's OTLP/JSON file reader read a document alike.
 
-Both read spans with `otelguard.otlp_json_values.span` (the hex-id, enum, integer and value rules);
+Both read spans with `otelguard.otlp.values.span` (the hex-id, enum, integer and value rules);
 they differ only where a driver's error policy must (the OTLP specification's for a receiver, "count it and say so" for a file):
 
 | the document holds                                   | analyzer (`iter_spans`)            | service (`json_spans_of`)        |
@@ -24,9 +24,9 @@ from hypothesis_support import examples
 from otel_support import FIXTURES
 from otlp_json_strategies import PARENT_ID, SCOPE, SPAN_ID, TRACE_ID, comparable, usual_spans
 
-from otelguard.analyzer.otlp_json import BAD_SPAN, NOT_A_REQUEST, ReadProblem, iter_spans
-from otelguard.records import SpanView
-from otelguard.service.received import MalformedRequest, json_spans_of
+from otelguard.otlp.json_spans import BAD_SPAN, NOT_A_REQUEST, ReadProblem, iter_spans
+from otelguard.model.records import SpanView
+from otelguard.otlp.requests import MalformedRequest, json_spans_of
 
 
 def analyzer_reads(document: Any) -> list[SpanView | ReadProblem]:

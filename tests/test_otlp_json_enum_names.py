@@ -12,7 +12,7 @@ from pathlib import Path
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otelguard.cli import main
-from otelguard.otlp_json_values import SPAN_KINDS, STATUS_CODE_NAMES
+from otelguard.otlp.values import SPAN_KINDS, STATUS_CODE_NAMES
 from service_support import post, running_service
 
 TRACE = "5b8efff798038103d269b633813fc60c"

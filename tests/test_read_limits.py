@@ -20,10 +20,10 @@ from test_analyzer_live import OtlpJsonLinesExporter, analyzer_verdicts, export_
 from vectors_support import R
 
 import otelguard
-from otelguard import semconv as sc
+from otelguard.model import semconv as sc
 from otelguard.cli import main
 from otelguard.conventions import READ_LIMITS, read
-from otelguard.records import Classification, Content, SpanEvent, SpanKind, SpanView
+from otelguard.model.records import Classification, Content, SpanEvent, SpanKind, SpanView
 
 GENAI_MODEL = Classification(SpanKind.MODEL, "genai")
 GENAI_TOOL = Classification(SpanKind.TOOL, "genai")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from otelguard.service.connections import Deadlines
+from otelguard.service.options import Deadlines
 from service_support import post, running_service, scrape
 
 DEADLINES = Deadlines(header_timeout_s=0.3, body_timeout_s=0.3)

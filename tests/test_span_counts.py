@@ -7,7 +7,7 @@ import threading
 
 from otel_support import Guarded, metric_points
 
-from otelguard.live.metrics import PROCESSING_SAMPLE_EVERY
+from otelguard.reactions.metrics import PROCESSING_SAMPLE_EVERY
 
 SPANS = [  # (name, attributes, (kind, convention) it is counted under)
     ("chat m", {"gen_ai.operation.name": "chat"}, ("model", "genai")),
@@ -88,7 +88,7 @@ def test_span_counts_total_each_kind_and_convention():
     """`GuardMetrics.span` counts per kind and convention, and `span_counts` totals them."""
     from opentelemetry.sdk.metrics import MeterProvider
 
-    from otelguard.live.metrics import GuardMetrics
+    from otelguard.reactions.metrics import GuardMetrics
 
     metrics = GuardMetrics(MeterProvider())
     for _ in range(3):

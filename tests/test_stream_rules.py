@@ -20,13 +20,13 @@ from test_analyzer_live import CHAT, analyzer_verdicts, export_one_run, live_ver
 
 import otelguard
 from otelguard import ConfigError, GuardConfig
-from otelguard.config import ThinkingLoopGuardConfig
+from otelguard.guards.config import ThinkingLoopGuardConfig
 from otelguard.detectors.novelty import NoveltyMeter
 from otelguard.detectors.stream import LONG_CYCLE, REPEATING_CYCLE, SLOW_CHECK_EVERY, StreamBreaker
 from otelguard.detectors.structure import is_structured
 from otelguard.guards import ThinkingLoopGuard
 from otelguard.guards.base import ModelFacts
-from otelguard.records import Content, ModelCall, RequestedToolCall, SpanView
+from otelguard.model.records import Content, ModelCall, RequestedToolCall, SpanView
 
 DEFAULT = ThinkingLoopGuard(ThinkingLoopGuardConfig())
 CORPUS = corpus()

@@ -20,7 +20,7 @@ from hypothesis_support import examples
 from otelguard.detectors.text import gram_hashes, grams
 from otelguard.detectors.text_loop import TextLoopDetector, TextLoopState
 from otelguard.engine import GuardEngine
-from otelguard.records import SpanEvent, SpanView
+from otelguard.model.records import SpanEvent, SpanView
 
 answers = st.one_of(
     st.lists(st.sampled_from(["ok", "the", "file", "again", "Let me", "check", "I'll", "retry", "Done.", "é", "東京",

@@ -9,7 +9,7 @@ from otel_support import Guarded
 
 import otelguard
 from otelguard.live.timeouts import timeout_error
-from otelguard.signals import INERT
+from otelguard.live.signals import INERT
 
 
 @otelguard.budget(timeout_ms=100)

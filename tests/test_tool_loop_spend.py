@@ -31,12 +31,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.usage import RequestUsage
 
-import otelguard.pricing
+import otelguard.engine.pricing
 from hook_support import CliSession, hook
 from loopback_support import Recorder
 from otel_support import Guarded, metric_points, output_messages
 from otelguard.integrations.pydantic_ai import OtelGuard
-from otelguard.pricing import price_usd, wait_until_loaded
+from otelguard.engine.pricing import price_usd, wait_until_loaded
 from service_support import running_service
 
 PRICED_MODEL = "gpt-4o"
@@ -165,8 +165,8 @@ def test_a_loop_only_counted_is_on_its_spans_but_not_in_the_metrics():
 def test_a_tool_loop_begun_while_the_price_table_loads_is_priced_whole_from_its_first_acting_verdict(monkeypatch):
     """The loop's first repeat comes while the table is still loading: that span says so, with its
     tokens; the reminder, once the table is in, prices the whole loop, and the metric counts it all."""
-    monkeypatch.setattr(otelguard.pricing, "price_usd", lambda model, input_tokens, output_tokens: None)
-    monkeypatch.setattr(otelguard.pricing, "pricing_available", lambda: False)
+    monkeypatch.setattr(otelguard.engine.pricing, "price_usd", lambda model, input_tokens, output_tokens: None)
+    monkeypatch.setattr(otelguard.engine.pricing, "pricing_available", lambda: False)
     with Guarded(REPEAT) as g:
         with g.tracer.start_as_current_span("invoke_agent planner", attributes={
                 "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}):

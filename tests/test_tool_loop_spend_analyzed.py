@@ -14,7 +14,7 @@ from realruns_support import TRACES, spans
 
 from otelguard.analyzer import analyze
 from otelguard.cli import main
-from otelguard.pricing import price_usd, wait_until_loaded
+from otelguard.engine.pricing import price_usd, wait_until_loaded
 
 CAPTURES = FIXTURES / "agent-clis"
 DEEPSEEK = "deepseek/deepseek-chat"  # the runs' request model, priced as DeepSeek's deepseek-chat

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 import otelguard
-from otelguard.canonical import arguments_preview, canonical_arguments
+from otelguard.model.canonical import arguments_preview, canonical_arguments
 from otelguard.errors import ConfigError
 from otelguard.guards.base import ToolStart
 from otelguard.guards.repeat_tool_reminder import RepeatToolReminder
 from otelguard.integrations.openai_client import guard_messages
-from otelguard.records import Content, SpanView, ToolCall
+from otelguard.model.records import Content, SpanView, ToolCall
 from vectors_support import load_row
 
 SPAN = SpanView(name="execute_tool", trace_id=1, span_id=1)

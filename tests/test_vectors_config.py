@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from otelguard.config import RepeatToolReminderConfig, ThinkingLoopGuardConfig
+from otelguard.guards.config import RepeatToolReminderConfig, ThinkingLoopGuardConfig
 from otelguard.errors import ConfigError
 from vectors_support import assert_invalid, load_row
 

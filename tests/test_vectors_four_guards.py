@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from otelguard.config import GuardConfig
+from otelguard.guards.config import GuardConfig
 from otelguard.engine import GuardEngine
 
 from no_progress_support import replay

@@ -10,12 +10,12 @@ import itertools
 import json
 from typing import Any
 
-from otelguard.canonical import canonical_arguments
-from otelguard.config import RepeatToolReminderConfig
+from otelguard.model.canonical import canonical_arguments
+from otelguard.guards.config import RepeatToolReminderConfig
 from otelguard.engine import GuardEngine
 from otelguard.guards.base import ToolStart
 from otelguard.guards.repeat_tool_reminder import RepeatToolReminder
-from otelguard.records import SpanView, Status, ToolCall, Verdict
+from otelguard.model.records import SpanView, Status, ToolCall, Verdict
 
 from vectors_support import BLOCK_ADVICE, BLOCK_HEADER, SHORT_REMINDER, detailed_reminder, load_row
 

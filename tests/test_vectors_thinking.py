@@ -7,11 +7,11 @@ the guard-level vectors use R texts (400 characters) and the smallest valid mini
 
 from __future__ import annotations
 
-from otelguard.config import ThinkingLoopGuardConfig
+from otelguard.guards.config import ThinkingLoopGuardConfig
 from otelguard.detectors.thinking import Step, ThinkingJudgement, ThinkingLoopDetector
 from otelguard.guards.base import ModelFacts
 from otelguard.guards.thinking_loop_guard import ThinkingLoopGuard
-from otelguard.records import Content, ModelCall, SpanView, Verdict
+from otelguard.model.records import Content, ModelCall, SpanView, Verdict
 
 from vectors_support import R
 

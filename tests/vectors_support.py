@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from otelguard.config import GuardConfig
+from otelguard.guards.config import GuardConfig
 from otelguard.errors import ConfigError
 
 # Verbatim texts of design §4.2 (the tests pin the contract, not the module's constants).

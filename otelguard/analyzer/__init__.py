@@ -9,10 +9,10 @@
 
 from __future__ import annotations
 
-from .inputs import InputError
-from .replay import ReplayLimits
-from ..actions import ACTION_ORDER
-from ..actions import reaches as action_reaches
+from ..otlp.inputs import InputError
+from ..replay.spans import ReplayLimits
+from ..model.actions import ACTION_ORDER
+from ..model.actions import reaches as action_reaches
 from .results import FAIL_ON_CHOICES, is_counting
 from .run import Analysis, AnalyzerOptions, analyze
 

@@ -11,23 +11,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .otlp_json import (
-    BAD_SPAN,
-    BLANK,
-    DUPLICATE_KEY,
-    LOG_RECORDS,
-    METRICS,
-    NOT_A_REQUEST,
-    ReadProblem,
-)
+from ..otlp.json_spans import BAD_SPAN, BLANK, DUPLICATE_KEY, LOG_RECORDS, METRICS, NOT_A_REQUEST, ReadProblem
 from ..conventions import READ_LIMITS
-from ..otlp_logs import LogsRead
-from ..records import Content, ModelCall, SpanKind, SpanView, ToolCall
-from ..text_report import counted, number
-from .cli_calls import CliCalls, missing_arguments_hint
+from ..otlp.logs import LogsRead
+from ..model.records import Content, ModelCall, SpanKind, SpanView, ToolCall
+from ..report.text import counted, number
+from ..replay.cli_calls import CliCalls, missing_arguments_hint
 from .evaluations import RecordedEvaluations
-from .event_outputs import EventOutputs
-from .replay import IDLE, MEMORY, TraceBuffer
+from ..replay.event_outputs import EventOutputs
+from ..replay.spans import IDLE, MEMORY, TraceBuffer
 
 NOT_OURS = "not an agent/model/tool span"
 DUPLICATE = "duplicate span (same trace and span id)"

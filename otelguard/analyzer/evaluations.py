@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..actions import Action
+from ..model.actions import Action
 from ..conventions.genai_events import RecordedEvaluation, evaluation_name
 from .results import VerdictRow
 

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
 from ..detectors.evidence import steps_text
-from ..records import Verdict
-from ..terminal import printable, printable_json
-from ..text_report import BOLD, RED, YELLOW, TextReport, action_style, counted, number
+from ..model.records import Verdict
+from ..runtime.terminal import printable, printable_json
+from ..report.text import BOLD, RED, YELLOW, TextReport, action_style, counted, number
 from .evaluations import RecordedEvaluations
 from .results import AgentSummary, Step, is_counting
 from .run import Analysis

@@ -14,21 +14,13 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
-from ..actions import ACTION_ORDER, Action
-from ..canonical import arguments_preview
+from ..model.actions import ACTION_ORDER, Action
+from ..model.canonical import arguments_preview
 from ..conventions import model_name
-from ..loop_spend import MODEL_LOOP_VERDICTS, LoopSpend, LoopStep
+from ..engine.loop_spend import MODEL_LOOP_VERDICTS, LoopSpend, LoopStep
 from ..engine import AgentRef, Judged
 from .spool import Spool
-from ..records import (
-    Content,
-    ModelCall,
-    SpanKind,
-    SpanView,
-    Status,
-    ToolCall,
-    Verdict,
-)
+from ..model.records import Content, ModelCall, SpanKind, SpanView, Status, ToolCall, Verdict
 
 FAIL_ON_CHOICES = tuple(action.value for action in ACTION_ORDER[1:])  # `--fail-on A`: A or stronger
 

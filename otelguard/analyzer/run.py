@@ -14,16 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ..actions import reaches
-from ..config import GuardConfig
-from ..containment import Containment
+from ..model.actions import reaches
+from ..guards.config import GuardConfig
+from ..runtime.containment import Containment
 from ..engine import DEFAULT_MAX_AGENTS, GuardEngine, Judged
-from ..otlp_logs import read_records
-from ..records import SpanView
-from .cli_calls import CliCalls
+from ..otlp.logs import read_records
+from ..model.records import SpanView
+from ..replay.cli_calls import CliCalls
 from .evaluations import RecordedEvaluations
-from .event_outputs import EventOutputs
-from .otlp_json import (
+from ..replay.event_outputs import EventOutputs
+from ..otlp.json_spans import (
     BAD_SPAN,
     BLANK,
     LOG_RECORDS,
@@ -36,9 +36,9 @@ from .otlp_json import (
     log_records,
 )
 from .coverage import Coverage, FileCoverage
-from .inputs import InputError, open_input, starts_with_logs
-from .lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
-from .replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
+from ..otlp.inputs import InputError, open_input, starts_with_logs
+from ..otlp.lines import DEFAULT_MAX_DECOMPRESSED_BYTES, DEFAULT_MAX_LINE_BYTES
+from ..replay.spans import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
 from .results import (
     DEFAULT_MAX_QUIET_AGENTS,
     DEFAULT_MAX_QUIET_ROWS,

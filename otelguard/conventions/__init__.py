@@ -19,17 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import semconv as sc
-from ..records import (
-    AgentRun,
-    Classification,
-    Content,
-    ModelCall,
-    ModelUsage,
-    SpanKind,
-    SpanView,
-    ToolCall,
-)
+from ..model import semconv as sc
+from ..model.records import AgentRun, Classification, Content, ModelCall, ModelUsage, SpanKind, SpanView, ToolCall
 from . import genai, openinference, openllmetry
 from ._values import READ_LIMITS, ReadLimits, model_name_of
 

@@ -15,18 +15,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import semconv as sc
-from ..canonical import canonical_arguments
-from ..fences import open_fence
-from ..records import (
-    Chunk,
-    Content,
-    ModelCall,
-    ModelUsage,
-    RequestedToolCall,
-    SpanEvent,
-    Status,
-)
+from ..model import semconv as sc
+from ..model.canonical import canonical_arguments
+from ..model.fences import open_fence
+from ..model.records import Chunk, Content, ModelCall, ModelUsage, RequestedToolCall, SpanEvent, Status
 
 # A broken instrumentation may nest absurdly; deeper payloads are not worth walking.
 _MAX_WALK_DEPTH = 16

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import semconv as sc
-from ..records import ModelUsage, SpanView, Status
+from ..model import semconv as sc
+from ..model.records import ModelUsage, SpanView, Status
 from ._values import as_int, load_json
 
 CLAUDE_CODE, GEMINI_CLI, CODEX, OPENCODE = "claude-code", "gemini-cli", "codex", "opencode"

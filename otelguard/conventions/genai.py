@@ -14,17 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .. import semconv as sc
-from ..records import (
-    AgentRun,
-    Classification,
-    Content,
-    ModelCall,
-    ModelUsage,
-    SpanKind,
-    SpanView,
-    ToolCall,
-)
+from ..model import semconv as sc
+from ..model.records import AgentRun, Classification, Content, ModelCall, ModelUsage, SpanKind, SpanView, ToolCall
 from ._values import (
     Output,
     UsageKeys,

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .. import semconv as sc
+from ..model import semconv as sc
 from ._values import load_json
 
 OPERATION_DETAILS = "gen_ai.client.inference.operation.details"

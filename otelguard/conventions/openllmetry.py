@@ -17,17 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .. import semconv as sc
-from ..records import (
-    AgentRun,
-    Classification,
-    Content,
-    ModelCall,
-    ModelUsage,
-    SpanKind,
-    SpanView,
-    ToolCall,
-)
+from ..model import semconv as sc
+from ..model.records import AgentRun, Classification, Content, ModelCall, ModelUsage, SpanKind, SpanView, ToolCall
 from . import genai
 from ._values import (
     Output,

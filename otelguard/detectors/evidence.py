@@ -15,8 +15,8 @@ from array import array
 from collections.abc import Iterable, Sequence
 from typing import cast
 
-from ..canonical import cut_preview
-from ..records import Content, Evidence, ToolCall
+from ..model.canonical import cut_preview
+from ..model.records import Content, Evidence, ToolCall
 from .signatures import failed, failure_text
 
 MAX_EVIDENCE = 10

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import NamedTuple
 
-from ..records import Content, Evidence, ToolCall
+from ..model.records import Content, Evidence, ToolCall
 from .evidence import MAX_EVIDENCE, earlier, of_tool_call, preview, span_id_kept
 from .repeat import ToolFilter
 from .signatures import failed, failure_text, loose_arguments, outcome_signature

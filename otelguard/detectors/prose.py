@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..fences import closes, opens
+from ..model.fences import closes, opens
 
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")  # a fence line's start (`fences.FENCE_LINE`)
 _INDENTED = re.compile(r"(?: {4}|\t)")

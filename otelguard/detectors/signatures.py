@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from ..records import Status, ToolCall
+from ..model.records import Status, ToolCall
 
 MASKED_CHARS = 2048  # masked at each end of a long text (all of a text up to twice this)
 

@@ -18,8 +18,8 @@ import time
 from typing import Any, Callable, NamedTuple
 
 from ..guards import Guard
-from ..loop_spend import AgentSpend
-from ..records import AgentRun
+from .loop_spend import AgentSpend
+from ..model.records import AgentRun
 from .bounded import BoundedMap, OnEvict, OpenSpans
 
 _MAX_RUNS_WITH_NESTED_AGENTS = 1024  # open run-scoped runs whose nested agents' keys are noted

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 from .. import conventions
 from ..conventions import classify, session_of
 from ..detectors.evidence import of_model_call
-from ..forksafe import reinit_after_fork
+from ..runtime.forksafe import reinit_after_fork
 from ..guards import Guard, ModelFacts, ThinkingLoopGuard, ToolStart, build_guards
-from ..loop_spend import AgentSpend, LoopStep, loop_step
-from ..records import (
+from .loop_spend import AgentSpend, LoopStep, loop_step
+from ..model.records import (
     AgentRun,
     Classification,
     ModelCall,
@@ -46,13 +46,13 @@ from ..records import (
     ToolCall,
     Verdict,
 )
-from ..settings import GuardSettings
+from ..guards.settings import GuardSettings
 from .agents import AgentRef, Agents, AgentState, agent_of_run, trace_agent
 from .bounded import OpenSpans
 from .source import SpanSource
 
 if TYPE_CHECKING:
-    from ..config import GuardConfig
+    from ..guards.config import GuardConfig
 
 DEFAULT_MAX_AGENTS = 10_000
 DEFAULT_IDLE_TTL_S = 3600.0
@@ -105,7 +105,7 @@ def _settings(config: GuardConfig | tuple[GuardSettings, ...] | dict | str | Non
     if isinstance(config, tuple):  # each guard's settings, validated already (a CLI hook's cached config)
         return config
     # pydantic, imported here only: a driver that hands validated settings never needs it
-    from ..config import GuardConfig
+    from ..guards.config import GuardConfig
 
     return GuardConfig.load(config).settings
 

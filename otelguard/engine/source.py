@@ -1,7 +1,7 @@
 """`SpanSource`: how a driver hands a span to the engine.
 
 The live processor adapts an SDK span (`otelguard.live.sdk_span`), the analyzer a span read from
-OTLP JSON (`otelguard.analyzer.otlp_json.ReadSpan`); a `SpanView` is a source of its own. The engine
+OTLP JSON (`otelguard.otlp.json_spans.ReadSpan`); a `SpanView` is a source of its own. The engine
 reads the ids, the name and the attributes of every span it is handed, at its start and at its end;
 the rest (events, status, times, scope, dropped counts) only through `view()`, and only for a span
 it judges.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ..records import SpanView
+from ..model.records import SpanView
 
 
 class SpanSource(Protocol):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..settings import GuardSettings, NoProgressConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig
+from .settings import GuardSettings, NoProgressConfig, RepeatToolReminderConfig, ThinkingLoopGuardConfig
 from .base import Guard, ModelFacts, ToolStart
 from .no_progress import NoProgress
 from .repeat_tool_reminder import RepeatToolReminder

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..records import ModelCall, SpanView, ToolCall, Verdict
+from ..model.records import ModelCall, SpanView, ToolCall, Verdict
 
 
 @dataclass(slots=True)

@@ -14,8 +14,8 @@ rule, `exempt_tools_by_rule` from the rules named.
 from __future__ import annotations
 
 
-from ..actions import Action
-from ..canonical import cut_preview, escape_quoted
+from ..model.actions import Action
+from ..model.canonical import cut_preview, escape_quoted
 from ..detectors.evidence import of_tool_call, steps_text, then
 from ..detectors.progress import (
     CYCLE,
@@ -30,8 +30,8 @@ from ..detectors.progress import (
     call_key,
 )
 from ..detectors.repeat import ToolFilter, any_of
-from ..records import Evidence, SpanView, ToolCall, Verdict
-from ..settings import NoProgressConfig, RepeatToolReminderConfig
+from ..model.records import Evidence, SpanView, ToolCall, Verdict
+from .settings import NoProgressConfig, RepeatToolReminderConfig
 from .base import Guard, ToolStart
 
 NO_PROGRESS_VERDICT = "no_progress"

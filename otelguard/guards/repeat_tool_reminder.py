@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 
-from ..actions import Action
-from ..canonical import arguments_preview, escape_quoted
+from ..model.actions import Action
+from ..model.canonical import arguments_preview, escape_quoted
 from ..detectors.evidence import of_tool_call, pattern
 from ..detectors.repeat import RepeatChain, ToolFilter, any_of
 from ..detectors.signatures import outcome_signature
-from ..records import Content, Evidence, SpanView, ToolCall, Verdict
-from ..settings import RepeatToolReminderConfig
+from ..model.records import Content, Evidence, SpanView, ToolCall, Verdict
+from .settings import RepeatToolReminderConfig
 from .base import Guard, ToolStart
 
 REPEATED_TOOL_CALL = "repeated_tool_call"

@@ -6,15 +6,15 @@ import dataclasses
 import functools
 from dataclasses import replace
 
-from ..actions import Action
+from ..model.actions import Action
 from ..detectors.evidence import StepTrail, of_model_call, pattern, steps_text
 from ..detectors.novelty import NoveltyMeter
 from ..detectors.repeat import any_of
 from ..detectors.stream import StreamBreaker, Trip, judge_final_text
 from ..detectors.text_loop import TEXT_LOOP, TextLoopDetector, TextLoopState
 from ..detectors.thinking import DETAILS, Step, ThinkingLoopDetector, ThinkingRules
-from ..records import Evidence, ModelCall, SpanView, ToolCall, Verdict
-from ..settings import ThinkingLoopGuardConfig
+from ..model.records import Evidence, ModelCall, SpanView, ToolCall, Verdict
+from .settings import ThinkingLoopGuardConfig
 from .base import Guard, ModelFacts
 
 THINKING_LOOP = "thinking_loop"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..actions import Action
+from ..model.actions import Action
 from ..detectors.evidence import of_tool_call
 from ..detectors.repeat import any_of
 from ..detectors.timeout import is_framework_timeout
-from ..records import SpanView, ToolCall, Verdict
-from ..semconv import OTELGUARD_TOOL_TIMEOUT_MS
-from ..settings import TimeoutPolicyConfig
+from ..model.records import SpanView, ToolCall, Verdict
+from ..model.semconv import OTELGUARD_TOOL_TIMEOUT_MS
+from .settings import TimeoutPolicyConfig
 from .base import Guard, ToolStart
 
 TOOL_TIMEOUT_VERDICT = "tool_timeout"  # the verdict; signals.TOOL_TIMEOUT is the abort reason

@@ -29,8 +29,8 @@ DISABLE_HEADER = "X-Otelguard-Disable"  # the CLI runs with OTELGUARD_DISABLE: j
 if TYPE_CHECKING:
     from urllib.parse import SplitResult
 
-    from ..loop_spend import LoopStep
-    from ..records import Verdict
+    from ..engine.loop_spend import LoopStep
+    from ..model.records import Verdict
 
 DEFAULT_SERVICE_TIMEOUT_MS = 50.0
 MAX_ANSWER_BYTES = 1 << 20  # a hook's answer is a few hundred bytes
@@ -63,7 +63,7 @@ def run(cli: str, stdin: BinaryIO, stdout: TextIO) -> int:
     except Exception:  # what the local path does not contain itself: the call is allowed all the same
         import traceback
 
-        from ..containment import raise_internal_errors
+        from ..runtime.containment import raise_internal_errors
 
         if raise_internal_errors():  # the project's own tests: a bug fails them
             raise
@@ -108,7 +108,7 @@ def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
             raise OSError(f"HTTP {status}")
         text = body.decode("utf-8")
     except Exception as error:  # down, slow, refused, or no such service: the local path answers
-        from ..terminal import printable
+        from ..runtime.terminal import printable
 
         log.write(log_path, "WARNING", f"service fallback: {printable(url, 200)} gave no answer "
                   f"({printable(f'{type(error).__name__}: {error}', 200)}); judged here")
@@ -116,7 +116,7 @@ def _ask_service(cli: str, data: bytes, log_path: str) -> str | None:
     from .answers import read
 
     if read(cli, text) is None:  # not otelguard's (an allow, a system message): never relayed to the CLI
-        from ..terminal import printable
+        from ..runtime.terminal import printable
 
         log.write(log_path, "WARNING", f"service fallback: {printable(url, 200)} answered what otelguard never "
                   f"answers a {cli} hook ({printable(text, 200)}); judged here")

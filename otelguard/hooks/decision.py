@@ -16,11 +16,11 @@ import os
 import sqlite3
 from collections.abc import Callable
 
-from ..actions import Action
+from ..model.actions import Action
 from ..engine import GuardEngine
-from ..loop_spend import LoopStep
-from ..records import Verdict
-from ..terminal import printable
+from ..engine.loop_spend import LoopStep
+from ..model.records import Verdict
+from ..runtime.terminal import printable
 from . import hook_config, log, paths
 from .answers import Decision, render
 from .history import HistoryError, HookHistory, StoredEvent, is_corrupt, set_aside
@@ -66,7 +66,7 @@ def answer_with_call(cli: str, data: bytes, log_path: str, *, paused: Callable[[
             return "", event, (), ()
         import traceback
 
-        from ..containment import raise_internal_errors
+        from ..runtime.containment import raise_internal_errors
 
         if raise_internal_errors():  # the project's own tests: a bug fails them
             raise

@@ -19,8 +19,8 @@ import os
 import sys
 from typing import Any
 
-from ..loop_spend import LoopStep
-from ..records import Verdict
+from ..engine.loop_spend import LoopStep
+from ..model.records import Verdict
 from .payload import HookEvent
 
 ENDPOINT_ENV = "OTELGUARD_OTLP_ENDPOINT"
@@ -60,7 +60,7 @@ def send(batch: dict[str, Any]) -> None:
     from opentelemetry.sdk.resources import Resource
 
     from .._version import __version__
-    from ..live.metrics import GuardMetrics
+    from ..reactions.metrics import GuardMetrics
 
     base = str(batch["endpoint"]).rstrip("/")
     resource = Resource.create({"service.name": SERVICE_NAME, "service.version": __version__})

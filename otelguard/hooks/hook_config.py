@@ -8,7 +8,7 @@ system-level role), where text the model or a tool wrote must not go: for Codex 
 quote no tool names, arguments or error text (`quote_untrusted: false`, whatever the config says).
 Validation is `GuardConfig.load`'s,
 run only when the config file, otelguard or its config modules changed since the last hook; every
-other hook rebuilds each guard's settings (`otelguard.settings`) from the cache without importing
+other hook rebuilds each guard's settings (`otelguard.guards.settings`) from the cache without importing
 pydantic. An invalid config is cached as its error, so each hook reports it at once (and allows the
 call) instead of validating again.
 """
@@ -20,10 +20,10 @@ import os
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .._version import __version__
-from ..settings import SETTINGS_TYPES, GuardSettings, NoProgressConfig, RepeatToolReminderConfig
+from ..guards.settings import SETTINGS_TYPES, GuardSettings, NoProgressConfig, RepeatToolReminderConfig
 
 if TYPE_CHECKING:
-    from ..config import GuardConfig
+    from ..guards.config import GuardConfig
 
 HOOK_STOP_AFTER = 8
 CONTEXT_AS_DEVELOPER_MESSAGE = frozenset({"codex"})  # CLIs that show a hook's context in a system-level role
@@ -70,7 +70,7 @@ def _stamp(path: str) -> str:
 
 
 def _validate(path: str | None, cli: str) -> dict[str, Any]:
-    from ..config import GuardConfig, read_file  # pydantic: only when the config changed
+    from ..guards.config import GuardConfig, read_file  # pydantic: only when the config changed
     from ..errors import ConfigError
 
     try:

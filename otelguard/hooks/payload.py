@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..canonical import canonical_arguments
+from ..model.canonical import canonical_arguments
 from ..detectors.signatures import MASKED_CHARS
 from . import POST, PRE, TOOL_EVENTS
 

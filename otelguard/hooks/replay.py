@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 
-from .. import semconv as sc
+from ..model import semconv as sc
 from ..conventions.agent_clis import session_trace_id
 from ..engine import GuardEngine, Judged, Started
-from ..records import SpanView, Status
+from ..model.records import SpanView, Status
 from .history import StoredEvent
 from .payload import PRE
 

@@ -47,7 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "otelguard.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'otelguard[openai-agents]'"
     ) from exc
 
-from ..control import Mailbox, bind_control
+from ..reactions.control import Mailbox, bind_control
 
 __all__ = ["AgentsGuard"]
 

@@ -36,9 +36,9 @@ from typing import Any, Iterator, Literal
 from opentelemetry import trace as trace_api
 from opentelemetry.trace import Span, TracerProvider
 
-from ..control import AgentControl, Mailbox, bind_control
+from ..reactions.control import AgentControl, Mailbox, bind_control
 from ..live.timeouts import timeout_error
-from ..semconv import (
+from ..model.semconv import (
     GEN_AI_AGENT_NAME,
     GEN_AI_CONVERSATION_ID,
     GEN_AI_OPERATION_NAME,
@@ -50,8 +50,8 @@ from ..semconv import (
     OP_INVOKE_AGENT,
     OTELGUARD_TOOL_TIMEOUT_MS,
 )
-from ..signals import ToolSignal
-from ..tools import tool_signal
+from ..live.signals import ToolSignal
+from ..live.tools import tool_signal
 
 __all__ = ["ToolCallSpan", "agent_run", "guard_messages", "tool_call"]
 

@@ -64,11 +64,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from opentelemetry import trace as trace_api
 
-from ..control import GuardMessage, Mailbox, bind_control
+from ..reactions.control import GuardMessage, Mailbox, bind_control
 from ..live.processor import GuardSpanProcessor, active_processors
 from ..live.timeouts import arm, timeout_error, timeout_message
-from ..semconv import GEN_AI_OPERATION_NAME, OP_EXECUTE_TOOL
-from ..signals import TOOL_TIMEOUT
+from ..model.semconv import GEN_AI_OPERATION_NAME, OP_EXECUTE_TOOL
+from ..live.signals import TOOL_TIMEOUT
 
 __all__ = ["OtelGuard", "RunControl", "stream_text_of"]
 

@@ -27,19 +27,19 @@ from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from ..config import GuardConfig
-from ..containment import Containment
-from ..control import AgentControl
+from ..guards.config import GuardConfig
+from ..runtime.containment import Containment
+from ..reactions.control import AgentControl
 from ..engine import DEFAULT_IDLE_TTL_S, DEFAULT_MAX_AGENTS, AgentRef, GuardEngine, Judged
 from ..errors import ConfigError
 from ..guards import RepeatToolReminder, ThinkingLoopGuard, TimeoutPolicy
-from ..records import SpanKind, Verdict
+from ..model.records import SpanKind, Verdict
 from . import registry
-from .delivery import AgentRuns, Delivery
-from .dispatch import ControlDispatcher
-from .enrichment import enriched, mark_run
-from .evaluation_events import EvaluationEvents
-from .metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
+from ..reactions.delivery import AgentRuns, Delivery
+from ..reactions.dispatch import ControlDispatcher
+from ..reactions.enrichment import enriched, mark_run
+from ..reactions.evaluation_events import EvaluationEvents
+from ..reactions.metrics import PROCESSING_SAMPLE_EVERY, GuardMetrics
 from .sdk_span import SdkSpan
 from .timeouts import ToolBudgets
 

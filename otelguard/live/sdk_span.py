@@ -8,7 +8,7 @@ from typing import Any
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ..records import SpanEvent, SpanView, Status
+from ..model.records import SpanEvent, SpanView, Status
 
 _STATUS = {
     trace_api.StatusCode.UNSET: Status.UNSET,

@@ -20,11 +20,11 @@ from typing import Any, ContextManager
 from opentelemetry import trace as trace_api
 
 from ..engine.bounded import OnEvict, OpenSpans
-from ..forksafe import reinit_after_fork
+from ..runtime.forksafe import reinit_after_fork
 from ..guards import ToolStart
-from ..semconv import OTELGUARD_TOOL_TIMEOUT_MS
-from ..scopes import scoped
-from ..signals import INERT, TOOL_TIMEOUT, ToolSignal
+from ..model.semconv import OTELGUARD_TOOL_TIMEOUT_MS
+from ..runtime.scopes import scoped
+from .signals import INERT, TOOL_TIMEOUT, ToolSignal
 from .registry import owning_processor
 from .watchdog import Deadline, Watchdog
 

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Callable
 
-from ..forksafe import reinit_after_fork
+from ..runtime.forksafe import reinit_after_fork
 
 # Longest single wait (and longest deadline): Condition.wait overflows near threading.TIMEOUT_MAX, and a
 # deadline further out than this never fires in practice.

@@ -9,6 +9,7 @@ sends everything on, spans with their verdicts. Needs `otelguard[serve]`.
 from __future__ import annotations
 
 from .judge import JudgeOptions
-from .server import GuardService, ServiceOptions
+from .options import ServiceOptions
+from .server import GuardService
 
 __all__ = ["GuardService", "JudgeOptions", "ServiceOptions"]

@@ -16,10 +16,10 @@ from typing import TextIO
 
 from ..analyzer.results import is_counting
 from ..engine import Judged
-from ..live.metrics import MAX_LABEL_CHARS
-from ..records import Verdict
-from ..terminal import printable
-from ..text_report import TextReport, action_style
+from ..reactions.metrics import MAX_LABEL_CHARS
+from ..model.records import Verdict
+from ..runtime.terminal import printable
+from ..report.text import TextReport, action_style
 from .sessions import session_of_judged
 
 DEFAULT_MAX_LINES = 1000

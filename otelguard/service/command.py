@@ -25,14 +25,14 @@ import threading
 from typing import TextIO
 from urllib.parse import urlsplit
 
-from ..live.evaluation_events import MODES
+from ..reactions.evaluation_events import MODES
 from .access import AccessError, TlsFiles, read_token
 from .alerts import AlertLines
-from .connections import DEFAULT_MAX_CONNECTIONS, raise_descriptor_limit
+from .connections import raise_descriptor_limit
+from .options import DEFAULT_MAX_CONNECTIONS
 from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .judge import DEFAULT_QUEUE, JudgeOptions
-from .server import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
-from .sessions import session_of_judged
+from .options import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
 from .webhook import SECRET_ENV
 
 OFF = "off"
@@ -114,9 +114,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    from ..config import GuardConfig
+    from ..guards.config import GuardConfig
     from ..errors import ConfigError
-    from .server import GuardService, ServiceOptions
+    from .options import ServiceOptions
+    from .server import GuardService
 
     out = out or sys.stdout
     try:

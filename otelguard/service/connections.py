@@ -22,29 +22,21 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .options import Deadlines
+
 logger = logging.getLogger("otelguard")
 
-DEFAULT_MAX_CONNECTIONS = 256
-DEFAULT_HEADER_TIMEOUT_S = 10.0
-DEFAULT_BODY_TIMEOUT_S = 60.0
 KEEP_ALIVE_S = 5  # an idle connection between requests is closed after this (uvicorn's default, stated)
 GRPC_IDLE_S = 120  # a gRPC connection with no call open is closed after this (clients reconnect)
 GRPC_MAX_AGE_S = 600  # a gRPC connection is asked to go after this, its open calls given body_timeout_s
 _ACCEPT_FAILED = "socket.accept() out of system resource"  # asyncio's message (base_events / selector_events)
 REPEAT_EVERY_S = 60.0
 UVICORN_LOG = "uvicorn.error"  # where uvicorn's protocols log
-
-
-@dataclass(frozen=True, slots=True)
-class Deadlines:
-    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
-    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S
 
 
 def deadline_protocol(deadlines: Deadlines, on_timeout: Callable[[], None]) -> type[H11Protocol]:

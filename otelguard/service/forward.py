@@ -20,11 +20,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from .._version import __version__
-from ..actions import strongest
-from ..live.enrichment import VERDICT_EVENT
-from ..records import Verdict
+from ..model.actions import strongest
+from ..reactions.enrichment import VERDICT_EVENT
+from ..model.records import Verdict
 from .judge import Shown
-from .received import ReceivedSpan
+from ..otlp.requests import ReceivedSpan
 from .sending import QueuedSender
 
 DEFAULT_QUEUE = 256

@@ -9,7 +9,7 @@ Decoding a request into spans runs on the service's decoding threads, as for HTT
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2
@@ -19,18 +19,16 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from .access import TokenInterceptor
 from .connections import grpc_options
-from .http import RETRY_AFTER_S
+from .intake import RETRY_AFTER_S, Intake
 from .judge import QueueFull
-
-if TYPE_CHECKING:
-    from .server import Address, GuardService
+from .options import Address
 
 
 _RETRY_INFO = (("google.rpc.retryinfo-bin", error_details_pb2.RetryInfo(
     retry_delay={"seconds": RETRY_AFTER_S}).SerializeToString()),)
 
 
-def _servicer(base: type, signal: str, service: GuardService) -> Any:
+def _servicer(base: type, signal: str, service: Intake) -> Any:
     class Servicer(base):
         async def Export(self, request: Any, context: grpc.aio.ServicerContext) -> Any:  # noqa: N802 - generated name
             try:
@@ -45,7 +43,7 @@ def _servicer(base: type, signal: str, service: GuardService) -> Any:
     return Servicer()
 
 
-async def grpc_server(service: GuardService, address: Address) -> tuple[grpc.aio.Server, Address]:
+async def grpc_server(service: Intake, address: Address) -> tuple[grpc.aio.Server, Address]:
     """A started grpc.aio server on `address` (port 0: any free port); raises OSError when it cannot bind."""
     options = service.options
     limit = options.max_request_bytes

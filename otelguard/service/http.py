@@ -13,7 +13,7 @@ JSON (the decision API, for clients that ask rather than listen); `POST /v1/sess
 `/resume` pause a session and end its pause (`GuardEngine.pause`).
 
 The event loop only reads bodies: decompressing and decoding them (work that grows with a body's
-size) runs on the service's decoding threads (`GuardService.off_loop`), so a large request never
+size) runs on the service's decoding threads (`Intake.off_loop`), so a large request never
 holds the other listeners.
 """
 
@@ -37,18 +37,17 @@ from ..hooks import CLIS as HOOK_CLIS
 from ..hooks.command import DISABLE_HEADER
 from ..hooks.decision import answer as answer_hook
 from .access import RequireToken
+from .intake import RETRY_AFTER_S, Intake
 from .judge import QueueFull
-from .received import MalformedRequest
+from ..otlp.requests import MalformedRequest
 from .sessions import MAX_SESSION_CHARS
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from .server import GuardService
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-RETRY_AFTER_S = 1
 MAX_GZIP_MEMBERS = 64  # OTLP exporters send one; a body of more is refused (400)
 _GZIP_CHUNK = 64 * 1024  # compressed bytes handed to zlib at a time (what a member's end copies over)
 
@@ -61,7 +60,7 @@ class TooLarge(Exception):
     """A body past the size limit, compressed or not (answered with 413)."""
 
 
-def receiver_app(service: GuardService) -> Starlette:
+def receiver_app(service: Intake) -> Starlette:
     """The OTLP/HTTP receiver's routes; issue-23 routes (decision API, hooks) join this app."""
 
     def endpoint(signal: str):
@@ -195,8 +194,8 @@ def _content_encoding(request: Request) -> str:
     return encoding
 
 
-def _accepted(service: GuardService, signal: str, body: bytes, encoding: str, content_encoding: str) -> Message:
-    """On a decoding thread: the body decompressed, decoded and accepted (`GuardService.accept`)."""
+def _accepted(service: Intake, signal: str, body: bytes, encoding: str, content_encoding: str) -> Message:
+    """On a decoding thread: the body decompressed, decoded and accepted (`Intake.accept`)."""
     limit = service.options.max_request_bytes
     return service.accept(signal, gunzip(body, limit) if content_encoding else body, encoding)
 

@@ -28,20 +28,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..analyzer.cli_calls import CliCalls
-from ..analyzer.event_outputs import EventOutputs
-from ..analyzer.replay import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
-from ..config import GuardConfig
-from ..containment import Containment
+from ..replay.cli_calls import CliCalls
+from ..replay.event_outputs import EventOutputs
+from ..replay.spans import Batch, ReplayClock, Replayer, ReplayLimits, TraceBuffer
+from ..guards.config import GuardConfig
+from ..runtime.containment import Containment
 from ..conventions.agent_clis import CliModelCall, CliToolCall
 from ..conventions.genai_events import EventOutput
 from ..engine import GuardEngine, Judged
-from ..live.delivery import AgentRuns, Delivery
-from ..live.dispatch import ControlDispatcher
-from ..live.evaluation_events import EvaluationEvents
-from ..live.metrics import GuardMetrics
-from ..records import SpanKind, SpanView, Verdict
-from .received import ReceivedSpan
+from ..reactions.delivery import AgentRuns, Delivery
+from ..reactions.dispatch import ControlDispatcher
+from ..reactions.evaluation_events import EvaluationEvents
+from ..reactions.metrics import GuardMetrics
+from ..model.records import SpanKind, SpanView, Verdict
+from ..otlp.requests import ReceivedSpan
 
 DEFAULT_TICK_S = 0.5
 DEFAULT_FLUSH_AFTER_S = 30.0

@@ -18,7 +18,6 @@ import logging
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from collections.abc import Callable, Iterable
@@ -40,73 +39,35 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry
 
-from ..config import GuardConfig
-from ..containment import Containment
+from ..guards.config import GuardConfig
+from ..runtime.containment import Containment
 from ..engine import Judged
-from ..live.delivery import needs_delivery
-from ..live.evaluation_events import EvaluationEvents
-from ..live.metrics import GuardMetrics
-from ..records import Verdict
-from .access import TlsFiles, token_problem
+from ..reactions.delivery import needs_delivery
+from ..reactions.evaluation_events import EvaluationEvents
+from ..reactions.metrics import GuardMetrics
+from ..model.records import Verdict
 from .alerts import AlertLines
 from .connections import (
-    DEFAULT_MAX_CONNECTIONS,
     KEEP_ALIVE_S,
     AcceptFailures,
-    Deadlines,
     UVICORN_LOG,
     RepeatedWarnings,
     deadline_protocol,
 )
-from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .forward import Forwarder
 from .http import JSON, metrics_app, receiver_app
-from .judge import JudgeOptions, OnVerdict, SpanJudge
-from .received import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
+from .options import Address, ServiceOptions
+from .judge import OnVerdict, SpanJudge
+from ..otlp.requests import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
 from .sessions import RecentVerdicts, verdict_event
 from .webhook import Webhook
 
-Address = tuple[str, int]
-DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
-DEFAULT_GRPC: Address = ("127.0.0.1", 4317)
-DEFAULT_METRICS: Address = ("127.0.0.1", 9464)
-DEFAULT_MAX_REQUEST_BYTES = 20 * 1024 * 1024  # a request's body once decompressed
 ALERTS_WAIT_S = 2.0  # how long `stop` waits for the alert lines still queued to be written
 DECODERS = 4  # requests decompressed and decoded at once (`off_loop`); the others wait, already read
 
 REFUSALS = ("busy", "too_large", "unauthenticated", "timeout")
 REQUESTS: dict[str, type[Message]] = {"traces": ExportTraceServiceRequest, "logs": ExportLogsServiceRequest,
             "metrics": ExportMetricsServiceRequest}
-
-
-@dataclass(frozen=True, slots=True)
-class ServiceOptions:
-    """Where to listen (None: not at all; port 0: any free port) and where to forward; who may talk
-    to it (`token`: the bearer token every route asks for; `tls`: served on every listener), how
-    much a request may hold (decompressed), how many connections (HTTP) or calls (gRPC) each listener
-    serves at once and how long a request may take to arrive (`connections`)."""
-
-    http: Address | None = DEFAULT_HTTP
-    grpc: Address | None = DEFAULT_GRPC
-    metrics: Address | None = DEFAULT_METRICS
-    forward: str | None = None
-    judge: JudgeOptions = field(default_factory=JudgeOptions)
-    token: str | None = None
-    tls: TlsFiles | None = None
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-    max_connections: int = DEFAULT_MAX_CONNECTIONS
-    deadlines: Deadlines = field(default_factory=Deadlines)
-    forward_queue_bytes: int = DEFAULT_FORWARD_QUEUE_BYTES  # requests waiting to be forwarded, serialized
-    webhook: str | None = None  # verdicts that ask for something are POSTed here, signed with:
-    webhook_secret: bytes = field(default=b"", repr=False)
-    # gen_ai.evaluation.result events of the verdicts, sent to `forward` (`live.evaluation_events`):
-    # "actions", "all" or "off"; none without `forward`.
-    evaluation_events: str = "actions"
-
-    def __post_init__(self) -> None:
-        problem = token_problem(self.token) if self.token is not None else ""
-        if problem:
-            raise ValueError(f"token: {problem}")
 
 
 class GuardService:

@@ -16,8 +16,8 @@ from typing import Any
 
 from ..conventions import SESSION_ATTRIBUTES, session_of  # noqa: F401  (the service's names for them)
 from ..engine import Judged
-from ..records import Verdict
-from ..terminal import cut
+from ..model.records import Verdict
+from ..runtime.terminal import cut
 
 MAX_SESSIONS = 10_000
 MAX_VERDICTS_PER_SESSION = 50

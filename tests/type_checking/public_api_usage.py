@@ -8,9 +8,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
 import otelguard
-from otelguard.actions import Action
+from otelguard.model.actions import Action
 from otelguard.engine import GuardEngine, Judged, Started
-from otelguard.records import SpanEvent, SpanView, Status, Verdict
+from otelguard.model.records import SpanEvent, SpanView, Status, Verdict
 
 provider = TracerProvider()
 provider.add_span_processor(otelguard.GuardSpanProcessor(downstream=[BatchSpanProcessor(ConsoleSpanExporter())]))

@@ -1,0 +1,1 @@
+"""`otelguard demo`: scripted loops, guarded, in process or through `otelguard serve`."""

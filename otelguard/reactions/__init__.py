@@ -1,0 +1,1 @@
+"""What a verdict does: delivery, control-hook dispatch, metrics, evaluation events, span enrichment, the control API."""

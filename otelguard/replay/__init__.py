@@ -1,0 +1,1 @@
+"""Stored spans through one engine in the order the live processor would have seen them (the analyzer and the service)."""

@@ -1,0 +1,1 @@
+"""Verdicts for a person to read: the text reports."""
