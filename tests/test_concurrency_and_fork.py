@@ -279,7 +279,7 @@ def test_spans_after_shutdown_pass_through_untouched():
         assert not mailbox.drain()  # ...and none was judged
         assert not metric_points(g.metric_reader, "otelguard.verdicts")
         assert not metric_points(g.metric_reader, "otelguard.spans")
-        assert not metric_points(g.metric_reader, "otelguard.reactions.control.calls")
+        assert not metric_points(g.metric_reader, "otelguard.control.calls")
         with g.tracer.start_as_current_span("execute_tool slow", attributes={
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "slow",
                 "otelguard.tool.timeout_ms": 60_000}):

@@ -130,7 +130,7 @@ def _healthy_agents_get_every_reminder_in_order(g: Guarded) -> None:
 
 def _outcomes(g: Guarded) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
-    for attributes, value in metric_points(g.metric_reader, "otelguard.reactions.control.calls"):
+    for attributes, value in metric_points(g.metric_reader, "otelguard.control.calls"):
         counts[attributes["outcome"]] += value
     return counts
 

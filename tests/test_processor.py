@@ -98,7 +98,7 @@ def test_verdict_metrics_are_recorded(guard_factory, metric_reader):
     spans = dict((tuple(sorted(a.items())), v) for a, v in metric_points(metric_reader, "otelguard.spans"))
     assert spans[(("otelguard.convention", "genai"), ("otelguard.span.kind", "tool"))] == 2
     assert spans[(("otelguard.convention", "genai"), ("otelguard.span.kind", "agent"))] == 1
-    outcomes = metric_points(metric_reader, "otelguard.reactions.control.calls")
+    outcomes = metric_points(metric_reader, "otelguard.control.calls")
     assert outcomes == [({"otelguard.action": "remind", "outcome": "ok"}, 1)]
 
 
@@ -128,7 +128,7 @@ def test_raising_control_hook_is_contained_and_counted(guard_factory, metric_rea
         tool_span(tracer)
         tool_span(tracer)
     processor.force_flush()
-    outcomes = metric_points(metric_reader, "otelguard.reactions.control.calls")
+    outcomes = metric_points(metric_reader, "otelguard.control.calls")
     assert outcomes == [({"otelguard.action": "remind", "outcome": "error"}, 1)]
     errors = metric_points(metric_reader, "otelguard.internal.errors")
     assert errors == [({"where": "control_hook"}, 1)]
@@ -163,7 +163,7 @@ def test_blocking_control_hook_does_not_hold_the_span_thread(guard_factory, metr
     control.release.set()
     assert processor.force_flush(5000)
     assert elapsed < 1.0, elapsed  # the hook blocks for 10 s; the span thread waited ~50 ms
-    outcomes = {a["outcome"]: v for a, v in metric_points(metric_reader, "otelguard.reactions.control.calls")}
+    outcomes = {a["outcome"]: v for a, v in metric_points(metric_reader, "otelguard.control.calls")}
     assert outcomes["slow"] == 1 and outcomes["ok"] == 1
 
 

@@ -57,7 +57,7 @@ def test_a_paused_conversation_is_judged_and_counted_but_told_nothing():
             (3, True), (5, True), (3, False), (3, False)]
         verdicts = metric_points(g.metric_reader, "otelguard.verdicts")
         assert sum(value for labels, value in verdicts if labels["otelguard.action"] == "remind") == 4
-        controls = metric_points(g.metric_reader, "otelguard.reactions.control.calls")
+        controls = metric_points(g.metric_reader, "otelguard.control.calls")
         assert ({"otelguard.action": "remind", "outcome": "paused"}, 2) in controls
 
 

@@ -6,7 +6,7 @@ Control hooks run off the span thread (`ControlDispatcher`); the span thread wai
 (`otelguard.bind_control`), else the one bound where the verdict is reached, else the processor's
 default. When several guards react to one span, the agent gets one message (`one_message`); each
 verdict is still counted and written on the span. A paused session's verdicts (`Verdict.paused`) are
-counted and written alike, and reach no control (counted in `otelguard.reactions.control.calls` with outcome
+counted and written alike, and reach no control (counted in `otelguard.control.calls` with outcome
 `paused`).
 """
 

@@ -100,7 +100,7 @@ class GuardMetrics:
             "otelguard.loop.cost", unit="usd",
             description="Price in USD (genai-prices) of the tokens spent in the loops the guard acted on")
         self.control_calls = meter.create_counter(
-            "otelguard.reactions.control.calls", unit="{call}", description="Control hook calls by outcome")
+            "otelguard.control.calls", unit="{call}", description="Control hook calls by outcome")
         self.internal_errors = meter.create_counter(
             "otelguard.internal.errors", unit="{error}", description="Errors contained inside the guard")
         self.evictions = meter.create_counter(
