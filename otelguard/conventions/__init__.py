@@ -9,13 +9,15 @@ The calls, used by the live processor and the offline analyzer alike:
 - `model_usage(span, classification)`: a model span's model name, token counts and finish reasons,
   read only by whoever reports them (no guard judges them, so `read` leaves them out);
   `model_name(span, classification)` is its model alone.
-- `session_of(attributes)`: the agent session a span names, if any.
+- `session_of(attributes)`: the agent session a span names, if any; `session_trace_id(cli, session)`:
+  the trace a coding-agent CLI's session is judged in, alike from its hooks and its telemetry.
 
 Nothing here imports OpenTelemetry; spans come as `SpanView`s.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +27,7 @@ from . import genai, openinference, openllmetry
 from ._values import READ_LIMITS, ReadLimits, model_name_of
 
 __all__ = ["MARKER_KEYS", "NAMED_SPANS", "READ_LIMITS", "SESSION_ATTRIBUTES", "ReadLimits", "classify", "model_name",
-           "model_usage", "read", "session_of"]
+           "model_usage", "read", "session_of", "session_trace_id"]
 
 NAMED_SPANS = genai.LEGACY_SPAN_NAMES | openllmetry.NAMED_MODEL_SPANS
 # Any of these keys makes a span worth a closer look; a span with none of them (and no known name)
@@ -47,6 +49,13 @@ def session_of(attributes: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
+
+
+def session_trace_id(cli: str, session: str) -> int:
+    """A trace id of the CLI's session: the engine keeps one agent per trace without an agent span,
+    so every call of a session is judged in that session's chain."""
+    digest = hashlib.blake2b(f"{cli}\0{session}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    return int.from_bytes(digest, "big") or 1
 
 
 def classify(name: str, attributes: Mapping[str, Any]) -> Classification | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..model import semconv as sc
 from ..model.records import ModelUsage, SpanView, Status
+from . import session_trace_id
 from ._values import as_int, load_json
 
 CLAUDE_CODE, GEMINI_CLI, CODEX, OPENCODE = "claude-code", "gemini-cli", "codex", "opencode"
@@ -142,13 +143,6 @@ def joined(first: CliToolCall, second: CliToolCall) -> CliToolCall:
         end_ns=max(first.end_ns, second.end_ns),
         asked_by=first.asked_by or second.asked_by,
     )
-
-
-def session_trace_id(cli: str, session: str) -> int:
-    """A trace id of the CLI's session: the engine keeps one agent per trace without an agent span,
-    so every call of a session is judged in that session's chain."""
-    digest = hashlib.blake2b(f"{cli}\0{session}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
-    return int.from_bytes(digest, "big") or 1
 
 
 def model_span(name: str, attributes: Mapping[str, Any], span_id: int, start_ns: int, end_ns: int,

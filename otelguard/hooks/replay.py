@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 
 from ..model import semconv as sc
-from ..conventions.agent_clis import session_trace_id
+from ..conventions import session_trace_id
 from ..engine import GuardEngine, Judged, Started
 from ..model.records import SpanView, Status
 from .history import StoredEvent

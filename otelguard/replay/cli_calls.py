@@ -25,13 +25,13 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from ..runtime.containment import Containment
+from ..conventions import session_trace_id
 from ..conventions.agent_clis import (
     ARGUMENT_SETTINGS,
     SPAN_NAMES,
     CliModelCall,
     CliToolCall,
     as_tool_span,
-    session_trace_id,
     from_span,
     joined,
     model_span,
