@@ -41,14 +41,15 @@ class NoveltyMeter:
     characters; a dip's `chars` is its place in the whole text."""
 
     __slots__ = ("min_novelty", "n", "window", "_carry", "_carry_at", "_prose", "_prose_chars", "_recent",
-                 "_seen", "_window_new", "_words", "_next_at", "dip", "lowest")
+                 "_recent_new", "_seen", "_words", "_next_at", "dip", "lowest")
 
     def __init__(self, *, window: int, n: int, min_novelty: float):
         self.window, self.n, self.min_novelty = window, n, min_novelty
         self._seen: set[tuple[str, ...]] = set()
-        self._words: deque[str] = deque(maxlen=n)  # the last n - 1 words before the text to come
-        self._recent: deque[tuple[int, bool]] = deque()  # (prose end offset, new?) of the n-grams in the window
-        self._window_new = 0
+        self._words: list[str] = []  # the last n - 1 words before the text to come
+        # The prose end offsets of the n-grams in the window, and of the new ones among them.
+        self._recent: deque[int] = deque()
+        self._recent_new: deque[int] = deque()
         self._prose = ProseFilter()
         self._prose_chars = 0  # prose characters read
         self._carry = ""  # a word the last piece may have cut in two
@@ -81,8 +82,8 @@ class NoveltyMeter:
         if not self._carry:
             return None
         carry, self._carry = self._carry, ""
-        end = self._carry_at + len(carry)
-        return self._read([(self._prose_chars, end, carry.lower())])
+        end = self._prose_chars
+        return self._read([carry.lower()], [end], self._carry_at + len(carry) - end)
 
     def _read_prose(self, segment: str, at: int) -> NoveltyDip | None:
         if at != self._next_at:  # code was left out between: a word held back ended before it
@@ -102,29 +103,34 @@ class NoveltyMeter:
             matches.pop()
         else:
             self._carry = ""
-        return self._read([(base + match.end(), at + match.end(), match.group().lower()) for match in matches])
+        words = [match.group().lower() for match in matches]
+        return self._read(words, [base + match.end() for match in matches], at - base)
 
-    def _read(self, words) -> NoveltyDip | None:
-        n, seen, recent, window = self.n, self._seen, self._recent, self.window
-        last = self._words
-        for end, chars, word in words:
-            last.append(word)
-            if len(last) < n:
-                continue
-            gram = tuple(last)
-            new = gram not in seen
-            if new and len(seen) < MAX_SEEN:
-                seen.add(gram)
-            recent.append((end, new))
-            self._window_new += new
-            while recent[0][0] <= end - window:
-                self._window_new -= recent.popleft()[1]
+    def _read(self, words: list[str], ends: list[int], to_text: int) -> NoveltyDip | None:
+        """Counts the n-grams ending at `words` (`ends`: each word's end in the prose; `to_text` turns
+        a prose offset into the whole text's)."""
+        n, seen, recent, recent_new, window = self.n, self._seen, self._recent, self._recent_new, self.window
+        run = self._words + words
+        self._words = run[max(0, len(run) - n + 1):]
+        # The k-th n-gram of the run ends at its word k + n - 1, so at word k + n - 1 - len(before) of `words`.
+        grams = zip(*(run[i:] for i in range(n)))
+        for gram, end in zip(grams, ends[n - 1 - (len(run) - len(words)):]):
+            if gram not in seen:
+                if len(seen) < MAX_SEEN:
+                    seen.add(gram)
+                recent_new.append(end)
+            recent.append(end)
+            oldest = end - window
+            while recent[0] <= oldest:
+                recent.popleft()
+            while recent_new and recent_new[0] <= oldest:
+                recent_new.popleft()
             if end >= window and len(recent) >= MIN_WINDOW_GRAMS:
-                novelty = self._window_new / len(recent)
+                novelty = len(recent_new) / len(recent)
                 if novelty < self.lowest:
                     self.lowest = novelty
                 if novelty < self.min_novelty:
-                    self.dip = NoveltyDip(chars, novelty)
+                    self.dip = NoveltyDip(end + to_text, novelty)
                     return self.dip
         return None
 
