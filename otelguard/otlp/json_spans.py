@@ -27,7 +27,6 @@ from . import values as otlp_json_values
 from ..errors import OtelGuardError
 from .values import (
     SPAN_ID_BYTES,
-    STATUS_CODES,
     TRACE_ID_BYTES,
     UINT64,
     NotOtlpJson,
@@ -39,8 +38,9 @@ from .values import (
     loads,
 )
 from .values import attributes as read_attributes
+from .values import span_view
 from .logs import LogRecordFields
-from ..model.records import SpanEvent, SpanView, Status
+from ..model.records import SpanEvent, SpanView
 from .inputs import ungzipped
 from .lines import DEFAULT_MAX_LINE_BYTES, InputLimitError, LineReader, Numbered, ReadFailed, text_lines, too_long
 
@@ -379,41 +379,18 @@ def _objects(value: Any, what: str, malformed: list[str]) -> Iterator[Mapping[st
 
 class ReadSpan:
     """A span read from OTLP (a file's line, or a request the service received) as the engine's
-    `SpanSource`: its `SpanView`, and its parent span once the replay has its trace together."""
+    `SpanSource`: the facts the engine asks of every span, its whole `SpanView`, and its parent span
+    once the replay has its trace together."""
 
-    __slots__ = ("_view", "parent")
+    __slots__ = ("name", "trace_id", "span_id", "parent_span_id", "attributes", "start_ns", "end_ns", "_view",
+                 "parent")
 
     def __init__(self, view: SpanView):
+        self.name, self.trace_id, self.span_id = view.name, view.trace_id, view.span_id
+        self.parent_span_id, self.attributes = view.parent_span_id, view.attributes
+        self.start_ns, self.end_ns = view.start_ns, view.end_ns
         self._view = view
         self.parent: ReadSpan | None = None
-
-    @property
-    def name(self) -> str:
-        return self._view.name
-
-    @property
-    def trace_id(self) -> int:
-        return self._view.trace_id
-
-    @property
-    def span_id(self) -> int:
-        return self._view.span_id
-
-    @property
-    def parent_span_id(self) -> int | None:
-        return self._view.parent_span_id
-
-    @property
-    def start_ns(self) -> int:
-        return self._view.start_ns
-
-    @property
-    def end_ns(self) -> int | None:
-        return self._view.end_ns
-
-    @property
-    def attributes(self) -> Mapping[str, Any]:
-        return self._view.attributes
 
     def view(self) -> SpanView:
         return self._view
@@ -435,21 +412,9 @@ def _span(raw: Any, scope: str | None) -> SpanView:
         event_attributes, event_dropped = attribute_values(event.attributes)
         dropped += event_dropped
         events.append(SpanEvent(name=event.name, attributes=event_attributes, time_ns=event.time_ns))
-    return SpanView(
-        name=read.name,
-        trace_id=read.trace_id,
-        span_id=read.span_id,
-        parent_span_id=read.parent_span_id or None,
-        attributes=attributes,
-        events=tuple(events),
-        status=STATUS_CODES.get(read.status_code, Status.UNSET),
-        status_message=read.status_message or None,
-        scope=scope,
-        start_ns=read.start_ns,
-        end_ns=read.end_ns or None,
-        dropped_events=read.dropped_events,
-        dropped_attributes=read.dropped_attributes + dropped + len(read.unreadable),
-    )
+    return span_view(read.name, (read.trace_id, read.span_id, read.parent_span_id), attributes, tuple(events),
+                     (read.status_code, read.status_message), scope, (read.start_ns, read.end_ns),
+                     (read.dropped_events, read.dropped_attributes + dropped + len(read.unreadable)))
 
 
 # --- log records ---------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ the sender's `service.name` for metric labels, and its protobuf message for forw
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,9 +28,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 from .json_spans import ReadSpan
 from ..errors import OtelGuardError
 from . import values as otlp_json_values
-from .values import SPAN_ID_BYTES, STATUS_CODES, TRACE_ID_BYTES, hex_id
+from .values import SPAN_ID_BYTES, TRACE_ID_BYTES, hex_id, span_view
 from .logs import LogRecordFields, LogsRead, read_records
-from ..model.records import SpanEvent, SpanView, Status
+from ..model.records import SpanEvent, SpanView
 from . import json_messages as otlp_json_messages
 
 SERVICE_NAME = "service.name"
@@ -202,22 +201,11 @@ def _received(span: Span, origin: Origin, scope: str | None) -> ReceivedSpan:
         event_attributes, event_unreadable = proto_attributes(event.attributes)
         unreadable += event_unreadable
         events.append(SpanEvent(event.name, event_attributes, event.time_unix_nano))
-    status = span.status
-    return ReceivedSpan(span, origin, SpanView(
-        name=span.name,
-        trace_id=int.from_bytes(span.trace_id, "big"),
-        span_id=int.from_bytes(span.span_id, "big"),
-        parent_span_id=int.from_bytes(span.parent_span_id, "big") or None,
-        attributes=attributes,
-        events=tuple(events),
-        status=STATUS_CODES.get(status.code, Status.UNSET),
-        status_message=status.message or None,
-        scope=scope,
-        start_ns=span.start_time_unix_nano,
-        end_ns=span.end_time_unix_nano or None,
-        dropped_events=span.dropped_events_count,
-        dropped_attributes=span.dropped_attributes_count + unreadable,
-    ))
+    return ReceivedSpan(span, origin, span_view(
+        span.name, (int.from_bytes(span.trace_id, "big"), int.from_bytes(span.span_id, "big"),
+                    int.from_bytes(span.parent_span_id, "big")),
+        attributes, tuple(events), (span.status.code, span.status.message), scope,
+        (span.start_time_unix_nano, span.end_time_unix_nano), (span.dropped_events_count, span.dropped_attributes_count + unreadable)))
 
 
 def proto_attributes(entries: Any) -> tuple[dict[str, Any], int]:

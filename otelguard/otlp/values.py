@@ -34,7 +34,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..model.records import Status
+from ..model.records import SpanEvent, SpanView, Status
 
 __all__ = ["INT32", "INT64", "SPAN_ID_BYTES", "SPAN_KINDS", "STATUS_CODES", "STATUS_CODE_NAMES", "TRACE_ID_BYTES",
            "UINT32", "UINT64", "Event", "Link", "NotOtlpJson", "Span", "TooManyDigits", "any_value", "attribute_values",
@@ -264,6 +264,20 @@ def status(raw: Any) -> tuple[int, str]:
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise NotOtlpJson(f"status is a {type(raw).__name__}, not an object")
     return enum(raw.get("code"), STATUS_CODE_NAMES, "status code"), text(raw.get("message"), "status message")
+
+
+def span_view(name: str, ids: tuple[int, int, int], attributes: dict[str, Any], events: tuple[SpanEvent, ...],
+              status: tuple[int, str], scope: str | None, times: tuple[int, int],
+              dropped: tuple[int, int]) -> SpanView:
+    """A span as OTLP carries it (`ids`: trace, span, parent; `status`: code, message; `times`: start,
+    end; `dropped`: events, attributes), as the engine reads it: a zero parent id or end time and an
+    empty status message are absent, an unknown status code is unset. One rule for OTLP/JSON and
+    protobuf alike."""
+    trace_id, span_id, parent_span_id = ids
+    (status_code, status_message), (start_ns, end_ns) = status, times
+    return SpanView(name, trace_id, span_id, parent_span_id or None, attributes, events,
+                    STATUS_CODES.get(status_code, Status.UNSET), status_message or None, scope, start_ns,
+                    end_ns or None, *dropped)
 
 
 class Link(NamedTuple):
