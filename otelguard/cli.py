@@ -167,6 +167,11 @@ def _add_analyze_parser(subparsers: Any) -> None:
     parser.add_argument("--config", metavar="F",
                         help="guard config (YAML or JSON, {'guards': [...]}); default: all guards")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    parser.add_argument("--html", metavar="PATH",
+                        help="also write one self-contained HTML report (runs, loops, verdicts, timelines) to PATH; "
+                             "it holds tool arguments and results")
+    parser.add_argument("--html-no-content", action="store_true",
+                        help="with --html: leave tool arguments, results, model output and messages out (to share)")
     parser.add_argument("--fail-on", choices=FAIL_ON_CHOICES, metavar="ACTION",
                         help=f"exit 1 when a verdict's action is ACTION or stronger ({', '.join(FAIL_ON_CHOICES)})")
     parser.add_argument("--require-complete", action="store_true",
@@ -234,8 +239,15 @@ def _run_analyze(args: argparse.Namespace) -> int:
         max_line_bytes=args.max_line_bytes,
         max_decompressed_bytes=args.max_decompressed_bytes,
     )
+    if args.html_no_content and not args.html:
+        raise UsageError("--html-no-content needs --html PATH")
+    html = None
+    if args.html:
+        from .analyzer.html_report import HtmlReport
+
+        html = HtmlReport(content=not args.html_no_content)
     try:
-        analysis = analyze(files, config, options)
+        analysis = analyze(files, config, options, observe=html.observe if html else None)
     except InputError as error:
         print(f"{PROG} analyze: error: {printable(str(error), _MESSAGE_CHARS)}", file=sys.stderr)
         return EXIT_USAGE
@@ -246,6 +258,13 @@ def _run_analyze(args: argparse.Namespace) -> int:
     else:
         write_text(analysis, sys.stdout, fail_on=args.fail_on)
     sys.stdout.flush()
+    if html is not None:
+        try:
+            html.write(analysis, args.html, fail_on=args.fail_on)
+        except OSError as error:
+            raise UsageError(f"--html {args.html}: {error.strerror or error}") from None
+        finally:
+            html.close()
     if args.fail_on and analysis.reached(args.fail_on):
         return EXIT_FAIL_ON
     if args.require_complete and (analysis.coverage.nothing_judged() or analysis.coverage.incomplete()):

@@ -40,6 +40,8 @@ COMPONENTS: dict[str, Component] = {
     "alertmanager": Component(
         binaries=("prometheus-alertmanager", "amtool"), install="apt-get install -y prometheus-alertmanager"
     ),
+    # The HTML report's browser tests (tests/browser/): Debian's Chromium, driven by Playwright's Python API.
+    "browser": Component(binaries=("chromium",), install="apt-get install -y chromium"),
     "agent_cli": Component(
         binaries=("claude", "gemini", "codex", "opencode"),
         install=f"npm install --prefix {AGENT_CLI_PREFIX} {' '.join(AGENT_CLI_PACKAGES)}",
@@ -52,6 +54,7 @@ COMPONENTS: dict[str, Component] = {
 COMPONENT_FIXTURES: dict[str, str] = {
     "promtool": "prometheus", "prometheus_binary": "prometheus",
     "alertmanager_binary": "alertmanager", "amtool": "alertmanager",
+    "chromium": "browser",
 }
 
 

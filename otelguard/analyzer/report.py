@@ -170,9 +170,9 @@ def _text_lines(analysis: Analysis, fail_on: str | None, width: int) -> Iterator
         yield ""
         yield from _evaluation_lines(analysis.evaluations)
     yield ""
-    yield from _summary(analysis, fail_on)
+    yield from summary_lines(analysis, fail_on)
     yield ""
-    yield from _coverage(analysis)
+    yield from coverage_lines(analysis)
 
 
 def _evaluation_lines(evaluations: RecordedEvaluations) -> Iterator[str | _Line]:
@@ -241,10 +241,10 @@ def _step_rows(step: Step, number_width: int) -> Iterator[_Line]:
 
 def _verdict_cells(verdict: Verdict) -> str:
     return (f"{verdict.action:<{_ACTION_WIDTH}}  {_cut(verdict.verdict, _VERDICT_WIDTH):<{_VERDICT_WIDTH}}  "
-            f"{_cut(verdict.rule, _RULE_WIDTH):<{_RULE_WIDTH}}  {_counts(verdict)}")
+            f"{_cut(verdict.rule, _RULE_WIDTH):<{_RULE_WIDTH}}  {verdict_counts(verdict)}")
 
 
-def _counts(verdict: Verdict) -> str:
+def verdict_counts(verdict: Verdict) -> str:
     parts = []
     if verdict.repeat_count is not None:
         parts.append(f"count {number(verdict.repeat_count)}")
@@ -257,7 +257,7 @@ def _counts(verdict: Verdict) -> str:
     return " · ".join(parts)
 
 
-def _summary(analysis: Analysis, fail_on: str | None) -> list[str | _Line]:
+def summary_lines(analysis: Analysis, fail_on: str | None) -> list[str | _Line]:
     coverage = analysis.coverage
     findings = analysis.findings
     lines: list[str | _Line] = [_Line("summary", BOLD)]
@@ -344,7 +344,7 @@ def _loop_kinds(totals: dict[str, Any]) -> str:
     return f"{counted(totals['count'], 'loop')} ({number(model)} of model calls, {number(tool)} of tool calls)"
 
 
-def _coverage(analysis: Analysis) -> list[str | _Line]:
+def coverage_lines(analysis: Analysis) -> list[str | _Line]:
     coverage = analysis.coverage
     files = coverage.files
     lines: list[str | _Line] = [_Line("coverage", BOLD)]

@@ -104,8 +104,10 @@ def analyze(
     paths: Sequence[str | os.PathLike[str]],
     config: GuardConfig | dict[str, Any] | str | None = None,
     options: AnalyzerOptions | None = None,
+    observe: Callable[[SpanView, Judged], None] | None = None,
 ) -> Analysis:
-    """Analyse OTLP JSON trace files as one stream of spans. Raises `InputError` for a file that
+    """Analyse OTLP JSON trace files as one stream of spans; `observe`, when given, sees every judged
+    span as the findings do (`html_report.HtmlReport.observe`). Raises `InputError` for a file that
     cannot be analysed at all (missing, binary, corrupt gzip, nothing in it is OTLP JSON, or nothing
     in its first `NOT_OTLP_RECORDS` records or `NOT_OTLP_BYTES` bytes) and `ConfigError` for an
     invalid config."""
@@ -127,6 +129,8 @@ def analyze(
         coverage.judged_span(span, judged.classification.kind, judged.classification.convention,
                              judged.record, late)
         findings.add(span, judged)
+        if observe is not None:
+            observe(span, judged)
 
     event_outputs = EventOutputs()
     coverage.event_outputs = event_outputs

@@ -65,6 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="guard config (YAML or JSON); default: all four guards with their defaults")
+    parser.add_argument("--html", metavar="PATH", default=None,
+                        help="also write the run's HTML report (as `otelguard analyze --html` of its spans) to PATH")
     parser.add_argument("--otlp-service", action="store_true",
                         help="instead: replay coding-agent CLIs' captured telemetry over OTLP/HTTP, at its recorded "
                              "pace, to an `otelguard serve` started here (needs otelguard[serve])")
@@ -111,6 +113,37 @@ def _otlp_service_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
     except service_demo.DemoInputError as exc:
         print(f"otelguard demo: {exc}", file=err)
         return 2
+
+
+def _write_html(spans: Any, path: str, config: Any) -> None:
+    """The demo's spans as OTLP JSON Lines (hex ids, as the Collector's file exporter writes them),
+    analysed with `--html` (the guard's own records on them are read as a stored run's would be)."""
+    import base64
+    import json
+    import tempfile
+
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from ..analyzer import analyze
+    from ..analyzer.html_report import HtmlReport
+
+    document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
+    for resource in document.get("resourceSpans", []):
+        for scope in resource.get("scopeSpans", []):
+            for span in scope.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if span.get(key):
+                        span[key] = base64.b64decode(span[key]).hex()
+    report = HtmlReport()
+    try:
+        with tempfile.TemporaryDirectory(prefix="otelguard-demo-") as tmp:
+            traces = Path(tmp) / "demo.otlp.jsonl"
+            traces.write_text(json.dumps(document) + "\n", encoding="utf-8")
+            analysis = analyze([traces], config, observe=report.observe)
+            report.write(analysis, path)
+    finally:
+        report.close()
 
 
 # --- alerts ------------------------------------------------------------------------------------------
@@ -221,6 +254,13 @@ class _Demo:
             meter_provider = MeterProvider(metric_readers=readers, resource=resource)
             printer = AlertPrinter(self.write)
             downstream: list[SpanProcessor] = [printer]
+            recorded = None
+            if self.args.html is not None:
+                from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+                from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+                recorded = InMemorySpanExporter()
+                downstream.append(SimpleSpanProcessor(recorded))
             if span_exporter is not None:
                 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
@@ -234,6 +274,9 @@ class _Demo:
                 outcomes = asyncio.run(self._scenarios(tracer_provider, printer))
                 self._summary(outcomes, printer, time.perf_counter() - started)
                 tracer_provider.force_flush()
+                if recorded is not None:
+                    _write_html(recorded.get_finished_spans(), self.args.html, config)
+                    self.write(f"wrote the run's HTML report to {self.args.html}")
                 self._metrics(registry, serving=server is not None)
                 if otlp_reader is not None:
                     otlp_reader.force_flush()  # not the provider: a Prometheus reader would queue a stale copy

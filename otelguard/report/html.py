@@ -1,0 +1,195 @@
+"""One self-contained HTML file of a report: the page's script and style inline, its data as JSON.
+
+Nothing from the input is ever written as markup. The page is a fixed skeleton; everything taken from
+the input (names, ids, paths, arguments, results, model text, messages) travels as JSON in
+`<script type="application/json">` blocks, which no browser runs, and the page's script puts it into
+the document as text (`textContent`), never as HTML, attributes, URLs or handlers. In the JSON `<`,
+`>`, `&`, U+2028, U+2029 and lone surrogates are written as `\\u` escapes, so no string can end its
+block (`</script>`), open a comment (`<!--`) or be read as anything but a string. A
+Content-Security-Policy meta tag allows only the page's own script and style (by a nonce made
+here), no network, no frames, no forms.
+
+Written a run at a time: memory holds one run's index row or one step, never the report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections import OrderedDict
+from collections.abc import Iterable
+from importlib import resources
+from typing import IO, Any
+
+from .model import ActingVerdict, Episode, Overview, RuleTotals, RunSummary, Spend, Step, Text
+from .store import ReportStore
+
+# Of a run's timeline, the characters of content (arguments, outputs) embedded at most; past that its
+# steps are listed without content (a hostile input may hold a run of a million steps).
+RUN_CONTENT_CHARS = 4_000_000
+_SAME_TEXTS = 4096  # texts of a run remembered to write a repeat as a reference to its first step
+_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+
+
+def json_for_html(value: Any) -> str:
+    """`value` as JSON that can stand inside a `<script>` element as data: the characters that could
+    end or change the element, and lone surrogates (not UTF-8), as `\\u` escapes (JSON strings are
+    the only place they can be)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def write_html(out: IO[str], overview: Overview, store: ReportStore, *, content: bool = True) -> None:
+    """The whole page to `out` (a text stream opened as UTF-8)."""
+    store.finish()
+    nonce = secrets.token_urlsafe(18)  # (letters, digits, - and _: safe in the attribute as it is)
+    csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; img-src 'none'; "
+           "base-uri 'none'; form-action 'none'")
+    note = ("This file contains the tool arguments, tool results and model output read from the traces "
+            "(up to 2,000 characters of each). Share it as you would share the traces, or write it with "
+            "--html-no-content." if content else
+            "Content left out (--html-no-content): names, counts, timings and verdicts only; no tool "
+            "arguments, results, model output or guard messages.")
+    out.write('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+              f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+              '<meta name="referrer" content="no-referrer">\n'
+              '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+              '<title>otelguard analyze report</title>\n'
+              f'<style nonce="{nonce}">\n{_asset("page.css")}</style>\n</head>\n<body>\n'
+              '<header><h1>otelguard analyze report</h1>\n'
+              f'<p class="note" id="content-note"><strong>Note:</strong> {note}</p>\n'
+              '<p class="keys">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous step, <kbd>n</kbd>/<kbd>p</kbd> '
+              'next/previous verdict, <kbd>Enter</kbd> opens a step, <kbd>f</kbd> runs with loops only, '
+              '<kbd>s</kbd> sort by loop cost, <kbd>g</kbd> back to the index.</p>\n</header>\n'
+              '<main><section id="summary" aria-label="summary"></section>\n'
+              '<section id="index" aria-label="runs"></section>\n'
+              '<section id="runs" aria-label="runs with verdicts"></section></main>\n'
+              '<noscript><p>This report draws its tables with its own inline script: allow scripts for '
+              'this file to see them.</p></noscript>\n')
+    _block(out, "og-head", _head(overview, store, content))
+    _array_block(out, "og-runs", (_run_row(run) for run in store.runs()))
+    _array_block(out, "og-verdicts", (_verdict_row(verdict) for verdict in store.verdicts()))
+    for run in store.runs():
+        if _has_timeline(run):
+            _timeline_block(out, store, run)
+    out.write(f'<script nonce="{nonce}">\n{_asset("page.js")}</script>\n</body>\n</html>\n')
+
+
+def _block(out: IO[str], block_id: str, value: Any) -> None:
+    out.write(f'<script type="application/json" id="{block_id}">')
+    out.write(json_for_html(value))
+    out.write("</script>\n")
+
+
+def _array_block(out: IO[str], block_id: str, items: Iterable[Any]) -> None:
+    out.write(f'<script type="application/json" id="{block_id}">[')
+    separator = ""
+    for item in items:
+        out.write(separator)
+        out.write(json_for_html(item))
+        separator = ",\n"
+    out.write("]</script>\n")
+
+
+def _has_timeline(run: RunSummary) -> bool:
+    return run.acting > 0 and run.steps_kept > 0
+
+
+def _spend(spend: Spend | None) -> list[Any] | None:
+    if spend is None:
+        return None
+    cost = None if spend.cost_usd is None else round(spend.cost_usd, 6)
+    return [spend.input_tokens, spend.output_tokens, cost, spend.unpriced if cost is None else None]
+
+
+def _rule_row(totals: RuleTotals) -> dict[str, Any]:
+    return {"guard": totals.guard, "rule": totals.rule, "acting": totals.acting, "actions": totals.actions,
+            "stopped": totals.stopped, "continued": totals.continued, "loops": totals.loops,
+            "spend": [totals.input_tokens, totals.output_tokens,
+                      None if totals.cost_usd is None else round(totals.cost_usd, 6), totals.unpriced]}
+
+
+def _head(overview: Overview, store: ReportStore, content: bool) -> dict[str, Any]:
+    rules = sorted(store.rules.values(), key=lambda totals: (totals.guard, totals.rule))
+    return {
+        "title": overview.title, "content": content, "files": overview.files, "counts": overview.counts,
+        "incomplete": overview.incomplete, "summary": overview.summary_lines,
+        "coverage": [[line, warn] for line, warn in zip(overview.coverage_lines, overview.warnings)],
+        "rules": [_rule_row(totals) for totals in rules], "totals": _rule_row(store.totals()),
+    }
+
+
+def _run_row(run: RunSummary) -> list[Any]:
+    duration = None
+    if run.first_start_ns is not None and run.last_end_ns is not None:
+        duration = round((run.last_end_ns - run.first_start_ns) / 1e6, 3)
+    cost = None if run.cost_usd is None else round(run.cost_usd, 6)
+    return [run.number, run.label, run.key, run.runs, run.model_calls, run.tool_calls, run.acting, run.flagged,
+            run.loops, run.input_tokens, run.output_tokens, cost, run.unpriced, duration, _has_timeline(run),
+            run.steps_dropped]
+
+
+def _verdict_row(verdict: ActingVerdict) -> list[Any]:
+    return [verdict.run, verdict.id, verdict.step, verdict.kind, verdict.guard, verdict.verdict, verdict.rule,
+            verdict.action, verdict.message, list(verdict.evidence), verdict.counts, verdict.outcome,
+            verdict.calls_after, _spend(verdict.loop_spend)]
+
+
+def _episode_row(episode: Episode) -> list[Any]:
+    return [episode.key, episode.guard, episode.verdict, episode.rule, episode.first_step, episode.evidence_step,
+            episode.last_step, _spend(episode.spend)]
+
+
+class _Texts:
+    """A run's texts written so far: a repeat (a loop repeats its arguments and results) is written as
+    the index of the first step that had it, 0-based (the `_SAME_TEXTS` latest texts remembered)."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[str, int] = OrderedDict()
+        self.chars = 0
+
+    def field(self, text: Text | None, at: int, field: int) -> Any:
+        if text is None:
+            return None
+        key = f"{field}:{text.head}"
+        first = self._seen.get(key)
+        if first is not None:
+            self._seen.move_to_end(key)
+            return first
+        self._seen[key] = at
+        if len(self._seen) > _SAME_TEXTS:
+            self._seen.popitem(last=False)
+        self.chars += len(text.head)
+        return text.head
+
+
+def _timeline_block(out: IO[str], store: ReportStore, run: RunSummary) -> None:
+    out.write(f'<script type="application/json" id="og-run-{run.number}">{{"episodes":')
+    out.write(json_for_html([_episode_row(episode) for episode in store.episodes(run.number)]))
+    out.write(',"steps":[')
+    texts = _Texts()
+    origin = run.first_start_ns or 0
+    separator = ""
+    for at, step in enumerate(store.steps(run.number)):
+        out.write(separator)
+        out.write(json_for_html(_step_row(step, at, origin, texts)))
+        separator = ",\n"
+    out.write("]}</script>\n")
+
+
+def _step_row(step: Step, at: int, origin: int, texts: _Texts) -> list[Any]:
+    start = round((step.start_ns - origin) / 1e6, 3) if step.start_ns and origin else None
+    duration = round((step.end_ns - step.start_ns) / 1e6, 3) if step.end_ns and step.start_ns else None
+    over = texts.chars > RUN_CONTENT_CHARS
+    arguments = None if over else texts.field(step.arguments, at, 0)
+    output = None if over else texts.field(step.output, at, 1)
+    verdicts = [[v.action, v.guard, v.verdict, v.rule, v.counts, v.acting, v.counting, list(v.evidence)]
+                for v in step.verdicts]
+    return [step.number, step.kind, step.span_name, step.name, step.what, start, duration, step.error,
+            arguments, step.arguments.length if step.arguments is not None else None,
+            output, step.output.length if step.output is not None else None, verdicts, over]
