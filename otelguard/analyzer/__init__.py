@@ -13,7 +13,8 @@ from ..otlp.inputs import InputError
 from ..replay.spans import ReplayLimits
 from ..model.actions import ACTION_ORDER
 from ..model.actions import reaches as action_reaches
-from .results import FAIL_ON_CHOICES, is_counting
+from ..model.records import is_counting
+from .results import FAIL_ON_CHOICES
 from .run import Analysis, AnalyzerOptions, analyze
 
 __all__ = [

@@ -20,7 +20,8 @@ from ..report.store import ReportStore
 from ..report.model import CONTENT_CHARS
 from ..report.text import YELLOW
 from .report import coverage_lines, summary_lines, verdict_counts
-from .results import describe, is_counting, summarize
+from ..model.records import is_counting
+from .results import describe, summarize
 from .run import Analysis
 
 

@@ -18,7 +18,8 @@ from ..model.records import Verdict
 from ..runtime.terminal import printable, printable_json
 from ..report.text import BOLD, RED, YELLOW, TextReport, action_style, counted, number
 from .evaluations import RecordedEvaluations
-from .results import AgentSummary, Step, is_counting
+from ..model.records import is_counting
+from .results import AgentSummary, Step
 from .run import Analysis
 
 _SPAN_WIDTH = 22

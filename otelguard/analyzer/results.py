@@ -20,7 +20,7 @@ from ..conventions import model_name
 from ..engine.loop_spend import MODEL_LOOP_VERDICTS, LoopSpend, LoopStep
 from ..engine import AgentRef, Judged
 from .spool import Spool
-from ..model.records import Content, ModelCall, SpanKind, SpanView, Status, ToolCall, Verdict
+from ..model.records import Content, ModelCall, SpanKind, SpanView, Status, ToolCall, Verdict, is_counting
 
 FAIL_ON_CHOICES = tuple(action.value for action in ACTION_ORDER[1:])  # `--fail-on A`: A or stronger
 
@@ -31,14 +31,6 @@ _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not a
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
 _LIVE_AGENTS = 1024  # agent summaries held in memory (the most recently active); the others are spooled
-
-
-def is_counting(verdict: Verdict) -> bool:
-    """A verdict that only counts (a repeat between thresholds, a stall below max_thinking_steps or
-    past max_fires): recorded on the span, but not a finding on its own."""
-    return verdict.action == "none" and (
-        verdict.rule in ("repeat-threshold", "repeat-stop") or verdict.verdict in ("thinking_loop", "no_progress")
-    )
 
 
 @dataclass(slots=True)

@@ -265,3 +265,11 @@ class Verdict:
 
 # What a verdict says (`loop_since`, the engine's bookkeeping for its loop's spend, is not).
 _VERDICT_FIELDS = tuple(each.name for each in fields(Verdict) if each.compare)
+
+
+def is_counting(verdict: Verdict) -> bool:
+    """A verdict that only counts (a repeat between thresholds, a stall below max_thinking_steps or
+    past max_fires): recorded on the span, but not a finding on its own."""
+    return verdict.action == "none" and (
+        verdict.rule in ("repeat-threshold", "repeat-stop") or verdict.verdict in ("thinking_loop", "no_progress")
+    )

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import TextIO
 
-from ..analyzer.results import is_counting
+from ..model.records import is_counting
 from ..engine import Judged
 from ..reactions.metrics import MAX_LABEL_CHARS
 from ..model.records import Verdict
