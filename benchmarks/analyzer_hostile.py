@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/analyzer_hostile.py [--scale 1.0] [--only SUBSTRING]
 
-Each input is written into a temporary directory by `tests/hostile_inputs.py` (the writers the tests
+Each input is written into a temporary directory by `tests/support/hostile_inputs.py` (the writers the tests
 use at small sizes) and analysed by a fresh child process (`python -m otelguard analyze`); its peak
 RSS (VmHWM, Linux) and wall time are measured. Prints a Markdown table for benchmarks/RESULTS.md:
 per input its size, the exit status, the reminders found of those in it, what the coverage block
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the tests' helpers
 
 import hostile_inputs as hostile  # noqa: E402
 

@@ -10,7 +10,7 @@
 3. The guard's cost, indicative only (one process, process CPU time): the held-out corpus replayed
    through the engine with four guards and with three, the difference per tool span.
 
-Every sequence goes through `GuardEngine` as GenAI spans (tests/no_progress_support.py).
+Every sequence goes through `GuardEngine` as GenAI spans (tests/support/no_progress_support.py).
 Run: .venv/bin/python benchmarks/no_progress_rules.py [--quick]
 """
 
@@ -22,7 +22,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the corpus writer (no_progress_corpus.build)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the tests' helpers
 
 from no_progress_corpus.build import DIALECTS, Writer, long_healthy_run  # noqa: E402
 from no_progress_support import corpus, replay  # noqa: E402

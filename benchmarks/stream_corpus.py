@@ -1,4 +1,4 @@
-"""The stream and reasoning rules against the labelled corpus (tests/loop_corpus.py), per rule and half.
+"""The stream and reasoning rules against the labelled corpus (tests/support/loop_corpus.py), per rule and half.
 
 Not a timing: what the default thinking-loop guard does to each sample, judged as the live guard
 judges it (streamed in token-like deltas through its breaker, then the call's end; text-loop samples
@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the tests' helpers
 
 from loop_corpus import HELD_OUT, LEGIT, LOOP, TUNE, corpus, deltas, judge  # noqa: E402
 

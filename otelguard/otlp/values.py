@@ -2,7 +2,7 @@
 
 The analyzer's file reader (`analyzer.otlp_json`) and the service's request decoder
 (`service.otlp_json_messages`) both read spans with `span` and values with these functions, so a
-document reads the same in both; `tests/test_otlp_json_decoders_agree.py` holds them to it. OTLP/JSON is the protobuf JSON
+document reads the same in both; `tests/unit/otlp/test_otlp_json_decoders_agree.py` holds them to it. OTLP/JSON is the protobuf JSON
 mapping with the deviations the OTLP specification lists (opentelemetry-proto
 docs/specification.md, "JSON Protobuf Encoding"):
 

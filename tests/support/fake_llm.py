@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
-from support.http_replies import ReplyingHandler
+from http_replies import ReplyingHandler
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
-from support.http_replies import ReplyingHandler
+from http_replies import ReplyingHandler
 
 
 @dataclass(frozen=True)

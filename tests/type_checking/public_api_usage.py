@@ -1,4 +1,4 @@
-"""The public API used as the README shows it, for a type checker: `tests/test_type_checking.py`
+"""The public API used as the README shows it, for a type checker: `tests/project/test_type_checking.py`
 checks that mypy accepts this file, and rejects it with one field of the wrong type."""
 
 from __future__ import annotations
