@@ -10,8 +10,9 @@ What it holds, at most:
 - of each step, its arguments and output cut to `model.CONTENT_CHARS` (2,000) characters each (their
   full length noted), its names to `NAME_CHARS`; of a verdict, its message to `CONTENT_CHARS`;
 - `max_bytes` of all that in all, as measured by `held_bytes` (a step as the JSON the page reads, a
-  verdict or loop by the size of its strings plus a fixed allowance per object): past it the least
-  recently active runs are forgotten too, as for `max_sessions`.
+  verdict or loop by the size of its strings plus a fixed allowance per object, a run by a fixed
+  allowance): past it the least recently active runs are forgotten too, as for `max_sessions`, and a
+  run alone past it keeps fewer steps.
 
 Threads: one writer (the service's judge) calls `add_step` and `run_ended`; any number of readers call
 `index` and `run`. Both take one lock, held by a writer for one step's bookkeeping and by a reader only
@@ -102,16 +103,12 @@ class LiveReport(Tally):
             summary = run.state.summary
             text = json_for_html(_step_row(step, 0, summary.first_start_ns or 0, None))
             run.steps.append(text)
-            run.bytes += sys.getsizeof(text) + STEP_BYTES
-            self.held_bytes += sys.getsizeof(text) + STEP_BYTES
-            if len(run.steps) > self.max_steps:
-                gone = run.steps.popleft()
-                run.bytes -= sys.getsizeof(gone) + STEP_BYTES
-                self.held_bytes -= sys.getsizeof(gone) + STEP_BYTES
-                summary.steps_dropped += 1
+            self._weigh(run, sys.getsizeof(text) + STEP_BYTES)
             summary.steps_kept = len(run.steps)
-            self._changed(run)
+            if len(run.steps) > self.max_steps:
+                self._drop_step(run)
             self._bound(run, evicted)
+            self._changed(run)
         self._tell(evicted)
 
     def run_ended(self, key: str, label: str | None, session: str | None = None) -> None:
@@ -120,8 +117,8 @@ class LiveReport(Tally):
         with self._lock:
             run = self._run(key, label, session)
             run.state.summary.runs += 1
-            self._changed(run)
             self._bound(run, evicted)
+            self._changed(run)
         self._tell(evicted)
 
     def _run(self, key: str, label: str | None, session: str | None) -> _LiveRun:
@@ -203,6 +200,14 @@ class LiveReport(Tally):
             self.held_bytes -= run.bytes
             self.evicted += 1
             evicted[reason] = evicted.get(reason, 0) + 1
+        while self.held_bytes > self.max_bytes and len(keep.steps) > 1:  # alone past the bytes: fewer steps
+            self._drop_step(keep)
+
+    def _drop_step(self, run: _LiveRun) -> None:
+        gone = run.steps.popleft()
+        self._weigh(run, -(sys.getsizeof(gone) + STEP_BYTES))
+        run.state.summary.steps_dropped += 1
+        run.state.summary.steps_kept = len(run.steps)
 
     def _tell(self, evicted: dict[str, int]) -> None:
         if evicted and self.on_evict is not None:
