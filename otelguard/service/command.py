@@ -169,7 +169,6 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                      f"forwarding to {args.forward} (evaluation events: {args.evaluation_events})"
                      if args.forward else "",
                      f"webhook {args.webhook}" if args.webhook else "",
-                     f"live page {service.http_url}/" if args.http and options.page_sessions else "",
                      "bearer token required" if token else ""]
         alerts.line("otelguard serve: " + ", ".join(item for item in listening if item))
         while not stop.wait(0.5):
