@@ -19,7 +19,7 @@ from ..runtime.terminal import printable, printable_json
 from ..report.text import BOLD, RED, YELLOW, TextReport, action_style, counted, number
 from .evaluations import RecordedEvaluations
 from ..model.records import is_counting
-from .results import AgentSummary, Step
+from .results import AgentSummary, Step, verdict_counts  # noqa: F401  (a public name here too)
 from .run import Analysis
 
 _SPAN_WIDTH = 22
@@ -243,19 +243,6 @@ def _step_rows(step: Step, number_width: int) -> Iterator[_Line]:
 def _verdict_cells(verdict: Verdict) -> str:
     return (f"{verdict.action:<{_ACTION_WIDTH}}  {_cut(verdict.verdict, _VERDICT_WIDTH):<{_VERDICT_WIDTH}}  "
             f"{_cut(verdict.rule, _RULE_WIDTH):<{_RULE_WIDTH}}  {verdict_counts(verdict)}")
-
-
-def verdict_counts(verdict: Verdict) -> str:
-    parts = []
-    if verdict.repeat_count is not None:
-        parts.append(f"count {number(verdict.repeat_count)}")
-    if verdict.thinking_stalled is not None:
-        parts.append(f"stalled {number(verdict.thinking_stalled)}")
-    if verdict.stream_chars is not None:
-        parts.append(f"chars {number(verdict.stream_chars)}")
-    if verdict.error_code is not None:
-        parts.append(f"code {verdict.error_code}")
-    return " · ".join(parts)
 
 
 def summary_lines(analysis: Analysis, fail_on: str | None) -> list[str | _Line]:

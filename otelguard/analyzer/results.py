@@ -15,6 +15,7 @@ from operator import attrgetter
 from typing import Any
 
 from ..model.actions import ACTION_ORDER, Action
+from ..report.text import number as _number
 from ..model.canonical import arguments_preview
 from ..conventions import model_name
 from ..engine.loop_spend import MODEL_LOOP_VERDICTS, LoopSpend, LoopStep
@@ -31,6 +32,20 @@ _FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not a
 _TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
 _NAME = attrgetter("name")
 _LIVE_AGENTS = 1024  # agent summaries held in memory (the most recently active); the others are spooled
+
+
+def verdict_counts(verdict: Verdict) -> str:
+    """A verdict's counts as the reports write them: "count 3 · stalled 2"."""
+    parts = []
+    if verdict.repeat_count is not None:
+        parts.append(f"count {_number(verdict.repeat_count)}")
+    if verdict.thinking_stalled is not None:
+        parts.append(f"stalled {_number(verdict.thinking_stalled)}")
+    if verdict.stream_chars is not None:
+        parts.append(f"chars {_number(verdict.stream_chars)}")
+    if verdict.error_code is not None:
+        parts.append(f"code {verdict.error_code}")
+    return " · ".join(parts)
 
 
 @dataclass(slots=True)

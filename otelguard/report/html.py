@@ -14,6 +14,7 @@ Written a run at a time: memory holds one run's index row or one step, never the
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import secrets
@@ -44,40 +45,92 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
+def content_security_policy(nonce: str, *, connect: bool = False, form: bool = False) -> str:
+    """The page's policy: only its own script and style (by `nonce`), nothing loaded, no frames, no
+    base; `connect` lets its script ask its own origin for data (the live page), `form` lets a form
+    post to its own origin (the live page's login)."""
+    connect_src = "connect-src 'self'; " if connect else ""
+    form_action = "'self'" if form else "'none'"
+    return (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; img-src 'none'; "
+            f"{connect_src}base-uri 'none'; form-action {form_action}")
+
+
+def new_nonce() -> str:
+    return secrets.token_urlsafe(18)  # (letters, digits, - and _: safe in an attribute as it is)
+
+
+_KEYS = ('<p class="keys">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous step, <kbd>n</kbd>/<kbd>p</kbd> '
+         'next/previous verdict, <kbd>Enter</kbd> opens a step, <kbd>f</kbd> runs with loops only, '
+         '<kbd>s</kbd> sort by loop cost, <kbd>g</kbd> back to the index.</p>\n')
+
+
+def _page_start(out: IO[str], nonce: str, csp: str, title: str, note: str) -> None:
+    """The page up to its data: `title` and `note` are otelguard's own text (markup allowed), never input."""
+    out.write('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+              f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+              '<meta name="referrer" content="no-referrer">\n'
+              '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+              f'<title>{title}</title>\n'
+              f'<style nonce="{nonce}">\n{_asset("page.css")}</style>\n</head>\n<body>\n'
+              f'<header><h1>{title}</h1>\n'
+              f'<p class="note" id="content-note"><strong>Note:</strong> {note}</p>\n{_KEYS}</header>\n'
+              '<main><section id="summary" aria-label="summary"></section>\n'
+              '<section id="index" aria-label="runs"></section>\n'
+              '<section id="runs" aria-label="runs with verdicts"></section></main>\n'
+              '<noscript><p>This report draws its tables with its own inline script: allow scripts for '
+              'this page to see them.</p></noscript>\n')
+
+
+def _page_end(out: IO[str], nonce: str) -> None:
+    out.write(f'<script nonce="{nonce}">\n{_asset("page.js")}</script>\n</body>\n</html>\n')
+
+
 def write_html(out: IO[str], overview: Overview, store: ReportStore, *, content: bool = True) -> None:
     """The whole page to `out` (a text stream opened as UTF-8)."""
     store.finish()
-    nonce = secrets.token_urlsafe(18)  # (letters, digits, - and _: safe in the attribute as it is)
-    csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; img-src 'none'; "
-           "base-uri 'none'; form-action 'none'")
+    nonce = new_nonce()
     note = ("This file contains the tool arguments, tool results and model output read from the traces "
             "(up to 2,000 characters of each). Share it as you would share the traces, or write it with "
             "--html-no-content." if content else
             "Content left out (--html-no-content): names, counts, timings and verdicts only; no tool "
             "arguments, results, model output or guard messages.")
-    out.write('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-              f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
-              '<meta name="referrer" content="no-referrer">\n'
-              '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-              '<title>otelguard analyze report</title>\n'
-              f'<style nonce="{nonce}">\n{_asset("page.css")}</style>\n</head>\n<body>\n'
-              '<header><h1>otelguard analyze report</h1>\n'
-              f'<p class="note" id="content-note"><strong>Note:</strong> {note}</p>\n'
-              '<p class="keys">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous step, <kbd>n</kbd>/<kbd>p</kbd> '
-              'next/previous verdict, <kbd>Enter</kbd> opens a step, <kbd>f</kbd> runs with loops only, '
-              '<kbd>s</kbd> sort by loop cost, <kbd>g</kbd> back to the index.</p>\n</header>\n'
-              '<main><section id="summary" aria-label="summary"></section>\n'
-              '<section id="index" aria-label="runs"></section>\n'
-              '<section id="runs" aria-label="runs with verdicts"></section></main>\n'
-              '<noscript><p>This report draws its tables with its own inline script: allow scripts for '
-              'this file to see them.</p></noscript>\n')
+    _page_start(out, nonce, content_security_policy(nonce), "otelguard analyze report", note)
     _block(out, "og-head", _head(overview, store, content))
     _array_block(out, "og-runs", (_run_row(run) for run in store.runs()))
     _array_block(out, "og-verdicts", (_verdict_row(verdict) for verdict in store.verdicts()))
     for run in store.runs():
         if _has_timeline(run):
             _timeline_block(out, store, run)
-    out.write(f'<script nonce="{nonce}">\n{_asset("page.js")}</script>\n</body>\n</html>\n')
+    _page_end(out, nonce)
+
+
+def live_page(nonce: str, data_path: str, run_path: str, *, poll_ms: int = 2000) -> str:
+    """The page of a report that fetches its data (`report.live.LiveReport`'s `index` at `data_path`,
+    a run's at `run_path` + its number) every `poll_ms` and redraws what changed. Served with
+    `content_security_policy(nonce, connect=True)`, as a header and in the page."""
+    out = io.StringIO()
+    note = ("Live: the sessions this service holds now, redrawn as they change. It shows tool arguments, "
+            "tool results and model output as received (up to 2,000 characters of each).")
+    _page_start(out, nonce, content_security_policy(nonce, connect=True), "otelguard serve", note)
+    _block(out, "og-live", {"data": data_path, "run": run_path, "poll_ms": poll_ms})
+    _page_end(out, nonce)
+    return out.getvalue()
+
+
+def login_page(nonce: str, action: str, *, failed: bool = False) -> str:
+    """A form asking for the service's token, posted to `action` (otelguard's own path); no script.
+    Served with `content_security_policy(nonce, form=True)`."""
+    csp = content_security_policy(nonce, form=True)
+    problem = '<p class="warn" id="login-failed">That token was not accepted.</p>\n' if failed else ""
+    return ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+            '<meta name="referrer" content="no-referrer">\n<title>otelguard serve: token</title>\n'
+            f'<style nonce="{nonce}">\n{_asset("page.css")}</style>\n</head>\n<body>\n<main>\n'
+            '<h1>otelguard serve</h1>\n<p>This service needs its token (the one in its <code>--token-file</code>). '
+            'It is kept in a cookie for this site only, not readable by scripts.</p>\n' + problem +
+            f'<form method="post" action="{action}" id="login">\n'
+            '<label for="token">Token</label> <input type="password" name="token" id="token" autocomplete="current-password" required autofocus>\n'
+            '<button type="submit">Open</button>\n</form>\n</main>\n</body>\n</html>\n')
 
 
 def _block(out: IO[str], block_id: str, value: Any) -> None:
@@ -182,12 +235,17 @@ def _timeline_block(out: IO[str], store: ReportStore, run: RunSummary) -> None:
     out.write("]}</script>\n")
 
 
-def _step_row(step: Step, at: int, origin: int, texts: _Texts) -> list[Any]:
+def _step_row(step: Step, at: int, origin: int, texts: _Texts | None) -> list[Any]:
+    """A step as the page reads it; with `texts`, a text its run had already is the index of that step."""
     start = round((step.start_ns - origin) / 1e6, 3) if step.start_ns and origin else None
     duration = round((step.end_ns - step.start_ns) / 1e6, 3) if step.end_ns and step.start_ns else None
-    over = texts.chars > RUN_CONTENT_CHARS
-    arguments = None if over else texts.field(step.arguments, at, 0)
-    output = None if over else texts.field(step.output, at, 1)
+    over = texts is not None and texts.chars > RUN_CONTENT_CHARS
+    if texts is None:
+        arguments = step.arguments.head if step.arguments is not None else None
+        output = step.output.head if step.output is not None else None
+    else:
+        arguments = None if over else texts.field(step.arguments, at, 0)
+        output = None if over else texts.field(step.output, at, 1)
     verdicts = [[v.action, v.guard, v.verdict, v.rule, v.counts, v.acting, v.counting, list(v.evidence)]
                 for v in step.verdicts]
     return [step.number, step.kind, step.span_name, step.name, step.what, start, duration, step.error,

@@ -50,25 +50,41 @@
     return el('span', 'badge a-' + name, action);
   }
 
-  var head = data('og-head');
-  var runs = data('og-runs');  // [number, label, key, runs, model, tool, acting, flagged, loops, in, out, usd, unpriced, ms, timeline, dropped]
-  var verdicts = data('og-verdicts');  // [run, id, step, kind, guard, verdict, rule, action, message, evidence, counts, outcome, after, spend]
+  // The live page (otelguard serve) fetches the same data from its own origin instead of reading it
+  // from blocks: og-live names the paths; its runs carry [16] session, [17] version, [18] paused.
+  var live = data('og-live');
+  var head = live ? null : data('og-head');
+  var runs = live ? [] : data('og-runs');  // [number, label, key, runs, model, tool, acting, flagged, loops, in, out, usd, unpriced, ms, timeline, dropped]
+  var verdicts = live ? [] : data('og-verdicts');  // [run, id, step, kind, guard, verdict, rule, action, message, evidence, counts, outcome, after, spend]
   var byRun = {};
+  var details = {};  // live: run number -> its fetched {run, verdicts, episodes, steps}
   verdicts.forEach(function (v) { (byRun[v[0]] = byRun[v[0]] || []).push(v); });
+  function runData(number) {  // a run's {episodes, steps}
+    return live ? details[number] || null : data('og-run-' + number);
+  }
 
   // --- summary ----------------------------------------------------------------------------------
   function summary() {
     var root = document.getElementById('summary');
+    root.textContent = '';
     var c = head.counts, t = head.totals;
     add(root, el('h2', null, 'Summary'));
-    var files = el('details', 'files');
-    add(files, el('summary', 'muted', num(head.files.length) + ' input file(s)'), el('pre', 'block', head.files.join('\n')));
-    add(root, files);
+    if (!live) {
+      var files = el('details', 'files');
+      add(files, el('summary', 'muted', num(head.files.length) + ' input file(s)'), el('pre', 'block', head.files.join('\n')));
+      add(root, files);
+    }
     var cards = el('div', 'cards');
     function card(value, label) { add(cards, add(el('div', 'card'), el('b', null, value), el('span', null, label))); }
-    card(num(c.runs), 'runs');
-    card(num(c.agents), 'agents');
-    card(num(c.steps), 'steps judged');
+    if (live) {
+      card(num(c.sessions), 'sessions held');
+      card(num(c.steps), 'steps judged since start');
+      card(num(c.evicted), 'sessions forgotten (over ' + num(head.bounds.sessions) + ')');
+    } else {
+      card(num(c.runs), 'runs');
+      card(num(c.agents), 'agents');
+      card(num(c.steps), 'steps judged');
+    }
     card(num(t.acting), 'verdicts that acted');
     card(num(t.loops), 'loops acted on');
     card(num(t.spend[0]) + ' / ' + num(t.spend[1]), 'loop tokens in / out');
@@ -95,8 +111,10 @@
         add(body, row);
       });
       add(root, add(table, body));
-      add(root, el('p', 'help', '"stopped": none of the next 5 calls of its kind went on with the loop; "continued": one did.'));
+      add(root, el('p', 'help', '"stopped": none of the next 5 calls of its kind went on with the loop; "continued": one did.' +
+          (live ? ' A loop\'s tokens and cost join its rule\'s row when it ends; the cards count loops under way too.' : '')));
     }
+    if (live) return;
     add(root, el('h3', null, 'The analyzer\'s summary'));
     add(root, el('pre', 'block', head.summary.join('\n')));
     add(root, el('h3', null, 'Coverage'));
@@ -108,10 +126,11 @@
   }
 
   // --- index ------------------------------------------------------------------------------------
-  var filterBox, sortBox, indexBody;
+  var filterBox, sortBox, indexBody, indexTitle;
   function index() {
     var root = document.getElementById('index');
-    add(root, el('h2', null, 'Runs (' + num(runs.length) + ')'));
+    indexTitle = el('h2', null, (live ? 'Sessions' : 'Runs') + ' (' + num(runs.length) + ')');
+    add(root, indexTitle);
     var controls = el('div', 'controls');
     filterBox = el('input');
     filterBox.type = 'checkbox';
@@ -143,7 +162,11 @@
     drawIndex();
   }
   function costKey(r) { return [r[11] === null ? -1 : r[11], (r[9] || 0) + (r[10] || 0)]; }
+  function pausedBadge(r) {
+    return live && r[18] ? el('span', 'badge paused', 'paused') : null;
+  }
   function drawIndex() {
+    indexTitle.textContent = (live ? 'Sessions' : 'Runs') + ' (' + num(runs.length) + ')';
     var rows = runs.slice();
     if (filterBox.checked) rows = rows.filter(function (r) { return r[8] > 0 || r[6] > 0; });
     if (sortBox.value === 'cost') {
@@ -159,7 +182,8 @@
       var name = r[1] || r[2];
       var first = r[14] ? link('#run-' + r[0], '#' + r[0]) : el('span', 'muted', '#' + r[0]);
       var cost = r[8] ? (r[11] !== null ? usd(r[11]) : 'no USD price') : '–';
-      add(row, add(el('td'), first), add(el('td'), r[14] ? link('#run-' + r[0], name) : name));
+      add(row, add(el('td'), first), add(el('td'), r[14] ? link('#run-' + r[0], name) : name, pausedBadge(r)));
+      if (live && r[18]) row.classList.add('is-paused');
       [num(r[3]), num(r[4]), num(r[5]), num(r[6]), num(r[7]), num(r[8]),
        r[8] ? num(r[9]) + ' / ' + num(r[10]) : '–', cost, ms(r[13])]
         .forEach(function (v) { add(row, el('td', 'num', v)); });
@@ -171,30 +195,48 @@
 
   // --- runs -------------------------------------------------------------------------------------
   var sections = {};
+  function makeSection(r) {
+    var section = el('section', 'run');
+    section.id = 'run-' + r[0];
+    var name = el('span', 'run-name', r[1] || r[2]);
+    var marker = el('span');
+    var title = add(el('h3'), 'Run #' + r[0] + ': ', name, marker, link('#run-' + r[0], '¶', 'perma'));
+    var facts = el('p', 'muted');
+    var dropped = el('p', 'muted');
+    var list = el('ol', 'verdicts');
+    var toggle = el('button', 'show', 'Show the timeline');
+    toggle.type = 'button';
+    var box = el('div', 'timeline-box');
+    toggle.addEventListener('click', function () { drawTimeline(r[0]); });
+    add(section, title, facts, dropped, list, toggle, box);
+    var s = {section: section, box: box, toggle: toggle, drawn: false, facts: facts, dropped: dropped, list: list,
+             marker: marker, version: null};
+    sections[r[0]] = s;
+    return s;
+  }
+  function fillSection(s, r) {
+    s.marker.textContent = '';
+    add(s.marker, pausedBadge(r));
+    s.facts.textContent = num(r[4]) + ' model calls, ' + num(r[5]) + ' tool calls, ' + num(r[3]) + ' agent run(s), ' +
+      ms(r[13]) + '; key: ';
+    add(s.facts, el('span', null, r[2]));
+    if (live && r[16] !== null) add(s.facts, '; session: ', el('span', 'session', r[16]));
+    s.dropped.textContent = !r[15] ? '' : live
+      ? num(r[15]) + ' earlier steps are not kept (the last ' + num(head.bounds.steps) + ' of a session are).'
+      : num(r[15]) + ' earlier steps (of agent runs that ended without a verdict that acted) are not kept.';
+    var list = el('ol', 'verdicts');
+    (byRun[r[0]] || []).forEach(function (v) { add(list, verdictItem(v)); });
+    s.list.replaceWith(list);
+    s.list = list;
+  }
   function runSections() {
     var root = document.getElementById('runs');
     var withTimeline = runs.filter(function (r) { return r[14]; });
     add(root, el('h2', null, 'Runs with a verdict that acted (' + withTimeline.length + ')'));
     withTimeline.forEach(function (r) {
-      var section = el('section', 'run');
-      section.id = 'run-' + r[0];
-      var title = add(el('h3'), 'Run #' + r[0] + ': ', el('span', 'run-name', r[1] || r[2]),
-                      link('#run-' + r[0], '¶', 'perma'));
-      add(section, title);
-      var facts = num(r[4]) + ' model calls, ' + num(r[5]) + ' tool calls, ' + num(r[3]) + ' agent run(s), ' +
-        ms(r[13]) + '; key: ';
-      add(section, add(el('p', 'muted', facts), el('span', null, r[2])));
-      if (r[15]) add(section, el('p', 'muted', num(r[15]) + ' earlier steps (of agent runs that ended without a verdict that acted) are not kept.'));
-      var list = el('ol', 'verdicts');
-      (byRun[r[0]] || []).forEach(function (v) { add(list, verdictItem(v)); });
-      add(section, list);
-      var toggle = el('button', 'show', 'Show the timeline');
-      toggle.type = 'button';
-      var box = el('div', 'timeline-box');
-      toggle.addEventListener('click', function () { drawTimeline(r[0]); });
-      add(section, toggle, box);
-      sections[r[0]] = {section: section, box: box, toggle: toggle, drawn: false};
-      add(root, section);
+      var s = makeSection(r);
+      fillSection(s, r);
+      add(root, s.section);
     });
   }
   function verdictItem(v) {
@@ -220,12 +262,15 @@
     return item;
   }
 
-  function drawTimeline(number) {
+  function drawTimeline(number, again) {
     var s = sections[number];
-    if (!s || s.drawn) return;
+    var run = runData(number);
+    if (!s || !run || (s.drawn && !again)) return;
+    var open = {};  // a redrawn timeline keeps its open steps open
+    Array.prototype.forEach.call(s.box.querySelectorAll('details.step[open]'), function (d) { open[d.id] = true; });
+    s.box.textContent = '';
     s.drawn = true;
     s.toggle.classList.add('hidden');
-    var run = data('og-run-' + number);
     var steps = run.steps;
     var episodes = run.episodes;  // [key, guard, verdict, rule, first, evidenceStep, last, spend]
     var acting = {};  // step -> true, of this run's acting verdicts
@@ -248,6 +293,7 @@
       var item = el('li');
       var details = el('details', 'step');
       details.id = 'run-' + number + '-s-' + Number(n);
+      if (open[details.id]) details.open = true;
       var head_ = el('summary');
       var marks = [];
       var inLoop = false;
@@ -358,10 +404,83 @@
     }
   });
 
-  summary();
-  index();
-  runSections();
-  window.addEventListener('hashchange', follow);
-  follow();
-  document.body.setAttribute('data-ready', '1');
+  // --- live: poll the index, fetch the runs that changed, redraw them ---------------------------
+  var shown = null, status = null;
+  function getJSON(path) {
+    return fetch(path, {credentials: 'same-origin', cache: 'no-store', headers: {'Accept': 'application/json'}})
+      .then(function (answer) {
+        if (answer.status === 401) { location.reload(); throw new Error('the token is asked for again'); }
+        if (answer.status === 404) return null;  // a run forgotten meanwhile
+        if (!answer.ok) throw new Error('HTTP ' + answer.status);
+        return answer.json();
+      });
+  }
+  function updated(index) {
+    // what is drawn: the data's version, and which sessions are paused now (a pause changes no data)
+    var key = index.version + ':' + index.runs.filter(function (r) { return r[18]; }).map(function (r) { return r[0]; }).join(',');
+    if (key === shown) return Promise.resolve();
+    head = index.head;
+    runs = index.runs;
+    summary();
+    drawIndex();
+    var root = document.getElementById('runs');
+    var present = {};
+    var changed = [];
+    runs.forEach(function (r) {
+      present[r[0]] = true;
+      if (!r[14]) return;
+      var s = sections[r[0]];
+      if (!s) { s = makeSection(r); add(root, s.section); }
+      if (s.version !== r[17]) changed.push(r);
+      else fillSection(s, r);
+    });
+    Object.keys(sections).forEach(function (number) {
+      if (!present[number]) { sections[number].section.remove(); delete sections[number]; delete details[number]; delete byRun[number]; }
+    });
+    sectionsTitle.textContent = 'Runs with a verdict that acted (' + Object.keys(sections).length + ')';
+    changed.sort(function (a, b) { return b[17] - a[17]; });  // the most recently changed first
+    return Promise.all(changed.slice(0, 8).map(function (r) {
+      return getJSON(live.run + Number(r[0])).then(function (run) {
+        var s = sections[r[0]];
+        if (!run || !s) return;
+        details[r[0]] = run;
+        byRun[r[0]] = run.verdicts;
+        s.version = run.run[17];
+        fillSection(s, run.run);
+        if (s.drawn) drawTimeline(r[0], true);
+      });
+    })).then(function () {
+      if (changed.length <= 8) shown = key;  // else the rest on the next poll
+    });
+  }
+  function poll() {
+    getJSON(live.data).then(updated).then(function () {
+      status.textContent = 'Updated at ' + new Date().toLocaleTimeString() + '.';
+      status.className = 'muted';
+      document.body.setAttribute('data-version', String(shown).split(':')[0]);
+      document.body.setAttribute('data-ready', '1');
+    }).catch(function (error) {
+      status.textContent = 'Not updated: ' + error.message;
+      status.className = 'warn';
+    }).then(function () { setTimeout(poll, live.poll_ms); });
+  }
+
+  var sectionsTitle;
+  if (live) {
+    status = el('p', 'muted', 'Loading…');
+    status.id = 'live-status';
+    add(document.querySelector('header'), status);
+    sectionsTitle = el('h2', null, 'Runs with a verdict that acted');
+    add(document.getElementById('runs'), sectionsTitle);
+    index();
+    window.addEventListener('hashchange', follow);
+    poll();
+  } else {
+    summary();
+    index();
+    runSections();
+    window.addEventListener('hashchange', follow);
+    follow();
+    document.body.setAttribute('data-ready', '1');
+  }
 })();

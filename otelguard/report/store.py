@@ -31,7 +31,10 @@ STOPPED, CONTINUED = "stopped", "continued"
 
 
 @dataclass(slots=True)
-class _Run:
+class RunState:
+    """A run as it is filled: its summary, its loops under way and its acting verdicts still waiting to
+    be told stopped or continued."""
+
     summary: RunSummary
     episodes: dict[str, Episode] = field(default_factory=dict)  # under way, by loop key
     pending: list[ActingVerdict] = field(default_factory=list)  # waiting for their next calls
@@ -42,36 +45,23 @@ class _Run:
         return bool(self.episodes or self.pending)
 
 
-class ReportStore:
-    """Fill with `add_step` and `run_ended` in the order the driver judges; `finish` once; then read
-    `runs`, `verdicts`, `steps` and `episodes`. Not thread-safe (one report)."""
+class Tally:
+    """How a run's steps make its counts, loops and acting verdicts, shared by the stores (`ReportStore`
+    on disk, `report.live.LiveReport` in memory): `step` and `end` count into the run's summary and the
+    totals per rule, and hand each verdict once told (`verdict_told`) and each loop acted on once closed
+    (`episode_closed`) to the store, which keeps them as it does."""
 
     def __init__(self, lookahead: int = LOOKAHEAD_CALLS) -> None:
         self.lookahead = lookahead
-        self._db = sqlite3.connect("", isolation_level=None, check_same_thread=False)  # (never used at once)
-        self._db.executescript(
-            """
-            PRAGMA journal_mode = OFF;
-            PRAGMA synchronous = OFF;
-            CREATE TABLE runs (key TEXT PRIMARY KEY, number INTEGER, open INTEGER, data BLOB);
-            CREATE INDEX runs_by_number ON runs (number);
-            CREATE TABLE steps (run INTEGER, data BLOB);
-            CREATE INDEX steps_by_run ON steps (run);
-            CREATE TABLE verdicts (run INTEGER, step INTEGER, id INTEGER, data BLOB);
-            CREATE INDEX verdicts_by_run ON verdicts (run, step, id);
-            CREATE TABLE episodes (run INTEGER, key TEXT, first INTEGER, last INTEGER, data BLOB);
-            CREATE INDEX episodes_by_run ON episodes (run, key, first);
-            """
-        )
-        self._live: OrderedDict[str, _Run] = OrderedDict()  # least recently active first
-        self._steps: list[tuple[int, bytes]] = []
-        self.run_count = 0
         self.rules: dict[tuple[str, str], RuleTotals] = {}
-        self._finished = False
 
-    # --- filling -------------------------------------------------------------------------------
-    def add_step(self, key: str, label: str | None, step: Step) -> None:
-        run = self._run(key, label)
+    def verdict_told(self, verdict: ActingVerdict) -> None:
+        raise NotImplementedError
+
+    def episode_closed(self, run: RunState, episode: Episode) -> None:
+        raise NotImplementedError
+
+    def step(self, run: RunState, step: Step) -> None:
         summary = run.summary
         if step.kind == "model":
             summary.model_calls += 1
@@ -90,8 +80,149 @@ class ReportStore:
                 self._acted(run, step, verdict)
             elif not verdict.counting:
                 summary.flagged += 1
-        summary.steps_kept += 1
-        self._steps.append((summary.number, pickle.dumps(step, _PICKLE)))
+
+    def end(self, run: RunState) -> None:
+        """No step of the run will come: its loops end, its verdicts still waiting are told by the
+        calls they had (fewer than `lookahead`: stopped)."""
+        for episode in run.episodes.values():
+            self._close(run, episode)
+        run.episodes.clear()
+        for verdict in run.pending:
+            self._resolve(verdict, STOPPED)
+        run.pending.clear()
+
+    def _look_ahead(self, run: RunState, step: Step) -> None:
+        """A later call of a waiting verdict's kind: it continues the verdict's loop (a step of the
+        same loop that did not start a new one), or counts towards `lookahead` calls that did not."""
+        going_on = {verdict.loop.key for verdict in step.verdicts if verdict.loop is not None and not verdict.loop.started}
+        waiting = []
+        for verdict in run.pending:
+            if verdict.kind != step.kind:
+                waiting.append(verdict)
+                continue
+            verdict.calls_after += 1
+            if verdict.loop_key in going_on:
+                self._resolve(verdict, CONTINUED)
+            elif verdict.calls_after >= self.lookahead:
+                self._resolve(verdict, STOPPED)
+            else:
+                waiting.append(verdict)
+        run.pending = waiting
+
+    def _step_loop(self, run: RunState, number: int, verdict: StepVerdict) -> None:
+        mark = verdict.loop
+        assert mark is not None
+        episode = None if mark.started else run.episodes.get(mark.key)
+        if episode is None:
+            previous = run.episodes.pop(mark.key, None)
+            if previous is not None:
+                self._close(run, previous)
+            episode = Episode(mark.key, verdict.guard, verdict.verdict, verdict.rule, number,
+                              min((number, *verdict.evidence)), number, mark.spend)
+            run.episodes[mark.key] = episode
+        else:
+            episode.last_step, episode.spend = number, mark.spend
+            if verdict.evidence:
+                episode.evidence_step = min(episode.evidence_step, *verdict.evidence)
+        episode.acted = mark.acted
+
+    def _close(self, run: RunState, episode: Episode) -> None:
+        """A loop that will not go on: kept (and counted) if a verdict of it acted."""
+        if not episode.acted:
+            return
+        self.episode_closed(run, episode)
+        spend = episode.spend
+        summary = run.summary
+        totals = self._rule(episode.guard, episode.rule)
+        for counts in (summary, totals):
+            counts.loops += 1
+            counts.input_tokens += spend.input_tokens or 0
+            counts.output_tokens += spend.output_tokens or 0
+            if spend.cost_usd is None:
+                counts.unpriced += 1
+            else:
+                counts.cost_usd = (counts.cost_usd or 0.0) + spend.cost_usd
+
+    def _acted(self, run: RunState, step: Step, verdict: StepVerdict) -> None:
+        summary = run.summary
+        summary.acting += 1
+        run.verdicts += 1
+        acting = ActingVerdict(summary.number, run.verdicts, step.number, step.kind, verdict.guard, verdict.verdict,
+                               verdict.rule, verdict.action, verdict.message, verdict.evidence, verdict.counts,
+                               verdict.loop.key if verdict.loop is not None else None)
+        totals = self._rule(verdict.guard, verdict.rule)
+        totals.acting += 1
+        totals.actions[verdict.action] = totals.actions.get(verdict.action, 0) + 1
+        if acting.loop_key is None:  # not a loop's verdict (a timeout): nothing to stop
+            self.verdict_told(acting)
+        else:
+            run.pending.append(acting)
+
+    def _resolve(self, verdict: ActingVerdict, outcome: str) -> None:
+        verdict.outcome = outcome
+        totals = self._rule(verdict.guard, verdict.rule)
+        if outcome == STOPPED:
+            totals.stopped += 1
+        else:
+            totals.continued += 1
+        self.verdict_told(verdict)
+
+    def _rule(self, guard: str, rule: str) -> RuleTotals:
+        totals = self.rules.get((guard, rule))
+        if totals is None:
+            totals = self.rules[guard, rule] = RuleTotals(guard, rule)
+        return totals
+
+    def totals(self) -> RuleTotals:
+        """Every rule's totals summed (guard and rule empty)."""
+        out = RuleTotals("", "")
+        for totals in self.rules.values():
+            out.acting += totals.acting
+            out.stopped += totals.stopped
+            out.continued += totals.continued
+            out.loops += totals.loops
+            out.input_tokens += totals.input_tokens
+            out.output_tokens += totals.output_tokens
+            out.unpriced += totals.unpriced
+            if totals.cost_usd is not None:
+                out.cost_usd = (out.cost_usd or 0.0) + totals.cost_usd
+            for action, n in totals.actions.items():
+                out.actions[action] = out.actions.get(action, 0) + n
+        return out
+
+
+class ReportStore(Tally):
+    """Fill with `add_step` and `run_ended` in the order the driver judges; `finish` once; then read
+    `runs`, `verdicts`, `steps` and `episodes`. Not thread-safe (one report)."""
+
+    def __init__(self, lookahead: int = LOOKAHEAD_CALLS) -> None:
+        super().__init__(lookahead)
+        self._db = sqlite3.connect("", isolation_level=None, check_same_thread=False)  # (never used at once)
+        self._db.executescript(
+            """
+            PRAGMA journal_mode = OFF;
+            PRAGMA synchronous = OFF;
+            CREATE TABLE runs (key TEXT PRIMARY KEY, number INTEGER, open INTEGER, data BLOB);
+            CREATE INDEX runs_by_number ON runs (number);
+            CREATE TABLE steps (run INTEGER, data BLOB);
+            CREATE INDEX steps_by_run ON steps (run);
+            CREATE TABLE verdicts (run INTEGER, step INTEGER, id INTEGER, data BLOB);
+            CREATE INDEX verdicts_by_run ON verdicts (run, step, id);
+            CREATE TABLE episodes (run INTEGER, key TEXT, first INTEGER, last INTEGER, data BLOB);
+            CREATE INDEX episodes_by_run ON episodes (run, key, first);
+            """
+        )
+        self._live: OrderedDict[str, RunState] = OrderedDict()  # least recently active first
+        self._steps: list[tuple[int, bytes]] = []
+        self.run_count = 0
+        self._finished = False
+
+    # --- filling -------------------------------------------------------------------------------
+    def add_step(self, key: str, label: str | None, step: Step) -> None:
+        run = self._run(key, label)
+        self.step(run, step)
+        run.summary.steps_kept += 1
+        self._steps.append((run.summary.number, pickle.dumps(step, _PICKLE)))
         if len(self._steps) >= _BATCH:
             self._flush()
 
@@ -115,7 +246,7 @@ class ReportStore:
         self._finished = True
         self._flush()
         for run in self._live.values():
-            self._end(run)
+            self.end(run)
             self._put(run)
         self._live.clear()
         last = -1
@@ -127,18 +258,10 @@ class ReportStore:
             for number, data in rows:
                 last = number
                 run = pickle.loads(data)
-                self._end(run)
+                self.end(run)
                 self._put(run)
 
-    def _end(self, run: _Run) -> None:
-        for episode in run.episodes.values():
-            self._close(run, episode)
-        run.episodes.clear()
-        for verdict in run.pending:
-            self._resolve(verdict, STOPPED)
-        run.pending.clear()
-
-    def _run(self, key: str, label: str | None) -> _Run:
+    def _run(self, key: str, label: str | None) -> RunState:
         run = self._live.get(key)
         if run is not None:
             self._live.move_to_end(key)
@@ -148,7 +271,7 @@ class ReportStore:
                 run = pickle.loads(row[0])
             else:
                 self.run_count += 1
-                run = _Run(RunSummary(key, label, self.run_count))
+                run = RunState(RunSummary(key, label, self.run_count))
             self._live[key] = run
             if len(self._live) > _LIVE_RUNS:
                 _, oldest = self._live.popitem(last=False)
@@ -157,97 +280,18 @@ class ReportStore:
             run.summary.label = label
         return run
 
-    def _put(self, run: _Run) -> None:
+    def _put(self, run: RunState) -> None:
         self._db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?)",
                          (run.summary.key, run.summary.number, int(run.open), pickle.dumps(run, _PICKLE)))
 
-    def _look_ahead(self, run: _Run, step: Step) -> None:
-        """A later call of a waiting verdict's kind: it continues the verdict's loop (a step of the
-        same loop that did not start a new one), or counts towards `lookahead` calls that did not."""
-        going_on = {verdict.loop.key for verdict in step.verdicts if verdict.loop is not None and not verdict.loop.started}
-        waiting = []
-        for verdict in run.pending:
-            if verdict.kind != step.kind:
-                waiting.append(verdict)
-                continue
-            verdict.calls_after += 1
-            if verdict.loop_key in going_on:
-                self._resolve(verdict, CONTINUED)
-            elif verdict.calls_after >= self.lookahead:
-                self._resolve(verdict, STOPPED)
-            else:
-                waiting.append(verdict)
-        run.pending = waiting
-
-    def _step_loop(self, run: _Run, number: int, verdict: StepVerdict) -> None:
-        mark = verdict.loop
-        assert mark is not None
-        episode = None if mark.started else run.episodes.get(mark.key)
-        if episode is None:
-            previous = run.episodes.pop(mark.key, None)
-            if previous is not None:
-                self._close(run, previous)
-            episode = Episode(mark.key, verdict.guard, verdict.verdict, verdict.rule, number,
-                              min((number, *verdict.evidence)), number, mark.spend)
-            run.episodes[mark.key] = episode
-        else:
-            episode.last_step, episode.spend = number, mark.spend
-            if verdict.evidence:
-                episode.evidence_step = min(episode.evidence_step, *verdict.evidence)
-        episode.acted = mark.acted
-
-    def _close(self, run: _Run, episode: Episode) -> None:
-        """A loop that will not go on: kept (and counted) if a verdict of it acted."""
-        if not episode.acted:
-            return
-        summary = run.summary
+    def episode_closed(self, run: RunState, episode: Episode) -> None:
         self._db.execute("INSERT INTO episodes VALUES (?, ?, ?, ?, ?)",
-                         (summary.number, episode.key, episode.first_step, episode.last_step,
+                         (run.summary.number, episode.key, episode.first_step, episode.last_step,
                           pickle.dumps(episode, _PICKLE)))
-        spend = episode.spend
-        totals = self._rule(episode.guard, episode.rule)
-        for counts in (summary, totals):
-            counts.loops += 1
-            counts.input_tokens += spend.input_tokens or 0
-            counts.output_tokens += spend.output_tokens or 0
-            if spend.cost_usd is None:
-                counts.unpriced += 1
-            else:
-                counts.cost_usd = (counts.cost_usd or 0.0) + spend.cost_usd
 
-    def _acted(self, run: _Run, step: Step, verdict: StepVerdict) -> None:
-        summary = run.summary
-        summary.acting += 1
-        run.verdicts += 1
-        acting = ActingVerdict(summary.number, run.verdicts, step.number, step.kind, verdict.guard, verdict.verdict,
-                               verdict.rule, verdict.action, verdict.message, verdict.evidence, verdict.counts,
-                               verdict.loop.key if verdict.loop is not None else None)
-        totals = self._rule(verdict.guard, verdict.rule)
-        totals.acting += 1
-        totals.actions[verdict.action] = totals.actions.get(verdict.action, 0) + 1
-        if acting.loop_key is None:  # not a loop's verdict (a timeout): nothing to stop
-            self._write_verdict(acting)
-        else:
-            run.pending.append(acting)
-
-    def _resolve(self, verdict: ActingVerdict, outcome: str) -> None:
-        verdict.outcome = outcome
-        totals = self._rule(verdict.guard, verdict.rule)
-        if outcome == STOPPED:
-            totals.stopped += 1
-        else:
-            totals.continued += 1
-        self._write_verdict(verdict)
-
-    def _write_verdict(self, verdict: ActingVerdict) -> None:
+    def verdict_told(self, verdict: ActingVerdict) -> None:
         self._db.execute("INSERT INTO verdicts VALUES (?, ?, ?, ?)",
                          (verdict.run, verdict.step, verdict.id, pickle.dumps(verdict, _PICKLE)))
-
-    def _rule(self, guard: str, rule: str) -> RuleTotals:
-        totals = self.rules.get((guard, rule))
-        if totals is None:
-            totals = self.rules[guard, rule] = RuleTotals(guard, rule)
-        return totals
 
     def _flush(self) -> None:
         if self._steps:
@@ -297,20 +341,7 @@ class ReportStore:
     def totals(self) -> RuleTotals:
         """Every rule's totals summed (guard and rule empty)."""
         self.finish()
-        out = RuleTotals("", "")
-        for totals in self.rules.values():
-            out.acting += totals.acting
-            out.stopped += totals.stopped
-            out.continued += totals.continued
-            out.loops += totals.loops
-            out.input_tokens += totals.input_tokens
-            out.output_tokens += totals.output_tokens
-            out.unpriced += totals.unpriced
-            if totals.cost_usd is not None:
-                out.cost_usd = (out.cost_usd or 0.0) + totals.cost_usd
-            for action, n in totals.actions.items():
-                out.actions[action] = out.actions.get(action, 0) + n
-        return out
+        return super().totals()
 
     def close(self) -> None:
         self._db.close()

@@ -4,10 +4,16 @@
 each gRPC call the same `authorization` metadata (what OTLP exporters send with
 `OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"`). A request without it is answered 401
 (gRPC `UNAUTHENTICATED`) before its body is read. Tokens are compared in constant time.
+
+The live page (`service.page`) is for a browser, which cannot send a header: its login form posts the
+token once, and the answer sets a cookie (`PAGE_COOKIE`: HttpOnly, SameSite=Strict, Secure under TLS,
+Path=/) holding not the token but `page_cookie_value(token)`, an HMAC of it that opens only the page and
+its data (`cookie_paths`), never a receiver, the API or the hook route.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ssl
 from collections.abc import Callable
@@ -17,6 +23,7 @@ from typing import Any
 import grpc
 
 AUTHORIZATION = "authorization"
+PAGE_COOKIE = "otelguard_page"
 UNAUTHENTICATED = "unauthenticated"  # what a refusal is counted as
 _SCHEME = "bearer "
 
@@ -78,18 +85,47 @@ def authorized(header: str | bytes | None, token: str) -> bool:
     return hmac.compare_digest(header[len(_SCHEME):].strip().encode(), token.encode())
 
 
-class RequireToken:
-    """ASGI middleware: an HTTP request without the bearer token is answered 401, its body unread."""
+def page_cookie_value(token: str) -> str:
+    """What the page's cookie holds: derived from the token (a cookie that leaks does not give the
+    token, which would open the receivers), the same for every login while the token is."""
+    return hmac.new(token.encode(), b"otelguard live page", hashlib.sha256).hexdigest()
 
-    def __init__(self, app: Any, token: str, on_refused: Callable[[str], None] | None = None):
+
+def cookie_authorized(header: str | bytes | None, token: str) -> bool:
+    """Whether a `Cookie` header holds the page's cookie for `token`."""
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")
+    if not header:
+        return False
+    expected = page_cookie_value(token).encode()
+    for part in header.split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == PAGE_COOKIE and hmac.compare_digest(value.strip().encode(), expected):
+            return True
+    return False
+
+
+class RequireToken:
+    """ASGI middleware: an HTTP request without the bearer token is answered 401, its body unread.
+    On `cookie_paths` (path prefixes: the live page's data) the page's cookie is taken as well;
+    `open_paths` (exact: the page itself and its login form) pass, and decide for themselves."""
+
+    def __init__(self, app: Any, token: str, on_refused: Callable[[str], None] | None = None, *,
+                 cookie_paths: tuple[str, ...] = (), open_paths: frozenset[str] = frozenset()):
         self.app = app
         self.token = token
         self.on_refused = on_refused
+        self.cookie_paths = cookie_paths
+        self.open_paths = open_paths
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and scope["path"] not in self.open_paths:
             header = next((value for name, value in scope["headers"] if name == b"authorization"), None)
-            if not authorized(header, self.token):
+            allowed = authorized(header, self.token)
+            if not allowed and self.cookie_paths and scope["path"].startswith(self.cookie_paths):
+                cookie = next((value for name, value in scope["headers"] if name == b"cookie"), None)
+                allowed = cookie_authorized(cookie, self.token)
+            if not allowed:
                 if self.on_refused is not None:
                     self.on_refused(UNAUTHENTICATED)
                 await send({"type": "http.response.start", "status": 401,

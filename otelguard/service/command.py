@@ -32,7 +32,7 @@ from .connections import raise_descriptor_limit
 from .options import DEFAULT_MAX_CONNECTIONS
 from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .judge import DEFAULT_QUEUE, JudgeOptions
-from .options import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, Address
+from .options import DEFAULT_GRPC, DEFAULT_HTTP, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_METRICS, LIVE_SESSIONS, Address
 from .webhook import SECRET_ENV
 
 OFF = "off"
@@ -99,6 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-request-bytes", type=positive, default=DEFAULT_MAX_REQUEST_BYTES, metavar="N",
                         help=f"refuse a request larger than this once decompressed: HTTP 413, gRPC "
                              f"RESOURCE_EXHAUSTED (default {DEFAULT_MAX_REQUEST_BYTES})")
+    parser.add_argument("--page-sessions", type=int, default=LIVE_SESSIONS, metavar="N",
+                        help=f"sessions the live page at / holds (default {LIVE_SESSIONS}; 0: no page)")
     parser.add_argument("--webhook", type=webhook_url, metavar="URL",
                         help=f"POST each verdict that asks the agent for something here, as JSON signed with "
                              f"HMAC-SHA256 (the secret in ${SECRET_ENV})")
@@ -153,7 +155,8 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                                  judge=JudgeOptions(queue=args.queue), token=token, tls=tls,
                                  max_request_bytes=args.max_request_bytes, max_connections=args.max_connections,
                                  forward_queue_bytes=args.forward_queue_bytes, webhook=args.webhook,
-                                 webhook_secret=secret.encode(), evaluation_events=args.evaluation_events)
+                                 webhook_secret=secret.encode(), evaluation_events=args.evaluation_events,
+                                 page_sessions=max(0, args.page_sessions))
         service = GuardService(config, options, alerts=alerts)
         try:
             service.start()

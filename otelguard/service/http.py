@@ -10,7 +10,8 @@ further: a gzip bomb costs at most that much); 415 for another content type or e
 405 (Starlette's own) for other paths and methods. With a token, every route first asks for it
 (`access.RequireToken`: 401). `GET /v1/verdicts?session=ID` answers a session's recent verdicts as
 JSON (the decision API, for clients that ask rather than listen); `POST /v1/sessions/ID/pause` and
-`/resume` pause a session and end its pause (`GuardEngine.pause`).
+`/resume` pause a session and end its pause (`GuardEngine.pause`). `GET /` is the live page, and
+`/login`, `/live/...` its login and data (`page`: the page's cookie opens those, nothing else).
 
 The event loop only reads bodies: decompressing and decoding them (work that grows with a body's
 size) runs on the service's decoding threads (`Intake.off_loop`), so a large request never
@@ -39,6 +40,7 @@ from ..hooks.decision import answer as answer_hook
 from .access import RequireToken
 from .intake import RETRY_AFTER_S, Intake
 from .judge import QueueFull
+from .page import DATA_PREFIX as PAGE_DATA, OPEN_PATHS as PAGE_OPEN, routes as page_routes
 from ..otlp.requests import MalformedRequest
 from .sessions import MAX_SESSION_CHARS
 
@@ -140,13 +142,17 @@ def receiver_app(service: Intake) -> Starlette:
         service.hook_calls.add(1, {"cli": cli})
         return Response(answer, media_type=JSON)
 
-    return _guarded(Starlette(routes=[
+    app = Starlette(routes=[
         *(Route(f"/v1/{signal}", endpoint(signal), methods=["POST"]) for signal in ("traces", "logs", "metrics")),
         Route("/v1/verdicts", verdicts, methods=["GET"]),
         Route("/v1/sessions/{session:path}/pause", pausing(True), methods=["POST"]),
         Route("/v1/sessions/{session:path}/resume", pausing(False), methods=["POST"]),
         Route("/v1/hook/{cli}", hook, methods=["POST"]),
-    ]), service.options.token, service.refused)
+        *(page_routes(service) if service.page is not None else ()),
+    ])
+    if service.page is None:
+        return _guarded(app, service.options.token, service.refused)
+    return _guarded(app, service.options.token, service.refused, cookie_paths=(PAGE_DATA,), open_paths=PAGE_OPEN)
 
 
 def metrics_app(registry: CollectorRegistry, token: str | None = None,
@@ -161,9 +167,11 @@ def metrics_app(registry: CollectorRegistry, token: str | None = None,
     return _guarded(Starlette(routes=[Route("/metrics", metrics, methods=["GET"])]), token, refused)
 
 
-def _guarded(app: Starlette, token: str | None, refused: Callable[[str], None] | None) -> Starlette:
+def _guarded(app: Starlette, token: str | None, refused: Callable[[str], None] | None, *,
+             cookie_paths: tuple[str, ...] = (), open_paths: frozenset[str] = frozenset()) -> Starlette:
     if token is not None:
-        app.add_middleware(RequireToken, token=token, on_refused=refused)
+        app.add_middleware(RequireToken, token=token, on_refused=refused, cookie_paths=cookie_paths,
+                           open_paths=open_paths)
     return app
 
 

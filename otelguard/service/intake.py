@@ -12,6 +12,7 @@ from opentelemetry.metrics import Counter
 from ..runtime.containment import Containment
 from .judge import SpanJudge
 from .options import ServiceOptions
+from .page import LivePage
 from .sessions import RecentVerdicts
 
 RETRY_AFTER_S = 1  # what a busy service asks an exporter to wait before it retries
@@ -24,6 +25,7 @@ class Intake(Protocol):
     containment: Containment
     judge: SpanJudge
     recent: RecentVerdicts
+    page: LivePage | None  # the live page's store, when the page is served
     hook_calls: Counter
 
     def accept(self, signal: str, body: bytes, encoding: str) -> Message:

@@ -58,6 +58,8 @@ Shown = tuple[tuple[Verdict, ...], dict[str, Any] | None]
 OnReplayed = Callable[[list[ReceivedSpan], dict[int, Shown]], None]
 # Told of each verdict as it is reached: the sender's service.name, the judged span, the verdict.
 OnVerdict = Callable[[str | None, Judged, Verdict], None]
+# Told of every judged span (agent, model and tool): the span, what the engine made of it, the sender.
+OnJudged = Callable[[SpanView, Judged, str | None], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,8 @@ class QueueFull(Exception):
 class SpanJudge:
     def __init__(self, config: GuardConfig | dict | str | None, metrics: GuardMetrics, *,
                  options: JudgeOptions = JudgeOptions(), on_replayed: OnReplayed | None = None,
-                 on_verdict: OnVerdict | None = None, evaluations: EvaluationEvents | None = None):
+                 on_verdict: OnVerdict | None = None, evaluations: EvaluationEvents | None = None,
+                 on_judged: OnJudged | None = None):
         self.options = options
         self.metrics = metrics
         self._clock = ReplayClock()
@@ -110,6 +113,7 @@ class SpanJudge:
                                   evaluations)
         self._on_replayed = on_replayed
         self._on_verdict = on_verdict
+        self._on_judged = on_judged
         self._queue: queue.Queue[object] = queue.Queue(options.queue)
         self._batch: Batch | None = None
         self._shown: dict[int, Shown] = {}
@@ -236,6 +240,9 @@ class SpanJudge:
         """One judged span: counted and its verdicts recorded under its sender's service.name."""
         kind = judged.classification.kind
         self.metrics.span(kind, judged.classification.convention, service)
+        if self._on_judged is not None:
+            with self._contain.contained("page"):  # (a failure there costs the page a step, never the verdicts)
+                self._on_judged(view, judged, service)
         if kind is SpanKind.AGENT:
             return
         spent = None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .access import TlsFiles, token_problem
 from .forward import DEFAULT_QUEUE_BYTES as DEFAULT_FORWARD_QUEUE_BYTES
 from .judge import JudgeOptions
+from ..report.live import LIVE_SESSIONS
 
 Address = tuple[str, int]
 DEFAULT_HTTP: Address = ("127.0.0.1", 4318)
@@ -48,6 +49,8 @@ class ServiceOptions:
     # gen_ai.evaluation.result events of the verdicts, sent to `forward` (`live.evaluation_events`):
     # "actions", "all" or "off"; none without `forward`.
     evaluation_events: str = "actions"
+    # The live page at `GET /` on `http` (`service.page`): the sessions its store holds at most; 0: no page.
+    page_sessions: int = LIVE_SESSIONS
 
     def __post_init__(self) -> None:
         problem = token_problem(self.token) if self.token is not None else ""

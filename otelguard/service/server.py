@@ -59,6 +59,7 @@ from .http import JSON, metrics_app, receiver_app
 from .options import Address, ServiceOptions
 from .judge import OnVerdict, SpanJudge
 from ..otlp.requests import Received, json_spans_of, log_calls_of, parse_json, parse_protobuf, spans_of
+from .page import LivePage
 from .sessions import RecentVerdicts, verdict_event
 from .webhook import Webhook
 
@@ -93,9 +94,12 @@ class GuardService:
                                 if options.forward and options.evaluation_events != "off" else None)
         evaluations = EvaluationEvents(self.logger_provider, options.evaluation_events if self.logger_provider else "off",
                                        self.containment)
+        self.page = (LivePage(self.metrics, options.page_sessions)
+                     if options.page_sessions > 0 and options.http is not None else None)
         self.judge = SpanJudge(config, self.metrics, options=options.judge,
                                on_replayed=self.forwarder.spans if self.forwarder is not None else None,
-                               on_verdict=self._told, evaluations=evaluations)
+                               on_verdict=self._told, evaluations=evaluations,
+                               on_judged=self.page.observe if self.page is not None else None)
         meter = self.meter_provider.get_meter("otelguard")
         self.rejected_spans = meter.create_counter(
             "otelguard.service.rejected_spans", unit="{span}", description="Spans rejected (partial success)")
