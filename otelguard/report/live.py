@@ -32,7 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .html import _episode_row, _rule_row, _run_row, _step_row, _verdict_row, json_for_html
-from .model import CONTENT_CHARS, LOOKAHEAD_CALLS, ActingVerdict, Episode, RunSummary, Step, StepVerdict, Text
+from .model import CONTENT_CHARS, LOOKAHEAD_CALLS, ActingVerdict, Episode, RunSummary, Step, StepVerdict, Text, add_loops
 from .store import RunState, Tally
 
 LIVE_SESSIONS = 1000
@@ -139,23 +139,21 @@ class LiveReport(Tally):
                 run.session = _cut(session, NAME_CHARS)
         return run
 
+    # (`_writing` is never None here: verdicts and loops are told while their run's step is tallied)
     def verdict_told(self, verdict: ActingVerdict) -> None:
-        run = self._writing
-        if run is None:  # (never: a verdict is told while its run's step is tallied)
-            return
-        run.told.append(verdict)
-        self._weigh(run, _object_bytes(verdict))
-        if len(run.told) > self.max_verdicts:
-            self._weigh(run, -_object_bytes(run.told.popleft()))
+        if self._writing is not None:
+            self._keep_last(self._writing, self._writing.told, verdict, self.max_verdicts)
 
     def episode_closed(self, run: RunState, episode: Episode) -> None:
-        live = self._writing
-        if live is None:
-            return
-        live.closed.append(episode)
-        self._weigh(live, _object_bytes(episode))
-        if len(live.closed) > self.max_episodes:
-            self._weigh(live, -_object_bytes(live.closed.popleft()))
+        if self._writing is not None:
+            self._keep_last(self._writing, self._writing.closed, episode, self.max_episodes)
+
+    def _keep_last(self, run: _LiveRun, items: deque[Any], item: Any, limit: int) -> None:
+        """`item` onto one of `run`'s bounded lists, its oldest dropped past `limit`, each weighed."""
+        items.append(item)
+        self._weigh(run, _object_bytes(item))
+        if len(items) > limit:
+            self._weigh(run, -_object_bytes(items.popleft()))
 
     def _weigh(self, run: _LiveRun, change: int) -> None:
         run.bytes += change
@@ -179,12 +177,7 @@ class LiveReport(Tally):
                 unpriced += 1
             else:
                 cost = (cost or 0.0) + spend.cost_usd
-        summary.loops += loops
-        summary.input_tokens += tokens_in
-        summary.output_tokens += tokens_out
-        summary.unpriced += unpriced
-        if cost is not None:
-            summary.cost_usd = (summary.cost_usd or 0.0) + cost
+        add_loops(summary, loops, tokens_in, tokens_out, cost, unpriced)
         run.open_spend = (loops, tokens_in, tokens_out, cost, unpriced)
         run.row = [*_run_row(summary), run.session, run.version]
 
@@ -231,13 +224,8 @@ class LiveReport(Tally):
         totals = Tally()
         totals.rules = {(rule.guard, rule.rule): rule for rule in rules}
         total = totals.totals()
-        for _, (loops, tokens_in, tokens_out, cost, unpriced) in rows:  # loops under way count too
-            total.loops += loops
-            total.input_tokens += tokens_in
-            total.output_tokens += tokens_out
-            total.unpriced += unpriced
-            if cost is not None:
-                total.cost_usd = (total.cost_usd or 0.0) + cost
+        for _, open_spend in rows:  # loops under way count too
+            add_loops(total, *open_spend)
         head = {
             "title": "otelguard serve", "live": True, "content": True, "files": [], "summary": [], "coverage": [],
             "incomplete": False,

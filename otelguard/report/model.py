@@ -157,6 +157,18 @@ class RuleTotals:
     unpriced: int = 0
 
 
+def add_loops(counts: RunSummary | RuleTotals, loops: int, input_tokens: int, output_tokens: int,
+              cost_usd: float | None, unpriced: int) -> None:
+    """Loops and what they spent, added to a run's or a rule's counts (`cost_usd`: of the priced ones;
+    the counts' cost stays None until a loop is priced)."""
+    counts.loops += loops
+    counts.input_tokens += input_tokens
+    counts.output_tokens += output_tokens
+    counts.unpriced += unpriced
+    if cost_usd is not None:
+        counts.cost_usd = (counts.cost_usd or 0.0) + cost_usd
+
+
 @dataclass(slots=True)
 class Overview:
     """The report's head: what was read and the driver's own summary and coverage lines (shown as

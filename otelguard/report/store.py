@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from .model import LOOKAHEAD_CALLS, ActingVerdict, Episode, RuleTotals, RunSummary, Step, StepVerdict
+from .model import LOOKAHEAD_CALLS, ActingVerdict, Episode, RuleTotals, RunSummary, Step, StepVerdict, add_loops
 
 _LIVE_RUNS = 1024
 _BATCH = 1000
@@ -135,13 +135,8 @@ class Tally:
         summary = run.summary
         totals = self._rule(episode.guard, episode.rule)
         for counts in (summary, totals):
-            counts.loops += 1
-            counts.input_tokens += spend.input_tokens or 0
-            counts.output_tokens += spend.output_tokens or 0
-            if spend.cost_usd is None:
-                counts.unpriced += 1
-            else:
-                counts.cost_usd = (counts.cost_usd or 0.0) + spend.cost_usd
+            add_loops(counts, 1, spend.input_tokens or 0, spend.output_tokens or 0, spend.cost_usd,
+                      int(spend.cost_usd is None))
 
     def _acted(self, run: RunState, step: Step, verdict: StepVerdict) -> None:
         summary = run.summary
@@ -180,12 +175,7 @@ class Tally:
             out.acting += totals.acting
             out.stopped += totals.stopped
             out.continued += totals.continued
-            out.loops += totals.loops
-            out.input_tokens += totals.input_tokens
-            out.output_tokens += totals.output_tokens
-            out.unpriced += totals.unpriced
-            if totals.cost_usd is not None:
-                out.cost_usd = (out.cost_usd or 0.0) + totals.cost_usd
+            add_loops(out, totals.loops, totals.input_tokens, totals.output_tokens, totals.cost_usd, totals.unpriced)
             for action, n in totals.actions.items():
                 out.actions[action] = out.actions.get(action, 0) + n
         return out
