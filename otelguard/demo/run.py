@@ -118,28 +118,17 @@ def _otlp_service_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> in
 def _write_html(spans: Any, path: str, config: Any) -> None:
     """The demo's spans as OTLP JSON Lines (hex ids, as the Collector's file exporter writes them),
     analysed with `--html` (the guard's own records on them are read as a stored run's would be)."""
-    import base64
-    import json
     import tempfile
-
-    from google.protobuf.json_format import MessageToDict
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     from ..analyzer import analyze
     from ..analyzer.html_report import HtmlReport
+    from ..otlp.json_lines import otlp_json_line
 
-    document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-    for resource in document.get("resourceSpans", []):
-        for scope in resource.get("scopeSpans", []):
-            for span in scope.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if span.get(key):
-                        span[key] = base64.b64decode(span[key]).hex()
     report = HtmlReport()
     try:
         with tempfile.TemporaryDirectory(prefix="otelguard-demo-") as tmp:
             traces = Path(tmp) / "demo.otlp.jsonl"
-            traces.write_text(json.dumps(document) + "\n", encoding="utf-8")
+            traces.write_text(otlp_json_line(spans), encoding="utf-8")
             analysis = analyze([traces], config, observe=report.observe)
             report.write(analysis, path)
     finally:

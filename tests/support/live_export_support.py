@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
@@ -23,6 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 import otelguard
 from otelguard.analyzer import analyze
 from otel_support import Guarded, output_messages, tool_span
+from otelguard.otlp.json_lines import otlp_json_line
 from stream_support import ending_in_a_chant
 from vectors_support import R
 
@@ -35,15 +35,9 @@ class OtlpJsonLinesExporter(SpanExporter):
         self._lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        document = MessageToDict(encode_spans(spans), use_integers_for_enums=True)
-        for resource in document.get("resourceSpans", []):
-            for scope in resource.get("scopeSpans", []):
-                for span in scope.get("spans", []):
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if span.get(key):
-                            span[key] = base64.b64decode(span[key]).hex()
+        line = otlp_json_line(spans)
         with self._lock, self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(document, separators=(",", ":")) + "\n")
+            handle.write(line)
         return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
