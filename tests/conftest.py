@@ -30,7 +30,7 @@ import otelguard  # noqa: E402
 
 # Helpers moved out of test modules into tests/support/ keep pytest's detailed assertion messages (a
 # test module's asserts are rewritten by pytest, a plain module's only when registered before its import).
-pytest.register_assert_rewrite("analyzer_support", "live_export_support")
+pytest.register_assert_rewrite("analyzer_support", "browser_support", "live_export_support")
 from external_support import COMPONENT_FIXTURES, COMPONENTS, require
 from hypothesis_support import THOROUGH, load_profile, register_profiles
 from otel_support import Guarded

@@ -10,13 +10,11 @@ tests/support/external_support.py). Screenshots go to tests/e2e/browser/screensh
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from external_support import binary
 
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -38,10 +36,3 @@ def browser(chromium: str) -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
-
-
-def screenshot(page: Any, name: str) -> Path:
-    SCREENSHOTS.mkdir(exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=False)
-    return path

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import screenshot
+from browser_support import assert_inert, screenshot
 from html_report_support import CORPUS, CORPUS_QUIET, CORPUS_WITH_VERDICTS, HOSTILE, PAYLOADS, looping_run, write_traces
 
 from otelguard.cli import main
@@ -115,17 +115,6 @@ def test_hostile_strings_run_nothing_and_inject_nothing(browser: Any, tmp_path: 
         summary.click()
     page.locator("details.files > summary").click()
     assert page.locator("details.step[open]").count() >= 10
-    assert page.evaluate("window.__pwned") is None
-    assert page.evaluate("document.querySelectorAll('script').length") == before
-    counts = page.evaluate("""() => ({
-        injected: document.querySelectorAll('img, svg, iframe, object, embed, frame, base, link, form, meta[http-equiv=refresh]').length,
-        handlers: [...document.querySelectorAll('*')].filter(e => [...e.attributes].some(a => a.name.startsWith('on'))).length,
-        hrefs: [...document.querySelectorAll('[href]')].map(e => e.getAttribute('href')).filter(h => !/^#run-\\d+(-[vs]-\\d+)?$/.test(h)),
-        runnable: [...document.querySelectorAll('script')].filter(s => s.type !== 'application/json').length,
-    })""")
-    assert counts == {"injected": 0, "handlers": 0, "hrefs": [], "runnable": 1}
-    text = page.inner_text("body")
-    for payload in PAYLOADS[:6]:
-        assert payload in text, "shown as text"
+    assert_inert(page, before, PAYLOADS[:6])
     screenshot(page, "hostile")
     assert problems == []
