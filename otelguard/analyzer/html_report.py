@@ -17,7 +17,7 @@ from ..report.model import Overview
 from ..report.store import ReportStore
 from ..report.text import YELLOW
 from .report import coverage_lines, summary_lines
-from .report_steps import report_step
+from ..report.steps import report_step
 from .run import Analysis
 
 

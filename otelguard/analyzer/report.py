@@ -19,7 +19,8 @@ from ..runtime.terminal import printable, printable_json
 from ..report.text import BOLD, RED, YELLOW, TextReport, action_style, counted, number
 from .evaluations import RecordedEvaluations
 from ..model.records import is_counting
-from .results import AgentSummary, Step, verdict_counts  # noqa: F401  (a public name here too)
+from ..report.steps import verdict_counts
+from .results import AgentSummary, Step
 from .run import Analysis
 
 _SPAN_WIDTH = 22

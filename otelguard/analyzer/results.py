@@ -15,37 +15,18 @@ from operator import attrgetter
 from typing import Any
 
 from ..model.actions import ACTION_ORDER, Action
-from ..report.text import number as _number
-from ..model.canonical import arguments_preview
 from ..conventions import model_name
 from ..engine.loop_spend import MODEL_LOOP_VERDICTS, LoopSpend, LoopStep
 from ..engine import AgentRef, Judged
 from .spool import Spool
-from ..model.records import Content, ModelCall, SpanKind, SpanView, Status, ToolCall, Verdict, is_counting
+from ..model.records import SpanKind, SpanView, Verdict, is_counting
+from ..report.steps import describe, summarize
 
 FAIL_ON_CHOICES = tuple(action.value for action in ACTION_ORDER[1:])  # `--fail-on A`: A or stronger
 
 DEFAULT_MAX_QUIET_ROWS = 500
 DEFAULT_MAX_QUIET_AGENTS = 200
-_PREVIEW_CHARS = 60
-_FACT_PREVIEW_CHARS = 500  # arguments kept per listed step (the report is not an archive of the input)
-_TOOL, _MODEL = "tool", "model"  # the first item of a step's summary
-_NAME = attrgetter("name")
 _LIVE_AGENTS = 1024  # agent summaries held in memory (the most recently active); the others are spooled
-
-
-def verdict_counts(verdict: Verdict) -> str:
-    """A verdict's counts as the reports write them: "count 3 · stalled 2"."""
-    parts = []
-    if verdict.repeat_count is not None:
-        parts.append(f"count {_number(verdict.repeat_count)}")
-    if verdict.thinking_stalled is not None:
-        parts.append(f"stalled {_number(verdict.thinking_stalled)}")
-    if verdict.stream_chars is not None:
-        parts.append(f"chars {_number(verdict.stream_chars)}")
-    if verdict.error_code is not None:
-        parts.append(f"code {verdict.error_code}")
-    return " · ".join(parts)
 
 
 @dataclass(slots=True)
@@ -397,81 +378,3 @@ def _step_of(row: tuple[Any, ...]) -> Step:
         values[_ACTION_AT] = Action(values[_ACTION_AT])
         verdicts.append(Verdict(*values))
     return Step(number, kind, trace_id, span_id, span_name, convention, summary, tuple(verdicts))
-
-
-def summarize(record: Any, model: str | None = None) -> tuple[Any, ...]:
-    """What `describe` needs of a record (and, for a model call, the model's name), kept per listed
-    step: lengths, not text; plain values (enums as their strings: cheap to spool). Put into words only when shown (on a large input most listed steps are
-    not: their agent goes past --max-agents)."""
-    if isinstance(record, ToolCall):
-        arguments, previews = record.arguments, None
-        if arguments is not None:  # bounded previews, not the arguments (which may be long)
-            is_json = record.arguments_content is Content.OK
-            previews = (arguments_preview(arguments, _FACT_PREVIEW_CHARS, is_json) if arguments else None,
-                        arguments_preview(arguments, _PREVIEW_CHARS, is_json))
-        return (_TOOL, record.name, previews, record.arguments_content.value, record.status.value, record.denied)
-    if isinstance(record, ModelCall):
-        chunks = record.chunks
-        return (_MODEL, model, len(record.reasoning), len(record.text),
-                tuple(map(_NAME, record.tool_calls)), record.has_output, record.output_content.value,
-                sum(1 for chunk in chunks if chunk.kind == "text") if chunks else 0, record.chunk_events,
-                record.dropped_events, record.status.value)
-    return ()
-
-
-def describe(summary: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
-    """What a step was (its `summarize`d record), as one short line and as JSON facts."""
-    if not summary:
-        return "", {}
-    if summary[0] == _TOOL:
-        _, name, arguments, arguments_content, status, denied = summary
-        facts: dict[str, Any] = {
-            "tool": name,
-            "arguments": arguments[0] if arguments is not None else None,
-            "arguments_content": arguments_content,
-            "status": status,
-        }
-        name = name or "(unnamed tool)"
-        if arguments is None:
-            what = f"{name} (arguments not captured)"
-        else:
-            what = f"{name} {arguments[1]}"
-        if denied:
-            what += " · denied"
-            facts["denied"] = True
-        elif status == Status.ERROR:
-            what += " · error"
-        return what, facts
-    (_, model, reasoning_chars, text_chars, tool_calls, has_output, output_content, text_chunks, chunk_events,
-     dropped_events, status) = summary
-    facts = {
-        "model": model,
-        "reasoning_chars": reasoning_chars,
-        "text_chars": text_chars,
-        "tool_calls_requested": list(tool_calls),
-        "has_output": has_output,
-        "output_content": output_content,
-        "text_chunks": text_chunks,
-        "chunk_events": chunk_events,
-        "dropped_events": dropped_events,
-        "status": status,
-    }
-    if has_output is None:
-        what = "output not captured"
-    else:
-        what = f"text {text_chars:,} chars"
-        if reasoning_chars:
-            what = f"reasoning {reasoning_chars:,} chars · {what}"
-        if tool_calls:
-            what += f" · calls {', '.join(sorted({name or '?' for name in tool_calls}))}"
-    if text_chunks:
-        what += f" · {text_chunks} chunks"
-    elif chunk_events:
-        what += f" · {chunk_events} textless chunks"
-    if dropped_events:
-        what += f" · {dropped_events} dropped"
-    if output_content == Content.MALFORMED:
-        what += " · unreadable"
-    if status == Status.ERROR:
-        what += " · error"
-    return what, facts

@@ -3,7 +3,7 @@ the sessions the service holds, redrawn as they change.
 
 `LivePage.observe` sees every span the judge judged, on the judge's thread, and puts it into a
 `report.live.LiveReport` as `analyze --html` puts the analyzer's into its store (the same conversion,
-`analyzer.report_steps`): that store is the page's own, apart from the guard's state, bounded, and
+`report.steps`): that store is the page's own, apart from the guard's state, bounded, and
 only ever held by the judge for one step's bookkeeping (see its doc): a page request never makes
 the judge wait for more than a copy of references. Sessions it forgets are counted in
 `otelguard_state_evictions_total{otelguard_state="page_sessions"}`.
@@ -25,7 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ..analyzer.report_steps import report_step
+from ..report.steps import report_step
 from ..engine import Judged
 from ..model.records import SpanKind, SpanView
 from ..reactions.metrics import GuardMetrics

@@ -21,6 +21,10 @@ LAYERS = (
     "cli", "entry", "__main__",
 )
 MAX_TOP_LEVEL_MODULES = 8
+# The drivers share the layers below them, not each other's modules; the two ties that are part of
+# what a driver is: integrations build on the live API, and serve answers the hooks' protocol.
+DRIVERS = ("live", "integrations", "hooks", "analyzer", "service")
+DRIVER_TIES = {("integrations", "live"), ("service", "hooks")}
 
 
 def _layer(module: str) -> str:
@@ -86,6 +90,18 @@ def test_no_import_runs_up_a_layer() -> None:
             if rank.get(_layer(imported), -1) > rank.get(_layer(module), -1):
                 upward.append(f"{module} -> {imported}")
     assert not upward, "imports running up a layer:\n" + "\n".join(upward)
+
+
+def test_no_driver_reaches_into_another() -> None:
+    sideways = []
+    for path in _modules():
+        module = _module_of(path)[0]
+        layer = _layer(module)
+        for imported in sorted(_imports(path)):
+            other = _layer(imported)
+            if layer in DRIVERS and other in DRIVERS and other != layer and (layer, other) not in DRIVER_TIES:
+                sideways.append(f"{module} -> {imported}")
+    assert not sideways, "drivers importing another driver:\n" + "\n".join(sideways)
 
 
 def test_the_package_top_holds_few_modules() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otelguard.analyzer.results import describe, summarize
+from otelguard.report.steps import describe, summarize
 from otelguard.model.records import Content, ModelCall, RequestedToolCall, Status, ToolCall
 
 
