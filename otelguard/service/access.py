@@ -82,7 +82,12 @@ def authorized(header: str | bytes | None, token: str) -> bool:
         header = header.decode("latin-1")
     if not header or header[:len(_SCHEME)].lower() != _SCHEME:
         return False
-    return hmac.compare_digest(header[len(_SCHEME):].strip().encode(), token.encode())
+    return token_matches(header[len(_SCHEME):].strip(), token)
+
+
+def token_matches(given: str, token: str) -> bool:
+    """Whether `given` is the token, compared in constant time."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode())
 
 
 def page_cookie_value(token: str) -> str:

@@ -129,6 +129,17 @@ def scrape_with_token(service: Any) -> dict[str, list[Any]]:
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
 
+def test_a_login_form_with_more_fields_than_the_token_is_read() -> None:
+    """A form is read whatever other fields it carries (a browser extension's, a password manager's):
+    the right token signs in, a wrong one is refused, neither is a server error."""
+    form = {"user": "me", "remember": "1", "a": "x", "b": "y", "token": TOKEN, "c": "z"}
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    with running_service(token=TOKEN) as service:
+        assert _request(service, "POST", "/login", urllib.parse.urlencode(form).encode(), **headers)[0] == 303
+        form["token"] = "wrong"
+        assert _request(service, "POST", "/login", urllib.parse.urlencode(form).encode(), **headers)[0] == 401
+
+
 def test_under_tls_the_cookie_is_secure(tmp_path: Path) -> None:
     from otelguard.service.access import TlsFiles
 
