@@ -81,7 +81,6 @@ class LiveReport(Tally):
         self._lock = threading.Lock()
         self._runs: OrderedDict[str, _LiveRun] = OrderedDict()  # least recently active first
         self._numbers: dict[int, _LiveRun] = {}
-        self._writing: _LiveRun | None = None  # the run whose step is being tallied (its told verdicts go there)
         self.held_bytes = 0
         self.run_count = 0
         self.steps_judged = 0
@@ -94,11 +93,7 @@ class LiveReport(Tally):
         evicted: dict[str, int] = {}
         with self._lock:
             run = self._run(key, label, session)
-            self._writing = run
-            try:
-                self.step(run.state, step)
-            finally:
-                self._writing = None
+            self.step(run.state, step)
             self.steps_judged += 1
             summary = run.state.summary
             text = json_for_html(_step_row(step, 0, summary.first_start_ns or 0, None))
@@ -139,14 +134,13 @@ class LiveReport(Tally):
                 run.session = _cut(session, NAME_CHARS)
         return run
 
-    # (`_writing` is never None here: verdicts and loops are told while their run's step is tallied)
-    def verdict_told(self, verdict: ActingVerdict) -> None:
-        if self._writing is not None:
-            self._keep_last(self._writing, self._writing.told, verdict, self.max_verdicts)
+    def verdict_told(self, run: RunState, verdict: ActingVerdict) -> None:
+        live = self._numbers[run.summary.number]
+        self._keep_last(live, live.told, verdict, self.max_verdicts)
 
     def episode_closed(self, run: RunState, episode: Episode) -> None:
-        if self._writing is not None:
-            self._keep_last(self._writing, self._writing.closed, episode, self.max_episodes)
+        live = self._numbers[run.summary.number]
+        self._keep_last(live, live.closed, episode, self.max_episodes)
 
     def _keep_last(self, run: _LiveRun, items: deque[Any], item: Any, limit: int) -> None:
         """`item` onto one of `run`'s bounded lists, its oldest dropped past `limit`, each weighed."""

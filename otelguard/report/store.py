@@ -55,7 +55,7 @@ class Tally:
         self.lookahead = lookahead
         self.rules: dict[tuple[str, str], RuleTotals] = {}
 
-    def verdict_told(self, verdict: ActingVerdict) -> None:
+    def verdict_told(self, run: RunState, verdict: ActingVerdict) -> None:
         raise NotImplementedError
 
     def episode_closed(self, run: RunState, episode: Episode) -> None:
@@ -88,7 +88,7 @@ class Tally:
             self._close(run, episode)
         run.episodes.clear()
         for verdict in run.pending:
-            self._resolve(verdict, STOPPED)
+            self._resolve(run, verdict, STOPPED)
         run.pending.clear()
 
     def _look_ahead(self, run: RunState, step: Step) -> None:
@@ -102,9 +102,9 @@ class Tally:
                 continue
             verdict.calls_after += 1
             if verdict.loop_key in going_on:
-                self._resolve(verdict, CONTINUED)
+                self._resolve(run, verdict, CONTINUED)
             elif verdict.calls_after >= self.lookahead:
-                self._resolve(verdict, STOPPED)
+                self._resolve(run, verdict, STOPPED)
             else:
                 waiting.append(verdict)
         run.pending = waiting
@@ -149,18 +149,18 @@ class Tally:
         totals.acting += 1
         totals.actions[verdict.action] = totals.actions.get(verdict.action, 0) + 1
         if acting.loop_key is None:  # not a loop's verdict (a timeout): nothing to stop
-            self.verdict_told(acting)
+            self.verdict_told(run, acting)
         else:
             run.pending.append(acting)
 
-    def _resolve(self, verdict: ActingVerdict, outcome: str) -> None:
+    def _resolve(self, run: RunState, verdict: ActingVerdict, outcome: str) -> None:
         verdict.outcome = outcome
         totals = self._rule(verdict.guard, verdict.rule)
         if outcome == STOPPED:
             totals.stopped += 1
         else:
             totals.continued += 1
-        self.verdict_told(verdict)
+        self.verdict_told(run, verdict)
 
     def _rule(self, guard: str, rule: str) -> RuleTotals:
         totals = self.rules.get((guard, rule))
@@ -279,7 +279,7 @@ class ReportStore(Tally):
                          (run.summary.number, episode.key, episode.first_step, episode.last_step,
                           pickle.dumps(episode, _PICKLE)))
 
-    def verdict_told(self, verdict: ActingVerdict) -> None:
+    def verdict_told(self, run: RunState, verdict: ActingVerdict) -> None:
         self._db.execute("INSERT INTO verdicts VALUES (?, ?, ?, ?)",
                          (verdict.run, verdict.step, verdict.id, pickle.dumps(verdict, _PICKLE)))
 

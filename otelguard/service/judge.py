@@ -241,7 +241,7 @@ class SpanJudge:
         kind = judged.classification.kind
         self.metrics.span(kind, judged.classification.convention, service)
         if self._on_judged is not None:
-            with self._contain.contained("page"):  # (a failure there costs the page a step, never the verdicts)
+            with self._contain.contained("service.on_judged"):  # (a failure there never costs the verdicts)
                 self._on_judged(view, judged, service)
         if kind is SpanKind.AGENT:
             return
