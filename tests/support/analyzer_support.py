@@ -1,6 +1,5 @@
 """OTLP JSON Lines written by hand for tests of `otelguard analyze`, shaped like the Collector's file
-exporter (hex ids, integer enums, 64-bit integers as strings), and the command line run in-process.
-(Moved from test_analyzer.py, whose tests and test_cli_exit_codes.py's use them.)"""
+exporter (hex ids, integer enums, 64-bit integers as strings), and the command line run in-process."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A guarded run exported as OTLP JSON Lines, the way the Collector's file exporter writes them (the
 SDK's own OTLP protobuf encoder, then the protobuf JSON mapping with hex ids and integer enums), and
-the verdicts read back live (from the exported spans' `otelguard.verdict` events) and by the analyzer.
-(Moved from test_analyzer_live.py and test_genai_log_events.py, whose tests and others use them.)"""
+the verdicts read back live (from the exported spans' `otelguard.verdict` events) and by the analyzer."""
 
 from __future__ import annotations
 

@@ -110,8 +110,7 @@ def post(service: GuardService, path: str, body: bytes, content_type: str = "app
         return error.code, error.read(), dict(error.headers)
 
 
-# --- what an agent sends the service (moved from test_service_otlp_http.py, test_service_grpc_and_forward.py
-# and test_service_decision_api.py, whose tests and others use them) ---------------------------------------
+# --- what an agent sends the service ------------------------------------------------------------------
 
 REMIND = ("repeat-tool-reminder", "repeat-threshold", "remind")
 COUNTING = ("repeat-tool-reminder", "repeat-threshold", "none")

@@ -1,6 +1,5 @@
 """A webhook receiver for tests of `otelguard serve --webhook URL`: it checks each request's HMAC and
-timestamp on its own, as a receiver should, and answers the statuses it is given in turn.
-(Moved from test_service_webhook.py, whose tests and others use it.)"""
+timestamp on its own, as a receiver should, and answers the statuses it is given in turn."""
 
 from __future__ import annotations
 

@@ -73,6 +73,7 @@ def test_every_acting_verdict_of_the_json_is_in_the_page_with_its_loop_cost(tmp_
     assert [head["totals"]["loops"], *head["totals"]["spend"][:2]] == \
         [totals["count"], totals["input_tokens"], totals["output_tokens"]]
     by_rule = {(r["guard"], r["rule"]): r for r in head["rules"]}
+    assert set(by_rule) == {(v["guard"], v["rule"]) for v in acting} != set()
     for (guard, rule), counts in by_rule.items():
         rows = [v for v in acting if (v["guard"], v["rule"]) == (guard, rule)]
         assert counts["acting"] == len(rows) == counts["stopped"] + counts["continued"]

@@ -10,7 +10,7 @@ import json
 import threading
 import tracemalloc
 
-from otelguard.report.live import LIVE_STEPS, LiveReport
+from otelguard.report.live import LIVE_EPISODES, LIVE_STEPS, LIVE_VERDICTS, NAME_CHARS, WHAT_CHARS, LiveReport
 from otelguard.report.model import CONTENT_CHARS, LoopMark, Spend, Step, StepVerdict, Text
 
 WIDE = "\U0001F600"  # four bytes a character in a Python string: the costliest text
@@ -61,10 +61,10 @@ def test_a_flood_of_sessions_and_steps_stays_within_the_stated_sessions_steps_an
         assert len(run["steps"]) <= LIVE_STEPS
         for step in run["steps"]:
             # [.., span name, name, what, .., arguments, length, output, length, ..]: cut, full length kept
-            assert len(step[2]) <= 256 and len(step[3]) <= 256 and len(step[4]) <= 512
+            assert len(step[2]) <= NAME_CHARS and len(step[3]) <= NAME_CHARS and len(step[4]) <= WHAT_CHARS
             assert len(step[8]) <= CONTENT_CHARS and len(step[10]) <= CONTENT_CHARS and step[9] == 5000
         assert all(len(verdict[8]) <= CONTENT_CHARS for verdict in run["verdicts"])
-        assert len(run["verdicts"]) <= 50 + 3 and len(run["episodes"]) <= 50 + 3
+        assert len(run["verdicts"]) <= LIVE_VERDICTS + 3 and len(run["episodes"]) <= LIVE_EPISODES + 3
     last = _runs(store)[-1]
     # its latest steps, fewer than 200 (alone it is past the bytes); those it no longer holds counted
     kept = len(last["steps"])
@@ -76,11 +76,13 @@ def test_readers_on_other_threads_read_whole_json_while_the_writer_fills() -> No
     store = LiveReport(max_sessions=20)
     done = threading.Event()
     problems: list[str] = []
+    reads = [0]
 
     def read() -> None:
         while not done.is_set():
             try:
                 index = json.loads(store.index())
+                reads[0] += 1
                 for row in index["runs"][-3:]:
                     text = store.run(row[0])
                     if text is not None:  # (forgotten meanwhile: None, never a torn answer)
@@ -100,4 +102,5 @@ def test_readers_on_other_threads_read_whole_json_while_the_writer_fills() -> No
     for reader in readers:
         reader.join(10)
     assert problems == []
+    assert not any(reader.is_alive() for reader in readers) and reads[0] > 0
     assert store.sessions == 20
