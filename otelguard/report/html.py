@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from importlib import resources
 from typing import IO, Any
 
+from ..runtime.terminal import escape_char
 from .model import ActingVerdict, Episode, Overview, RuleTotals, RunSummary, Spend, Step, Text
 from .store import ReportStore
 
@@ -38,7 +39,7 @@ def json_for_html(value: Any) -> str:
     end or change the element, and lone surrogates (not UTF-8), as `\\u` escapes (JSON strings are
     the only place they can be)."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return _UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return _UNSAFE.sub(escape_char, text)
 
 
 def _asset(name: str) -> str:

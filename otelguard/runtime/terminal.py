@@ -49,7 +49,7 @@ def printable_json(text: str) -> str:
     """JSON text (from `json.dumps(..., ensure_ascii=False)`) with the control characters it keeps
     written as `\\uXXXX` escapes: the same JSON, harmless on a terminal. (They can only be inside
     strings, where the escape means the same character.)"""
-    return _UNPRINTABLE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return _UNPRINTABLE_IN_JSON.sub(escape_char, text)
 
 
 def short_repr(value: Any) -> str:
