@@ -110,6 +110,11 @@ def cookie_authorized(header: str | bytes | None, token: str) -> bool:
     return False
 
 
+def signed_in(authorization: str | bytes | None, cookie: str | bytes | None, token: str) -> bool:
+    """Whether a request's `Authorization` or `Cookie` header opens what the page's cookie opens."""
+    return authorized(authorization, token) or cookie_authorized(cookie, token)
+
+
 class RequireToken:
     """ASGI middleware: an HTTP request without the bearer token is answered 401, its body unread.
     On `cookie_paths` (path prefixes: the live page's data) the page's cookie is taken as well;
@@ -125,11 +130,13 @@ class RequireToken:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] not in self.open_paths:
-            header = next((value for name, value in scope["headers"] if name == b"authorization"), None)
-            allowed = authorized(header, self.token)
-            if not allowed and self.cookie_paths and scope["path"].startswith(self.cookie_paths):
-                cookie = next((value for name, value in scope["headers"] if name == b"cookie"), None)
-                allowed = cookie_authorized(cookie, self.token)
+            headers: dict[bytes, bytes] = {}
+            for name, value in scope["headers"]:
+                headers.setdefault(name, value)  # a header given twice counts as its first, as Starlette reads it
+            if self.cookie_paths and scope["path"].startswith(self.cookie_paths):
+                allowed = signed_in(headers.get(b"authorization"), headers.get(b"cookie"), self.token)
+            else:
+                allowed = authorized(headers.get(b"authorization"), self.token)
             if not allowed:
                 if self.on_refused is not None:
                     self.on_refused(UNAUTHENTICATED)

@@ -150,9 +150,9 @@ def receiver_app(service: Intake) -> Starlette:
         Route("/v1/hook/{cli}", hook, methods=["POST"]),
         *(page_routes(service) if service.page is not None else ()),
     ])
-    if service.page is None:
-        return _guarded(app, service.options.token, service.refused)
-    return _guarded(app, service.options.token, service.refused, cookie_paths=(PAGE_DATA,), open_paths=PAGE_OPEN)
+    page = service.page is not None  # the page's cookie opens its data; the page and its login decide themselves
+    return _guarded(app, service.options.token, service.refused, cookie_paths=(PAGE_DATA,) if page else (),
+                    open_paths=PAGE_OPEN if page else frozenset())
 
 
 def metrics_app(registry: CollectorRegistry, token: str | None = None,

@@ -30,7 +30,7 @@ from ..model.records import SpanKind, SpanView
 from ..reactions.metrics import GuardMetrics
 from ..report.html import content_security_policy, live_page, login_page, new_nonce
 from ..report.live import LIVE_SESSIONS, LiveReport
-from .access import PAGE_COOKIE, authorized, cookie_authorized, page_cookie_value, token_matches
+from .access import PAGE_COOKIE, page_cookie_value, signed_in, token_matches
 from .sessions import session_of_judged
 
 if TYPE_CHECKING:
@@ -74,13 +74,10 @@ def routes(service: Intake) -> list[Route]:
     secure = service.options.tls is not None
     engine = service.judge.engine
 
-    def signed_in(request: Request) -> bool:
-        return token is None or authorized(request.headers.get("authorization"), token) or \
-            cookie_authorized(request.headers.get("cookie"), token)
-
     async def show(request: Request) -> Response:
         nonce = new_nonce()
-        if not signed_in(request):
+        headers = request.headers
+        if token is not None and not signed_in(headers.get("authorization"), headers.get("cookie"), token):
             return _html(login_page(nonce, LOGIN), content_security_policy(nonce, form=True), 401)
         return _html(live_page(nonce, DATA, RUN, poll_ms=POLL_MS), content_security_policy(nonce, connect=True))
 
