@@ -154,10 +154,14 @@ def _has_timeline(run: RunSummary) -> bool:
     return run.acting > 0 and run.steps_kept > 0
 
 
+def _usd(cost: float | None) -> float | None:
+    return None if cost is None else round(cost, 6)
+
+
 def _spend(spend: Spend | None) -> list[Any] | None:
     if spend is None:
         return None
-    cost = None if spend.cost_usd is None else round(spend.cost_usd, 6)
+    cost = _usd(spend.cost_usd)
     return [spend.input_tokens, spend.output_tokens, cost, spend.unpriced if cost is None else None]
 
 
@@ -165,7 +169,7 @@ def _rule_row(totals: RuleTotals) -> dict[str, Any]:
     return {"guard": totals.guard, "rule": totals.rule, "acting": totals.acting, "actions": totals.actions,
             "stopped": totals.stopped, "continued": totals.continued, "loops": totals.loops,
             "spend": [totals.input_tokens, totals.output_tokens,
-                      None if totals.cost_usd is None else round(totals.cost_usd, 6), totals.unpriced]}
+                      _usd(totals.cost_usd), totals.unpriced]}
 
 
 def _head(overview: Overview, store: ReportStore, content: bool) -> dict[str, Any]:
@@ -182,7 +186,7 @@ def _run_row(run: RunSummary) -> list[Any]:
     duration = None
     if run.first_start_ns is not None and run.last_end_ns is not None:
         duration = round((run.last_end_ns - run.first_start_ns) / 1e6, 3)
-    cost = None if run.cost_usd is None else round(run.cost_usd, 6)
+    cost = _usd(run.cost_usd)
     return [run.number, run.label, run.key, run.runs, run.model_calls, run.tool_calls, run.acting, run.flagged,
             run.loops, run.input_tokens, run.output_tokens, cost, run.unpriced, duration, _has_timeline(run),
             run.steps_dropped]

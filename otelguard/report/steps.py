@@ -12,6 +12,7 @@ from typing import Any
 from ..conventions import model_name
 from ..engine import Judged
 from ..engine.loop_spend import LoopSpend, LoopStep
+from ..model.actions import Action
 from ..model.canonical import arguments_preview
 from ..model.records import Content, ModelCall, SpanKind, SpanView, Status, ToolCall, Verdict, is_counting
 from .model import CONTENT_CHARS, LoopMark, Spend, Step, StepVerdict, Text
@@ -144,8 +145,7 @@ def report_step(span: SpanView, judged: Judged, kind: SpanKind, *, content: bool
 def step_verdict(verdict: Verdict, loop_steps: tuple[LoopStep, ...], *, content: bool = True) -> StepVerdict:
     loop = next((each for each in loop_steps if each.verdict is verdict), None)
     mark = None if loop is None else LoopMark(loop.key, loop.started, loop.acted, report_spend(loop.spend))
-    action = str(verdict.action)
-    return StepVerdict(verdict.guard, verdict.verdict, verdict.rule, action, action != "none",
+    return StepVerdict(verdict.guard, verdict.verdict, verdict.rule, str(verdict.action), verdict.action != Action.NONE,
                        is_counting(verdict), verdict.message if content else None,
                        tuple(entry.step for entry in verdict.evidence), verdict_counts(verdict), mark)
 
